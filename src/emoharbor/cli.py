@@ -1,0 +1,67 @@
+"""The command line: parses, calls the library, prints. Each command group lives in its own module
+under ``emoharbor.commands``."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from . import __version__
+from .errors import EmoharborError
+
+# every module here defines click commands or groups listed in its COMMANDS
+COMMAND_MODULES = [
+    "emoharbor.commands.core",
+    "emoharbor.commands.profiles",
+    "emoharbor.commands.evaluate",
+    "emoharbor.commands.heart",
+    "emoharbor.commands.report",
+    "emoharbor.commands.study",
+    "emoharbor.commands.evolve",
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="emoharbor")
+def cli() -> None:
+    """Evaluate and improve personalised emotional-support chatbots."""
+
+
+def _register() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # that command group is not part of this build yet
+                continue
+            raise
+        for cmd in mod.COMMANDS:
+            cli.add_command(cmd)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="emoharbor", standalone_mode=False)
+    except EmoharborError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2 if e.exit_code == 2 else e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished work is saved; run the same command again to resume", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+
+
+if __name__ == "__main__":
+    main()

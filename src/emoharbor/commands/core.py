@@ -1,0 +1,129 @@
+"""`emoharbor config check`, `emoharbor chat`, `emoharbor export`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import click
+import yaml
+
+from ..config import ModelSpec, RunConfig, SupporterSpec, load_config
+from ..errors import EmoharborError
+from ..models.pool import ModelPool, check_model_spec
+from ..profiles.loader import resolve_profiles
+from ..simulate.conversation import Conversation
+from ..simulate.factory import make_supporter, make_user
+from ..simulate.loop import converse
+from ..store.export import export_run
+from ..store.run_store import RunStore
+
+
+@click.group("config")
+def config_group() -> None:
+    """Run configs."""
+
+
+@config_group.command("check")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--models/--no-models", default=True, help="Also check that every model can be built.")
+def config_check(path: Path, models: bool) -> None:
+    """Validate a run config; print it resolved, with its hash."""
+    cfg = load_config(path)
+    if models:
+        for spec in [*cfg.roles.supporter, cfg.roles.user, cfg.roles.judge]:
+            check_model_spec(spec)
+    click.echo(yaml.safe_dump(cfg.resolved(), sort_keys=False).rstrip())
+    click.echo(f"# config hash: {cfg.config_hash()}")
+
+
+def model_spec(model: str, base_url: str | None, api_key_env: str | None) -> dict[str, object]:
+    spec: dict[str, object] = {"model": model}
+    if base_url:
+        spec["base_url"] = base_url
+    if api_key_env:
+        spec["api_key_env"] = api_key_env
+    return spec
+
+
+@click.command("chat")
+@click.option("--profile", "profile_ref", required=True, help="A profile file, or builtin:ID.")
+@click.option("--supporter", default="local:qwen1.5b", show_default=True, help="The supporter model.")
+@click.option("--user", "user_model", default="local:qwen1.5b", show_default=True, help="The simulated user's model.")
+@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
+@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
+@click.option("--system-prompt", help="Supporter system prompt: text, @FILE or builtin:NAME.")
+@click.option("--max-turns", default=4, show_default=True, type=click.IntRange(1, 50))
+@click.option("--user-agent", type=click.Choice(["chain", "simple"]), default="chain", show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole conversation record as JSON.")
+def chat(
+    profile_ref: str,
+    supporter: str,
+    user_model: str,
+    base_url: str | None,
+    api_key_env: str | None,
+    system_prompt: str | None,
+    max_turns: int,
+    user_agent: str,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Run one conversation between a simulated user and a supporter, and print it."""
+    profiles = resolve_profiles([profile_ref])
+    if len(profiles) != 1:
+        raise EmoharborError(f"{profile_ref} holds {len(profiles)} profiles: pick one with builtin:ID or a one-profile file")
+    sup = SupporterSpec.model_validate(
+        {**model_spec(supporter, base_url, api_key_env), "name": supporter, "system_prompt": system_prompt}
+    )
+    user = ModelSpec.model_validate(model_spec(user_model, base_url, api_key_env))
+    cfg = RunConfig(max_turns=max_turns, user_agent=user_agent, seed=seed)  # type: ignore[arg-type]
+    conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
+    if as_json:
+        click.echo(json.dumps(conv.model_dump(), indent=2, ensure_ascii=False))
+        return
+    click.echo(f"# {profiles[0].id} with {sup.name}")
+    for t in conv.turns:
+        who = "USER" if t.speaker == "user" else "SUPPORTER"
+        click.echo(f"{who}: {t.text}")
+        state = (t.inner or {}).get("state")
+        if state:
+            click.echo(f"    [inner: intensity {state['intensity']}, trust {state['trust']}: {state['thought']}]")
+    click.echo(f"# ended: {conv.termination} after {conv.wall_s:.1f}s" + (f" ({conv.error})" if conv.error else ""))
+    for ev, detail in conv.events:
+        click.echo(f"# {ev}: {detail}")
+
+
+async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, cfg: RunConfig) -> Conversation:
+    from ..profiles.schema import Profile
+
+    assert isinstance(profile, Profile)
+    async with ModelPool() as pool:
+        s_model = await pool.get(sup, "supporter")
+        u_model = await pool.get(user, "user")
+        conv = Conversation(id=f"{pid}|{sup.name}|0", profile_id=pid, supporter=sup.name, seed=cfg.seed)
+        return await converse(
+            conv,
+            make_user(cfg.user_agent, u_model, profile, cfg),
+            make_supporter(s_model, sup),
+            max_turns=cfg.max_turns,
+            seed=cfg.seed,
+        )
+
+
+@click.command("export")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for the files (default: RUN_DIR/export).")
+def export(run_dir: Path, fmt: str, out: Path | None) -> None:
+    """Export a run's results and call records to JSONL or CSV."""
+    store = RunStore.open_existing(run_dir)
+    try:
+        for path in export_run(store, out or run_dir / "export", fmt):
+            click.echo(str(path))
+    finally:
+        store.close()
+
+
+COMMANDS = [config_group, chat, export]

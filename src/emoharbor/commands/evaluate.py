@@ -1,0 +1,101 @@
+"""`emoharbor run`, `emoharbor assess`, `emoharbor leaderboard`, `emoharbor demo`."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from ..assess.leaderboard import leaderboard
+from ..assess.render import render
+from ..config import ModelSpec, RunConfig, load_config
+from ..errors import EmoharborError
+from ..evaluate import reassess, run_evaluation
+from ..store.run_store import RunStore
+from .core import model_spec
+
+
+def default_run_dir(cfg: RunConfig) -> Path:
+    return Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
+
+
+def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str) -> None:
+    folder = run_dir or default_run_dir(cfg)
+    click.echo(f"run folder: {folder}", err=True)
+    summary = asyncio.run(run_evaluation(cfg, folder, progress=not quiet))
+    click.echo(
+        f"{summary.conversations} conversations ({summary.newly_done} new, "
+        f"{summary.conversations - summary.newly_done} already done, {summary.errors} ended in error)",
+        err=True,
+    )
+    store = RunStore.open_existing(folder)
+    try:
+        click.echo(render(leaderboard(store), fmt))
+    finally:
+        store.close()
+    if summary.errors == summary.conversations:
+        raise EmoharborError(f"every conversation ended in error: see `emoharbor export {folder}` (events)")
+
+
+FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text",
+                      show_default=True)  # fmt: skip
+
+
+@click.command("run")
+@click.argument("config", type=click.Path(path_type=Path))
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/NAME-HASH).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@FORMAT
+def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str) -> None:
+    """Simulate profiles x supporters x repeats, rate every conversation, print the leaderboard.
+
+    Started again with the same config and folder, it resumes where it stopped.
+    """
+    _run(load_config(config), run_dir, quiet, fmt)
+
+
+@click.command("demo")
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/demo-HASH).")
+@click.option("--quiet", is_flag=True)
+def demo(run_dir: Path | None, quiet: bool) -> None:
+    """A small real benchmark on the embedded model: a plain and a personalisation-aware supporter."""
+    with resources.as_file(resources.files("emoharbor").joinpath("demo.yaml")) as path:
+        cfg = load_config(path)
+    _run(cfg, run_dir, quiet, "text")
+
+
+@click.command("assess")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--judge", "judge_model", required=True, help="The judge model (local:NAME, or a served model).")
+@click.option("--base-url")
+@click.option("--api-key-env")
+@click.option("--as-user", is_flag=True, help="Judge as the simulated user (with its profile), not a third party.")
+@click.option("--quiet", is_flag=True)
+def assess(run_dir: Path, judge_model: str, base_url: str | None, api_key_env: str | None, as_user: bool,
+           quiet: bool) -> None:  # fmt: skip
+    """Re-score an existing run's conversations with another judge (no new conversations)."""
+    spec = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env))
+    n = asyncio.run(reassess(run_dir, spec, as_user=as_user, progress=not quiet))
+    click.echo(f"scored {n} conversations with {'user:' if as_user else 'third_party:'}{judge_model}")
+
+
+@click.command("leaderboard")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--judge", default="user", show_default=True,
+              help="Whose scores: user, third_party:MODEL, user:MODEL.")  # fmt: skip
+@FORMAT
+def leaderboard_cmd(run_dir: Path, judge: str, fmt: str) -> None:
+    """Print a run's leaderboard."""
+    store = RunStore.open_existing(run_dir)
+    try:
+        board = leaderboard(store, judge)
+        if judge not in board["judges"] and board["judges"]:
+            raise EmoharborError(f"no assessments by judge '{judge}' in {run_dir}; judges: {', '.join(board['judges'])}")
+        click.echo(render(board, fmt))
+    finally:
+        store.close()
+
+
+COMMANDS = [run, demo, assess, leaderboard_cmd]

@@ -1,0 +1,172 @@
+"""Run configuration: a YAML file validated with pydantic, resolved and hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ConfigError
+
+DEFAULT_MODEL = "local:qwen1.5b"
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+
+class ModelSpec(BaseModel):
+    """One model as a role sees it.
+
+    ``model`` is ``local:NAME`` (embedded llama.cpp; NAME a built-in or a path to a GGUF),
+    ``hf:PATH[@ADAPTER]`` (a local Hugging Face model, ``train`` extra), ``scripted`` (tests), or the
+    model name served at ``base_url`` / ``endpoints``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    endpoints: list[str] = Field(default_factory=list)
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    temperature: float = 0.7
+    top_p: float | None = None
+    max_tokens: int = 256
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    json_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    price: Price = Field(default_factory=Price)
+    context_size: int = Field(default=4096, ge=512)
+    port: int | None = Field(default=None, ge=1, le=65535)  # local: fixed port; None picks a free one
+    replies: list[str] = Field(default_factory=list)  # for model: scripted
+
+    @property
+    def backend(self) -> str:
+        if self.model.startswith("local:"):
+            return "local"
+        if self.model == "scripted":
+            return "scripted"
+        if self.model.startswith("hf:"):
+            return "hf"
+        return "openai"
+
+    @model_validator(mode="after")
+    def _check_backend(self) -> ModelSpec:
+        if self.backend == "openai" and not (self.base_url or self.endpoints):
+            if self.api_key_env is None:
+                raise ValueError(
+                    f"model {self.model!r} is not 'local:NAME' or 'scripted', so it needs "
+                    "base_url (or endpoints) and api_key_env naming the variable that holds the key"
+                )
+        if self.base_url and self.endpoints:
+            raise ValueError("give base_url or endpoints, not both")
+        return self
+
+    def endpoint_urls(self) -> list[str]:
+        if self.endpoints:
+            return list(self.endpoints)
+        return [self.base_url or "https://api.openai.com/v1"]
+
+
+def _coerce_spec(value: Any) -> Any:
+    return {"model": value} if isinstance(value, str) else value
+
+
+class SupporterSpec(ModelSpec):
+    name: str = ""
+    system_prompt: str | None = None  # text, or @path to a file; None: the built-in default
+
+
+class RolesConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    supporter: list[SupporterSpec] = Field(default_factory=lambda: [SupporterSpec()])
+    user: ModelSpec = Field(default_factory=ModelSpec)
+    judge: ModelSpec = Field(default_factory=ModelSpec)
+
+    @field_validator("supporter", mode="before")
+    @classmethod
+    def _supporters(cls, value: Any) -> Any:
+        items = value if isinstance(value, list) else [value]
+        return [_coerce_spec(v) for v in items]
+
+    @field_validator("user", "judge", mode="before")
+    @classmethod
+    def _single(cls, value: Any) -> Any:
+        return _coerce_spec(value)
+
+    @model_validator(mode="after")
+    def _names(self) -> RolesConfig:
+        for i, s in enumerate(self.supporter):
+            if not s.name:
+                s.name = s.model if len(self.supporter) == 1 else f"{s.model}#{i + 1}"
+        names = [s.name for s in self.supporter]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"supporter names must be unique; repeated: {sorted(dup)}")
+        return self
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "run"
+    roles: RolesConfig = Field(default_factory=RolesConfig)
+    profiles: list[str] = Field(default_factory=lambda: ["builtin:*"])
+    repeats: int = Field(default=1, ge=1)
+    max_turns: int = Field(default=8, ge=1, le=100)
+    seed: int = 0
+    concurrency: int = Field(default=32, ge=1)
+    user_agent: Literal["chain", "simple"] = "chain"
+    intensity_step: int = Field(default=15, ge=1, le=50)  # the most intensity moves after one message
+    trust_step: int = Field(default=20, ge=1, le=50)
+    initial_trust: int = Field(default=40, ge=0, le=100)
+    min_turns: int = Field(default=2, ge=0)  # supporter replies before the user may end
+    third_party_judge: bool = True
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def config_hash(self) -> str:
+        return hash_config(self.resolved())
+
+
+def hash_config(resolved: dict[str, Any]) -> str:
+    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _format_validation_error(path: str, err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{path}: field '{where}': {first['msg']}{more}"
+
+
+def load_config(path: str | Path) -> RunConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} not found: give the path to a YAML run config")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{p}: not valid YAML{line}: fix the syntax") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping of settings")
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(str(p), e)) from None

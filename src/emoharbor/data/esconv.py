@@ -1,0 +1,165 @@
+"""ESConv conversations, in either of the two published formats.
+
+- "usr/sys" JSON lines (``train.jsonl``, ``valid.jsonl``): turns have ``text``, ``speaker`` ("usr"|"sys"),
+  and ``strategy`` on supporter turns.
+- the original raw JSON array (``failed_dev.json``): turns have ``content``, ``speaker``
+  ("seeker"|"speaker" for the seeker, "supporter"|"listener" for the supporter) and ``annotation``
+  with ``strategy`` or ``feedback``.
+
+The user gives the path; the dataset is research-only and never ships with emoharbor.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import DataError
+
+Speaker = Literal["seeker", "supporter"]
+SPEAKERS: dict[str, Speaker] = {
+    "usr": "seeker", "seeker": "seeker", "speaker": "seeker",
+    "sys": "supporter", "supporter": "supporter", "listener": "supporter",
+}  # fmt: skip
+SURVEY_FIELDS = ("initial_emotion_intensity", "final_emotion_intensity", "empathy", "relevance")
+
+
+@dataclass(frozen=True)
+class EsconvTurn:
+    speaker: Speaker
+    text: str
+    strategy: str | None = None
+    feedback: int | None = None  # the seeker's per-turn rating in the raw format
+
+
+@dataclass
+class EsconvDialog:
+    id: str  # "<file stem>:<0-based record index>"
+    source: str
+    index: int
+    emotion_type: str
+    problem_type: str
+    situation: str
+    experience_type: str
+    survey: dict[str, int | None]  # the seeker's own ratings, 1..5, None where missing
+    turns: list[EsconvTurn] = field(default_factory=list)
+    from_failed_set: bool = False  # the record was collected as a failed conversation
+
+    def merged_turns(self) -> list[EsconvTurn]:
+        """Consecutive turns by the same speaker joined into one (the corpus has a few)."""
+        out: list[EsconvTurn] = []
+        for t in self.turns:
+            if out and out[-1].speaker == t.speaker:
+                prev = out[-1]
+                out[-1] = EsconvTurn(t.speaker, f"{prev.text} {t.text}", prev.strategy or t.strategy,
+                                     t.feedback if t.feedback is not None else prev.feedback)  # fmt: skip
+            else:
+                out.append(t)
+        return out
+
+    @property
+    def intensity_drop(self) -> int | None:
+        a, b = self.survey.get("initial_emotion_intensity"), self.survey.get("final_emotion_intensity")
+        return None if a is None or b is None else a - b
+
+    @property
+    def failed(self) -> bool:
+        """Whether the record comes from the failed set, or meets ESConv's own failure rule."""
+        if self.from_failed_set:
+            return True
+        s = self.survey
+        drop = self.intensity_drop
+        low = [s.get("empathy"), s.get("relevance")]
+        return (drop is not None and drop <= 0) or any(v is not None and v <= 2 for v in low)
+
+
+def _score(value: Any, where: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        v = int(str(value).strip())
+    except ValueError:
+        raise DataError(f"{where}: '{value}' is not a rating from 1 to 5") from None
+    if not 1 <= v <= 5:
+        raise DataError(f"{where}: {v} is not a rating from 1 to 5")
+    return v
+
+
+def _turn(rec: Any, where: str) -> EsconvTurn:
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: a turn must be an object")
+    who = SPEAKERS.get(str(rec.get("speaker", "")).strip().lower())
+    if who is None:
+        raise DataError(f"{where}: field 'speaker': unknown speaker {rec.get('speaker')!r}")
+    if "text" in rec:
+        text, strategy, feedback = rec["text"], rec.get("strategy"), None
+    elif "content" in rec:
+        ann = rec.get("annotation") or {}
+        if not isinstance(ann, dict):
+            raise DataError(f"{where}: field 'annotation' must be an object")
+        text, strategy = rec["content"], ann.get("strategy")
+        feedback = _score(ann.get("feedback"), f"{where}: field 'annotation.feedback'")
+    else:
+        raise DataError(f"{where}: a turn needs 'text' (usr/sys format) or 'content' (raw format)")
+    if not isinstance(text, str):
+        raise DataError(f"{where}: field 'text' must be a string")
+    return EsconvTurn(who, text.strip(), strategy if isinstance(strategy, str) else None, feedback)
+
+
+def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) -> EsconvDialog:
+    where = f"{source}: record {index + 1}"
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: not an object")
+    dialog = rec.get("dialog")
+    if not isinstance(dialog, list):
+        raise DataError(f"{where}: field 'dialog' must be a list of turns")
+    seeker = ((rec.get("survey_score") or {}).get("seeker")) or {}
+    if not isinstance(seeker, dict):
+        raise DataError(f"{where}: field 'survey_score.seeker' must be an object")
+    survey = {k: _score(seeker.get(k), f"{where}: field 'survey_score.seeker.{k}'") for k in SURVEY_FIELDS}
+    turns = [_turn(t, f"{where}: dialog turn {i + 1}") for i, t in enumerate(dialog)]
+    turns = [t for t in turns if t.text]
+    return EsconvDialog(
+        id=f"{Path(source).stem}:{index}",
+        source=source,
+        index=index,
+        emotion_type=str(rec.get("emotion_type") or ""),
+        problem_type=str(rec.get("problem_type") or ""),
+        situation=str(rec.get("situation") or ""),
+        experience_type=str(rec.get("experience_type") or ""),
+        survey=survey,
+        turns=turns,
+        from_failed_set=failed_set,
+    )
+
+
+def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[EsconvDialog]:
+    """``failed_set``: whether the file holds conversations collected as failed; by default, whether
+    its name says "failed" (as ``failed_dev.json`` does)."""
+    p = Path(path)
+    if failed_set is None:
+        failed_set = "failed" in p.name.lower()
+    if not p.is_file():
+        raise DataError(f"ESConv file {p} not found")
+    text = p.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    records: list[Any]
+    if stripped.startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    else:
+        records = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise DataError(f"{p}: line {n} is not valid JSON ({e.msg})") from None
+    if not records:
+        raise DataError(f"{p}: no ESConv records in it")
+    return [parse_record(r, str(p), i, failed_set) for i, r in enumerate(records)]

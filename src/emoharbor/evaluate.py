@@ -1,0 +1,149 @@
+"""The EmoHarbor evaluation: profiles x supporters x repeats as concurrent conversations, each rated
+by the simulated user (User-as-a-Judge) and by a third-party judge, resumable through the run store.
+
+Store kinds: ``conversation`` (key ``profile|supporter|repeat``) and ``assessment``
+(key ``profile|supporter|repeat|judge``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from .assess.judge import USER_JUDGE, judge_as_user, judge_third_party
+from .config import RunConfig
+from .models.base import ChatModel, ModelCallError
+from .models.pool import ModelPool
+from .profiles.loader import resolve_profiles
+from .profiles.schema import Profile
+from .simulate.conversation import Conversation
+from .simulate.factory import make_supporter, make_user
+from .simulate.loop import converse
+from .store.run_store import RunStore, call_sink
+from .store.units import Events, unit
+
+KIND = "emoharbor"
+
+
+def third_party_name(model: str) -> str:
+    return f"third_party:{model}"
+
+
+def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
+    return f"{profile_id}|{supporter}|{repeat}"
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    conversations: int
+    newly_done: int
+    errors: int
+
+
+def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
+    # the same profile and repeat get the same seed for every supporter: a paired comparison
+    return cfg.seed + 1_000_003 * repeat + 7919 * profile_idx
+
+
+async def assess_unit(
+    store: RunStore, conv: Conversation, judge: str, model: ChatModel, profile: Profile | None
+) -> dict[str, Any]:
+    """Score ``conv`` with ``judge``: the user's own view when a profile is given, else a third party's."""
+
+    async def work() -> tuple[dict[str, Any], Events]:
+        try:
+            if profile is not None:
+                rec = await judge_as_user(model, profile, conv, seed=conv.seed)
+            else:
+                rec = await judge_third_party(model, judge, conv, seed=conv.seed)
+        except ModelCallError as e:
+            rec = {"scores": {}, "evidence": {}, "unscored": True, "error": str(e), "attempts": 0}
+            return {**rec, "judge": judge, "conversation": conv.id}, [("model_error", str(e)[:200])]
+        events = [("unscored", f"{judge}: {rec['error'][:160]}")] if rec["unscored"] else []
+        return {**rec, "judge": judge, "conversation": conv.id}, events
+
+    return await unit(store, "assessment", f"{conv.id}|{judge}", work)
+
+
+async def run_evaluation(
+    cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | None | bool = True
+) -> RunSummary:
+    profiles = resolve_profiles(cfg.profiles)
+    store = RunStore.create_or_resume(run_dir, KIND, cfg.resolved(), cfg.config_hash())
+    jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
+    have = store.keys("conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
+    bar = tqdm(total=len(jobs), initial=len(have),
+               desc="conversations", disable=not progress, file=sys.stderr, dynamic_ncols=True)  # fmt: skip
+    gate = asyncio.Semaphore(cfg.concurrency)
+    errors = 0
+    try:
+        async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
+            user_model = await pool.get(cfg.roles.user, "user")
+            judge_model = await pool.get(cfg.roles.judge, "judge") if cfg.third_party_judge else None
+            sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
+
+            async def one(i: int, profile: Profile, spec: Any, repeat: int) -> None:
+                nonlocal errors
+                key = conversation_key(profile.id, spec.name, repeat)
+                async with gate:
+                    was_done = store.has("conversation", key)
+
+                    async def talk() -> tuple[dict[str, Any], Events]:
+                        conv = Conversation(id=key, profile_id=profile.id, supporter=spec.name, repeat=repeat,
+                                            seed=_seed(cfg, i, repeat))  # fmt: skip
+                        user = make_user(cfg.user_agent, user_model, profile, cfg)
+                        await converse(conv, user, make_supporter(sup_models[spec.name], spec),
+                                       max_turns=cfg.max_turns, seed=conv.seed)  # fmt: skip
+                        events = [*conv.events, ("termination", conv.termination)]
+                        return conv.model_dump(mode="json"), events
+
+                    conv = Conversation.model_validate(await unit(store, "conversation", key, talk))
+                    if conv.termination == "error":
+                        errors += 1
+                    else:
+                        await assess_unit(store, conv, USER_JUDGE, user_model, profile)
+                        if judge_model is not None:
+                            await assess_unit(store, conv, third_party_name(cfg.roles.judge.model), judge_model, None)
+                    if not was_done:
+                        bar.update(1)
+
+            async with asyncio.TaskGroup() as tg:
+                for job in jobs:
+                    tg.create_task(one(*job))
+        store.set_meta("status", "complete")
+    finally:
+        bar.close()
+        store.close()
+    return RunSummary(run_dir, len(jobs), len(jobs) - len(have), errors)
+
+
+async def reassess(run_dir: Path, judge_spec: Any, *, as_user: bool, progress: bool = True) -> int:
+    """Score every conversation of an existing run with another judge; returns how many were scored now."""
+    store = RunStore.open_existing(run_dir)
+    cfg = RunConfig.model_validate(store.config())
+    profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
+    name = f"user:{judge_spec.model}" if as_user else third_party_name(judge_spec.model)
+    convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
+    convs = [c for c in convs if c.termination != "error"]
+    before = sum(store.has("assessment", f"{c.id}|{name}") for c in convs)
+    try:
+        async with ModelPool(sink=call_sink(store)) as pool:
+            model = await pool.get(judge_spec, "judge")
+            gate = asyncio.Semaphore(cfg.concurrency)
+
+            async def one(c: Conversation) -> None:
+                async with gate:
+                    await assess_unit(store, c, name, model, profiles[c.profile_id] if as_user else None)
+
+            async with asyncio.TaskGroup() as tg:
+                for c in tqdm(convs, desc="assessments", disable=not progress, file=sys.stderr):
+                    tg.create_task(one(c))
+    finally:
+        store.close()
+    return len(convs) - before

@@ -1,0 +1,84 @@
+"""The one model interface: chat messages in; text, usage and latency out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False
+    model: str = ""
+    endpoint: str = ""
+    retries: int = 0
+    finish_reason: str = ""
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What the run store keeps of every call (successful or not)."""
+
+    role: str
+    model: str
+    endpoint: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+    cached: bool
+    retries: int
+    error: str = ""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that turns chat messages into a reply.
+
+    ``json_schema``: when given, the reply must be a JSON object (the backend is asked for JSON
+    with that schema where it supports it). ``seed`` distinguishes repeats of the same call, and
+    is part of the cache key. ``prompt_version`` names the version of the prompt files that built
+    ``messages``; it too is part of the cache key.
+    """
+
+    name: str
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        prompt_version: str = "",
+    ) -> ChatResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ModelCallError(Exception):
+    """A call that failed for good (after retries)."""
+
+    def __init__(self, message: str, *, retries: int = 0, endpoint: str = "") -> None:
+        super().__init__(message)
+        self.retries = retries
+        self.endpoint = endpoint

@@ -1,0 +1,103 @@
+"""On-disk cache of completed calls, keyed by everything that changes the output.
+
+Only successful calls are stored. Two identical calls in flight at once are made once: the second
+waits for the first's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from .base import ChatResult, Usage
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("EMOHARBOR_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "emoharbor"
+
+
+def cache_key(**parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class CallCache:
+    def __init__(self, path: Path | None) -> None:
+        """``path`` None: an in-memory cache that still merges identical in-flight calls."""
+        self._db: sqlite3.Connection | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, result TEXT)")
+        self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}
+
+    def get(self, key: str) -> ChatResult | None:
+        if self._db is None:
+            return None
+        row = self._db.execute("SELECT result FROM calls WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        d = json.loads(row[0])
+        return ChatResult(
+            text=d["text"],
+            usage=Usage(d["prompt_tokens"], d["completion_tokens"], 0.0),
+            latency_s=0.0,
+            cached=True,
+            model=d["model"],
+            endpoint=d["endpoint"],
+            finish_reason=d.get("finish_reason", ""),
+        )
+
+    def put(self, key: str, r: ChatResult) -> None:
+        if self._db is None:
+            return
+        d = {
+            "text": r.text,
+            "prompt_tokens": r.usage.prompt_tokens,
+            "completion_tokens": r.usage.completion_tokens,
+            "model": r.model,
+            "endpoint": r.endpoint,
+            "finish_reason": r.finish_reason,
+        }
+        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, json.dumps(d)))
+
+    async def get_or_call(self, key: str, call: Callable[[], Awaitable[ChatResult]]) -> ChatResult:
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        pending = self._in_flight.get(key)
+        if pending is not None:
+            r = await asyncio.shield(pending)
+            return ChatResult(**{**r.__dict__, "cached": True, "latency_s": 0.0, "retries": 0})
+        fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = fut
+        try:
+            r = await call()
+        except BaseException as e:
+            if isinstance(e, Exception):
+                fut.set_exception(e)
+            else:
+                fut.cancel()
+            fut.exception() if not fut.cancelled() else None  # mark retrieved
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+        fut.set_result(r)
+        self.put(key, r)
+        return r
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

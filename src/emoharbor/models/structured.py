@@ -1,0 +1,97 @@
+"""Structured output: ask for JSON, parse strictly, re-ask a bounded number of times, else unscored.
+
+A reply that never parses is returned as ``data=None`` with the error: callers record it as
+unscored and count it; they never turn it into a number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from .base import ChatModel, Message, ModelCallError, Usage
+
+FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+@dataclass
+class Structured:
+    data: dict[str, Any] | None
+    attempts: int
+    error: str = ""
+    raw: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def ok(self) -> bool:
+        return self.data is not None
+
+
+def parse_json_object(text: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """Parse ``text`` as one JSON object (code fences and text around the object are tolerated);
+    raise ValueError naming what is wrong."""
+    t = FENCE.sub("", text.strip())
+    start, end = t.find("{"), t.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no JSON object in the reply")
+    try:
+        obj = json.loads(t[start : end + 1])
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(obj, dict):
+        raise ValueError("the JSON is not an object")
+    if schema is not None:
+        try:
+            jsonschema.validate(obj, schema)
+        except jsonschema.ValidationError as e:
+            where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+            raise ValueError(f"field {where}: {e.message[:160]}") from None
+    return obj
+
+
+async def ask_json(
+    model: ChatModel,
+    messages: list[Message],
+    schema: dict[str, Any],
+    *,
+    retries: int = 2,
+    seed: int = 0,
+    prompt_version: str = "",
+    max_tokens: int | None = None,
+) -> Structured:
+    """Ask ``model`` for a JSON object matching ``schema``; up to ``retries`` re-asks on bad output.
+
+    A model call that fails for good (``ModelCallError``) is not a parse failure: it propagates.
+    """
+    out = Structured(data=None, attempts=0)
+    convo = list(messages)
+    for attempt in range(retries + 1):
+        out.attempts = attempt + 1
+        r = await model.chat(
+            convo, json_schema=schema, seed=seed + attempt, prompt_version=prompt_version, max_tokens=max_tokens
+        )
+        out.usage = out.usage + r.usage
+        out.raw.append(r.text)
+        try:
+            out.data = parse_json_object(r.text, schema)
+            out.error = ""
+            return out
+        except ValueError as e:
+            out.error = str(e)
+        convo = [
+            *messages,
+            {"role": "assistant", "content": r.text[:2000]},
+            {
+                "role": "user",
+                "content": f"That was not usable: {out.error}. Reply again with only the JSON object, "
+                "exactly in the requested form.",
+            },
+        ]
+    return out
+
+
+__all__ = ["Structured", "ask_json", "parse_json_object", "ModelCallError"]

@@ -1,0 +1,102 @@
+"""Loading profiles from YAML/JSON files, folders and the built-in bank, with errors that name the
+file, the profile and the field."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import DataError
+from .schema import Profile
+
+BANK_PACKAGE = "emoharbor.profiles"
+BANK_FOLDER = "bank"
+
+
+def _read(path: Path, text: str) -> Any:
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        mark = getattr(e, "problem_mark", None)  # YAML errors say where; their first line is only the context
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        what = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise DataError(f"{path}: not valid {path.suffix.lstrip('.').upper() or 'YAML'}{where}: {what}") from None
+
+
+def parse_profiles(path: Path, text: str) -> list[Profile]:
+    raw = _read(path, text)
+    records = raw if isinstance(raw, list) else [raw]
+    out: list[Profile] = []
+    for i, rec in enumerate(records):
+        label = f"record {i + 1}"
+        if not isinstance(rec, dict):
+            raise DataError(f"{path}: {label} is not a mapping of profile fields")
+        if rec.get("id"):
+            label = f"profile '{rec['id']}'"
+        try:
+            out.append(Profile.model_validate(rec))
+        except ValidationError as e:
+            first = e.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+            raise DataError(f"{path}: {label}: field '{field}': {first['msg']}{more}") from None
+    return out
+
+
+def load_profile_file(path: str | Path) -> list[Profile]:
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"profile file {p} not found")
+    return parse_profiles(p, p.read_text(encoding="utf-8"))
+
+
+def load_profile_folder(folder: Path) -> list[Profile]:
+    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml"), *folder.glob("*.json")])
+    return _unique([p for f in files for p in load_profile_file(f)], str(folder))
+
+
+@cache
+def builtin_profiles() -> tuple[Profile, ...]:
+    bank = resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER)
+    out: list[Profile] = []
+    for entry in sorted(bank.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith((".yaml", ".yml", ".json")):
+            out.extend(parse_profiles(Path(f"builtin/{entry.name}"), entry.read_text(encoding="utf-8")))
+    return tuple(_unique(out, "the built-in bank"))
+
+
+def _unique(profiles: list[Profile], where: str) -> list[Profile]:
+    seen: set[str] = set()
+    for p in profiles:
+        if p.id in seen:
+            raise DataError(f"{where}: profile id '{p.id}' appears more than once")
+        seen.add(p.id)
+    return profiles
+
+
+def resolve_profiles(specs: list[str]) -> list[Profile]:
+    """``builtin:*``, ``builtin:ID`` or a glob of ids, a YAML/JSON file, or a folder of them."""
+    out: list[Profile] = []
+    for spec in specs:
+        if spec.startswith("builtin:"):
+            pattern = spec.removeprefix("builtin:") or "*"
+            hits = [p for p in builtin_profiles() if fnmatch.fnmatchcase(p.id, pattern)]
+            if not hits:
+                raise DataError(f"no built-in profile matches '{pattern}': see `emoharbor profiles list`")
+            out.extend(hits)
+        else:
+            path = Path(spec)
+            if path.is_dir():
+                out.extend(load_profile_folder(path))
+            else:
+                out.extend(load_profile_file(path))
+    return _unique(out, "the run's profiles")

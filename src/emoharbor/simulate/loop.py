@@ -1,0 +1,66 @@
+"""The conversation loop: the user opens, then supporter and user take turns until the user ends,
+disengages, a safety escalation happens, or the turn limit is reached."""
+
+from __future__ import annotations
+
+import time
+
+from ..models.base import ModelCallError
+from .chain_user import UserSimulationError
+from .conversation import Conversation, Turn
+from .supporter import Supporter
+from .user_agent import UserAgent, UserStep
+
+
+def _user_turn(step: UserStep) -> Turn:
+    inner = dict(step.inner or {})
+    if step.state is not None:
+        inner["state"] = step.state.model_dump()
+    inner["decision"] = step.decision
+    return Turn(speaker="user", text=step.text, inner=inner)
+
+
+async def converse(
+    conv: Conversation, user: UserAgent, supporter: Supporter, *, max_turns: int, seed: int
+) -> Conversation:
+    """Fill ``conv`` (id, profile and supporter already set) with a whole conversation.
+
+    ``max_turns`` counts supporter replies. A model call that fails for good ends the conversation
+    with termination ``error`` and the message; what was said until then is kept.
+    """
+    started = time.perf_counter()
+    first = user.initial_state()
+    if first is not None:
+        conv.states.append(first)
+    try:
+        step = await user.open(seed)
+        conv.events.extend(step.events)
+        conv.turns.append(_user_turn(step))
+        conv.termination = "max_turns"
+        for i in range(max_turns):
+            reply = await supporter.reply(conv.turns, seed=seed + i)
+            conv.turns.append(Turn(speaker="supporter", text=reply))
+            step = await user.react(conv.turns, seed=seed + 1000 + i)
+            conv.events.extend(step.events)
+            if step.state is not None:
+                conv.states.append(step.state)
+            if step.text:
+                conv.turns.append(_user_turn(step))
+            if step.safety_escalation:
+                conv.termination = "safety_escalation"
+                break
+            if step.decision == "end_satisfied":
+                conv.termination = "user_ended_satisfied"
+                break
+            if step.decision == "disengage":
+                conv.termination = "user_disengaged"
+                break
+    except ModelCallError as e:
+        conv.termination = "error"
+        conv.error = str(e)
+        conv.events.append(("model_error", str(e)[:200]))
+    except UserSimulationError as e:
+        conv.termination = "error"
+        conv.error = str(e)
+    conv.wall_s = time.perf_counter() - started
+    return conv

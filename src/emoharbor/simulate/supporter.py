@@ -1,0 +1,48 @@
+"""The supporter under test: any ChatModel with a system prompt. It never sees the profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..models.base import ChatModel, Message
+from ..prompts import Prompt, load_prompt
+from .conversation import Turn
+
+
+def supporter_prompt(spec: str | None) -> Prompt:
+    """None: the built-in default; ``builtin:NAME``: prompts/supporter_NAME.txt; ``@PATH``: a file;
+    anything else: the text itself."""
+    if spec is None:
+        return load_prompt("supporter_default")
+    if spec.startswith("builtin:"):
+        name = spec.removeprefix("builtin:")
+        try:
+            return load_prompt(f"supporter_{name}")
+        except FileNotFoundError:
+            raise ConfigError(f"no built-in supporter prompt '{name}': use builtin:default or builtin:personal") from None
+    if spec.startswith("@"):
+        path = Path(spec[1:])
+        if not path.is_file():
+            raise ConfigError(f"supporter system prompt file {path} not found")
+        return Prompt(f"supporter_file:{path.name}", path.read_text(encoding="utf-8"))
+    return Prompt("supporter_inline", spec)
+
+
+class Supporter:
+    def __init__(self, model: ChatModel, name: str, prompt: Prompt, max_tokens: int | None = None) -> None:
+        self.model = model
+        self.name = name
+        self.prompt = prompt
+        self.max_tokens = max_tokens
+
+    def messages(self, turns: list[Turn]) -> list[Message]:
+        msgs: list[Message] = [{"role": "system", "content": self.prompt.text.strip()}]
+        msgs += [{"role": "user" if t.speaker == "user" else "assistant", "content": t.text} for t in turns]
+        return msgs
+
+    async def reply(self, turns: list[Turn], seed: int) -> str:
+        r = await self.model.chat(
+            self.messages(turns), seed=seed, prompt_version=self.prompt.version, max_tokens=self.max_tokens
+        )
+        return r.text.strip()

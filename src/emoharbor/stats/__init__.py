@@ -1,0 +1,1 @@
+"""Statistics used by the reports: bootstrap intervals and friends."""

@@ -1,0 +1,182 @@
+"""A fake OpenAI-compatible chat server on loopback, for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` after a fixed latency with deterministic text, or with a
+JSON object that fits the request's schema. Faults can be queued: each request takes the next one.
+
+Faults: ``ok``, ``400``, ``429`` (with Retry-After), ``500``, ``hang`` (never answers in time),
+``truncated`` (the body stops short of its Content-Length), ``invalid_json`` (200 with a broken body),
+``bad_output`` (200 with text that is not the requested JSON).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+
+Reply = Callable[[list[dict[str, Any]], dict[str, Any] | None], str]
+
+
+def example_from_schema(schema: dict[str, Any], rng: random.Random) -> Any:
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    t = schema.get("type")
+    if t == "object":
+        props = schema.get("properties", {})
+        return {k: example_from_schema(v, rng) for k, v in props.items()}
+    if t == "array":
+        n = max(int(schema.get("minItems", 0)), 1)
+        return [example_from_schema(schema.get("items", {"type": "string"}), rng) for _ in range(n)]
+    if t == "integer":
+        return int(schema.get("minimum", 1))
+    if t == "number":
+        return float(schema.get("minimum", 0.5))
+    if t == "boolean":
+        return False
+    return rng.choice(["I hear you.", "That sounds hard.", "Tell me more.", "I see what you mean."])
+
+
+def default_reply(messages: list[dict[str, Any]], schema: dict[str, Any] | None) -> str:
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
+    rng = random.Random(digest)
+    if schema is not None:
+        return json.dumps(example_from_schema(schema, rng))
+    words = ["okay", "I", "feel", "it", "is", "hard", "today", "and", "I", "wonder", "why", "again"]
+    return " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))) + f" ({digest.hex()[:6]})"
+
+
+class FakeOpenAIServer:
+    def __init__(self, latency_s: float = 0.0, reply: Reply = default_reply) -> None:
+        self.latency_s = latency_s
+        self.reply = reply
+        self.faults: deque[str] = deque()
+        self.requests = 0
+        self.completed = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies: list[dict[str, Any]] = []
+        self.keep_bodies = True
+        self.port = _free_port()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        if scope["path"].endswith("/models"):
+            await _send(send, 200, json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}))
+            return
+        self.requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._complete(body, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _complete(self, body: bytes, send: Any) -> None:
+        fault = self.faults.popleft() if self.faults else "ok"
+        req = json.loads(body or b"{}")
+        if self.keep_bodies:
+            self.bodies.append(req)
+        if fault == "hang":
+            await asyncio.sleep(3600)
+            return
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if fault == "429":
+            await _send(send, 429, json.dumps({"error": {"message": "slow down"}}), {"retry-after": "0.05"})
+            return
+        if fault == "400":
+            await _send(send, 400, json.dumps({"error": {"message": "bad request: unknown parameter"}}))
+            return
+        if fault == "500":
+            await _send(send, 500, json.dumps({"error": {"message": "boom"}}))
+            return
+        if fault == "truncated":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", b"500")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": b'{"id": "x", "cho', "more_body": False})
+            return
+        if fault == "invalid_json":
+            await _send(send, 200, '{"id": "x", "choices": [ nope')
+            return
+        rf = req.get("response_format") or {}
+        schema = rf.get("schema") or (rf.get("json_schema") or {}).get("schema")
+        text = "this is not json at all" if fault == "bad_output" else self.reply(req.get("messages", []), schema)
+        self.completed += 1
+        pt = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
+        await _send(send, 200, json.dumps({
+            "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
+            "model": req.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": pt, "completion_tokens": len(text.split()),
+                      "total_tokens": pt + len(text.split())},
+        }))  # fmt: skip
+
+    def start(self) -> FakeOpenAIServer:
+        config = uvicorn.Config(self, host="127.0.0.1", port=self.port, log_level="critical", lifespan="on",
+                                timeout_keep_alive=30, backlog=4096)  # fmt: skip
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the fake server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def _send(send: Any, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+    raw = body.encode()
+    hs = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    hs += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": hs})
+    await send({"type": "http.response.body", "body": raw})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
