@@ -28,6 +28,10 @@ from .user_agent import UserStep
 class UserSimulationError(Exception):
     """The simulated user could not produce a message: the conversation ends with termination 'error'."""
 
+    def __init__(self, message: str, events: list[tuple[str, str]]) -> None:
+        super().__init__(message)
+        self.events = events
+
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -171,8 +175,8 @@ class ChainUser:
         if feeling.data is None:
             step.events.append(("parse_failure:feel", feeling.error))
         f = feeling.data or {}
-        d_int = clamp(int(f.get("intensity_change", 0)), -self.s.intensity_step, self.s.intensity_step)
-        d_trust = clamp(int(f.get("trust_change", 0)), -self.s.trust_step, self.s.trust_step)
+        # the schema's enums bound each step; an unparsed feeling leaves the state as it was
+        d_int, d_trust = int(f.get("intensity_change", 0)), int(f.get("trust_change", 0))
         self.state = UserState(
             turn=prev.turn + 1,
             intensity=clamp(prev.intensity + d_int, 0, 100),
@@ -217,7 +221,9 @@ class ChainUser:
                                prompt_version=self.p_express.version, max_tokens=self.s.max_tokens)  # fmt: skip
             if r.data is None:
                 step.events.append(("parse_failure:express", r.error))
-                raise UserSimulationError(f"the Expresser gave no usable message after {r.attempts} tries: {r.error}")
+                raise UserSimulationError(
+                    f"the Expresser gave no usable message after {r.attempts} tries: {r.error}", step.events
+                )
             if attempt == 0 and repeats(clean_message(str(r.data["message"])), earlier):
                 step.events.append(("user_repetition_retried", str(r.data["message"])[:80]))
                 msgs = [{"role": "user", "content": prompt + "\nYou already said that. Say something new."}]

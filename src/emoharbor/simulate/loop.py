@@ -62,5 +62,6 @@ async def converse(
     except UserSimulationError as e:
         conv.termination = "error"
         conv.error = str(e)
+        conv.events.extend(e.events)
     conv.wall_s = time.perf_counter() - started
     return conv

@@ -1,0 +1,183 @@
+"""The Chain-of-Agent user, the loop and the judges, driven by a scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emoharbor.assess.dimensions import keys
+from emoharbor.assess.judge import judge_as_user, judge_third_party
+from emoharbor.models.scripted import ScriptedModel
+from emoharbor.profiles.loader import load_profile_file
+from emoharbor.simulate.chain_user import ChainSettings, ChainUser, disclosure_count, story_facts
+from emoharbor.simulate.conversation import Conversation
+from emoharbor.simulate.loop import converse
+from emoharbor.simulate.supporter import Supporter, supporter_prompt
+from emoharbor.simulate.text_checks import breaks_character, clean_message, repeats
+
+PROFILE = load_profile_file(Path(__file__).parent.parent / "examples" / "profile.yaml")[0]
+
+
+def role_of(messages: list[dict[str, str]]) -> str:
+    text = messages[-1]["content"]
+    for marker, role in [("inner perception", "appraise"), ("feelings of a person", "feel"),
+                         ("The chat has just opened", "open"), ("Then decide", "express"),
+                         ("rate, \nhonestly", "judge"), ("Now you rate", "judge"),
+                         ("expert evaluator", "third")]:  # fmt: skip
+        if marker in text:
+            return role
+    return "supporter"
+
+
+class ChainScript:
+    """Answers each agent of the chain; each part can be set per call."""
+
+    def __init__(self, **overrides: Any) -> None:
+        self.count: dict[str, int] = {}
+        self.overrides = overrides
+
+    def __call__(self, messages: list[dict[str, str]], schema: Any) -> str:
+        role = role_of(messages)
+        n = self.count.get(role, 0)
+        self.count[role] = n + 1
+        o = self.overrides.get(role)
+        if o is not None:
+            return str(o(n) if callable(o) else o)
+        if role == "open":
+            return json.dumps({"message": "Hi. Rough week at work."})
+        if role == "appraise":
+            return json.dumps({"understood": "my mistake", "needs_met": ["heard"], "needs_missed": [],
+                               "about_me": True, "disliked": False, "fit": "good", "crisis_referral": False})
+        if role == "feel":
+            return json.dumps({"intensity_change": -10, "trust_change": 10, "thought": "ok, maybe"})
+        if role == "express":
+            return json.dumps({"message": f"Message number {n} about the night shift {'x' * n}.",
+                               "decision": "continue"})
+        if role in ("judge", "third"):
+            return json.dumps({k: {"score": 4, "evidence": "you listened"} for k in keys()})
+        return f"I hear you, that sounds hard ({n})."
+
+
+def supporter(model: ScriptedModel) -> Supporter:
+    return Supporter(model, "s", supporter_prompt(None))
+
+
+async def talk(script: ChainScript, max_turns: int = 4, **settings: Any) -> Conversation:
+    model = ScriptedModel(script)
+    user = ChainUser(model, PROFILE, ChainSettings(**settings))
+    conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
+    return await converse(conv, user, supporter(model), max_turns=max_turns, seed=1)
+
+
+async def test_a_whole_conversation_with_inner_records() -> None:
+    conv = await talk(ChainScript())
+    assert conv.termination == "max_turns"
+    assert [t.speaker for t in conv.turns] == ["user"] + ["supporter", "user"] * 4
+    assert [s.intensity for s in conv.states] == [75, 65, 55, 45, 35]
+    assert [s.trust for s in conv.states] == [40, 50, 60, 70, 80]
+    assert conv.turns[2].inner and conv.turns[2].inner["appraisal"]["fit"] == "good"
+    assert conv.states[1].thought == "ok, maybe"
+
+
+async def test_state_steps_are_bounded_even_when_the_model_overshoots() -> None:
+    # the schema's enum refuses 90; the retries fail too, so the step is unscored and the state holds
+    big = ChainScript(feel=json.dumps({"intensity_change": 90, "trust_change": -90, "thought": "x"}))
+    conv = await talk(big, max_turns=2)
+    assert [s.intensity for s in conv.states] == [75, 75, 75]
+    assert sum(1 for ev, _ in conv.events if ev == "parse_failure:feel") == 2
+    # the bound is configurable: a step of 15 is refused when the bound is 5
+    ok = ChainScript(feel=json.dumps({"intensity_change": -15, "trust_change": 5, "thought": "x"}))
+    conv = await talk(ok, max_turns=1, intensity_step=5, trust_step=5)
+    assert conv.states[1].intensity == 75 and ("parse_failure:feel" in [ev for ev, _ in conv.events])
+    conv = await talk(ok, max_turns=1, intensity_step=15, trust_step=5)
+    assert conv.states[1].intensity == 60 and conv.states[1].trust == 45
+
+
+@pytest.mark.parametrize(
+    ("decision", "reason"), [("end_satisfied", "user_ended_satisfied"), ("disengage", "user_disengaged")]
+)
+async def test_termination_reasons(decision: str, reason: str) -> None:
+    script = ChainScript(express=lambda n: json.dumps({"message": f"bye now {n}", "decision": decision}))
+    conv = await talk(script, max_turns=6, min_turns=2)
+    assert conv.termination == reason
+    assert conv.states[-1].turn == 2  # the first ending was too early and was overridden
+    assert ("early_end_ignored", decision) in conv.events
+
+
+async def test_safety_escalation_for_a_risky_profile_only() -> None:
+    refer = ChainScript(appraise=json.dumps({"understood": "x", "needs_met": [], "needs_missed": [],
+                                             "about_me": True, "disliked": False, "fit": "mixed",
+                                             "crisis_referral": True}))  # fmt: skip
+    conv = await talk(refer, max_turns=3)
+    assert conv.termination == "max_turns"  # risk_level none: a referral does not end the talk
+    risky = PROFILE.model_copy(update={"risk_level": "high"})
+    model = ScriptedModel(ChainScript(appraise=refer.overrides["appraise"]))
+    conv = Conversation(id="c", profile_id=risky.id, supporter="s")
+    await converse(conv, ChainUser(model, risky), supporter(model), max_turns=3, seed=1)
+    assert conv.termination == "safety_escalation" and len(conv.states) == 2
+
+
+def test_disclosure_pace() -> None:
+    assert disclosure_count("fast", 0, 0, 4) == 4
+    assert [disclosure_count("medium", 40, t, 4) for t in range(5)] == [1, 2, 3, 4, 4]
+    assert [disclosure_count("slow", 40, t, 4) for t in range(5)] == [1, 1, 1, 1, 1]  # low trust: no more
+    assert [disclosure_count("slow", 60, t, 4) for t in range(5)] == [1, 1, 2, 2, 3]
+    assert disclosure_count("medium", 80, 1, 4) == 3  # high trust opens up one more
+    assert len(story_facts(PROFILE)) == 4
+
+
+async def test_disclosure_reaches_the_expresser_prompt() -> None:
+    model = ScriptedModel(ChainScript())
+    user = ChainUser(model, PROFILE)  # slow pace, trust 40
+    await user.open(0)
+    opening_prompt = model.calls[0][-1]["content"]
+    facts = story_facts(PROFILE)
+    may_share = opening_prompt.split("What you may share so far:")[1].split("Keep to yourself")[0]
+    assert facts[0] in may_share and facts[1] not in may_share
+
+
+async def test_parse_failures_become_unscored_and_are_counted() -> None:
+    conv = await talk(ChainScript(), max_turns=2)
+    model = ScriptedModel(lambda m, s: "not json")
+    rec = await judge_as_user(model, PROFILE, conv)
+    assert rec["unscored"] and all(v is None for v in rec["scores"].values()) and rec["attempts"] == 3
+    good = await judge_third_party(ScriptedModel(ChainScript()), "third_party:x", conv)
+    assert not good["unscored"] and set(good["scores"].values()) == {4}
+
+
+async def test_expresser_failure_ends_with_error_not_an_invented_message() -> None:
+    conv = await talk(ChainScript(express="garbage"), max_turns=3)
+    assert conv.termination == "error" and "Expresser" in conv.error
+    assert conv.turns[-1].speaker == "supporter"
+    assert sum(1 for ev, _ in conv.events if ev == "parse_failure:express") == 1
+
+
+async def test_repetition_is_detected_retried_and_recorded() -> None:
+    same = ChainScript(express=json.dumps({"message": "I just feel stuck at work.", "decision": "continue"}),
+                       open=json.dumps({"message": "I just feel stuck at work."}))  # fmt: skip
+    conv = await talk(same, max_turns=2)
+    events = [ev for ev, _ in conv.events]
+    assert events.count("user_repetition_retried") == 2
+    assert events.count("user_repetition") == 2
+
+
+def test_text_checks() -> None:
+    assert repeats("I feel so stuck at work.", ["i feel so stuck at work"])
+    assert not repeats("My sister says quit.", ["I feel so stuck at work."])
+    assert breaks_character("As an AI, I can't feel that.")
+    assert breaks_character("How can I help you today?")
+    assert not breaks_character("I don't know how to help myself.")
+    assert clean_message('User: "hello there"') == "hello there"
+
+
+async def test_the_supporter_never_sees_the_profile() -> None:
+    model = ScriptedModel(ChainScript())
+    conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
+    await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=2, seed=1)
+    sup_calls = [c for c in model.calls if role_of(c) == "supporter"]
+    assert len(sup_calls) == 2
+    blob = json.dumps(sup_calls)
+    assert "Pieter" not in blob and PROFILE.needs.hidden_need not in blob

@@ -1,0 +1,126 @@
+"""`emoharbor run` end to end against the fake server: the leaderboard, and a run killed with SIGKILL
+that resumes to exactly the store of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from emoharbor.store.run_store import RunStore
+from emoharbor.testing.fake_server import FakeOpenAIServer
+
+
+def write_config(path: Path, url: str, **extra: Any) -> Path:
+    fake = {"model": "fake", "base_url": url, "max_retries": 2, "timeout_s": 10}
+    cfg = {
+        "name": "t",
+        "roles": {"supporter": [{**fake, "name": "a"}, {**fake, "name": "b", "system_prompt": "builtin:personal"}],
+                  "user": fake, "judge": fake},
+        "profiles": ["builtin:p00[1-4]*"],
+        "max_turns": 3,
+        "concurrency": 4,
+        **extra,
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def emoharbor(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "emoharbor.cli", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def snapshot(run_dir: Path) -> dict[str, Any]:
+    """Everything in the store that must not depend on timing or on having been interrupted."""
+    store = RunStore.open_existing(run_dir)
+    try:
+        results = {}
+        for kind in store.kinds():
+            for key, data in store.items(kind):
+                data.pop("wall_s", None)
+                results[(kind, key)] = data
+        calls = sorted(
+            json.dumps({k: v for k, v in c.items() if k not in ("id", "latency_s", "cached")}, sort_keys=True)
+            for c in store.calls()
+        )
+        events = sorted(json.dumps(e, sort_keys=True) for e in store.events())
+        return {"results": results, "calls": calls, "events": events}
+    finally:
+        store.close()
+
+
+def count(run_dir: Path, kind: str) -> int:
+    db = run_dir / "run.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=5) as c:
+            return int(c.execute("SELECT COUNT(*) FROM results WHERE kind=?", (kind,)).fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_run_prints_a_leaderboard_and_stores_everything(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer(latency_s=0.001) as srv:
+        cfg = write_config(tmp_path / "c.yaml", srv.base_url)
+        p = emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env)
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert "Leaderboard (judge: user" in out and "need_alignment" in out
+    store = RunStore.open_existing(tmp_path / "r")
+    assert len(store.keys("conversation")) == 8
+    assert len(store.keys("assessment")) == 16  # the user's and the third-party judge's
+    assert set(store.usage_by_role()) == {"supporter", "user", "judge"}
+    store.close()
+
+
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    with FakeOpenAIServer(latency_s=0.03) as srv:
+        cfg = write_config(tmp_path / "c.yaml", srv.base_url)
+        env_a = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache-a")}
+        env_b = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache-b")}
+        whole = emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "whole"), "--quiet", env=env_a)
+        assert whole.wait(timeout=180) == 0
+
+        killed_dir = tmp_path / "killed"
+        p = emoharbor("run", str(cfg), "--run-dir", str(killed_dir), "--quiet", env=env_b)
+        deadline = time.monotonic() + 120
+        while count(killed_dir, "conversation") < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        done_before = count(killed_dir, "conversation")
+        assert 3 <= done_before < 8, "the kill should land mid-run"
+
+        again = emoharbor("run", str(cfg), "--run-dir", str(killed_dir), "--quiet", env=env_b)
+        out, err = again.communicate(timeout=180)
+        assert again.returncode == 0, err
+        assert f"{8 - done_before} new, {done_before} already done" in err
+
+    a, b = snapshot(tmp_path / "whole"), snapshot(killed_dir)
+    assert a["results"].keys() == b["results"].keys()
+    assert a["results"] == b["results"]
+    assert a["calls"] == b["calls"]  # no duplicate and no missing call record
+    assert a["events"] == b["events"]
+
+
+def test_a_different_config_is_refused(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer() as srv:
+        cfg = write_config(tmp_path / "c.yaml", srv.base_url)
+        assert emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env).wait(60) == 0
+        other = write_config(tmp_path / "d.yaml", srv.base_url, max_turns=2)
+        p = emoharbor("run", str(other), "--run-dir", str(tmp_path / "r"), "--quiet", env=env)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 2
+    assert "was started with a different config" in err and "Traceback" not in err
