@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from emoharbor.config import ModelSpec
+from emoharbor.errors import EmoharborError
 from emoharbor.models.base import ModelCallError
+from emoharbor.models.cache import CallCache
+from emoharbor.models.openai_compat import OpenAIChatModel
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.structured import ask_json
 from emoharbor.store.run_store import RunStore, call_sink
@@ -72,10 +75,13 @@ async def test_gives_up_after_max_retries_and_records_the_error(server: FakeOpen
 
 async def test_refused_connection_is_reported() -> None:
     s = spec("http://127.0.0.1:9/v1", max_retries=1)
-    async with ModelPool(cache_path=None) as pool:
-        m = await pool.get(s, "supporter")
-        with pytest.raises(ModelCallError, match="connection failed"):
-            await m.chat(HI)
+    async with ModelPool(cache_path=None) as pool:  # found down before the run starts
+        with pytest.raises(EmoharborError, match="cannot connect to http://127.0.0.1:9/v1"):
+            await pool.get(s, "supporter")
+    m = OpenAIChatModel(s, cache=CallCache(None))  # or going down in the middle of a run
+    with pytest.raises(ModelCallError, match=r"connection failed \(ConnectError\) \(gave up after 2 tries\)"):
+        await m.chat(HI)
+    await m.aclose()
 
 
 async def test_cache_hits_and_errors_are_never_cached(server: FakeOpenAIServer, tmp_path: Path) -> None:

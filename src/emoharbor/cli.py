@@ -4,6 +4,7 @@ under ``emoharbor.commands``."""
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
@@ -44,7 +45,12 @@ def _register() -> None:
 _register()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends a run like Ctrl-C: servers stop, finished work stays
+
+
 def main(argv: list[str] | None = None) -> None:
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         cli.main(args=argv, prog_name="emoharbor", standalone_mode=False)
     except EmoharborError as e:

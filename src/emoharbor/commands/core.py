@@ -80,6 +80,8 @@ def chat(
     user = ModelSpec.model_validate(model_spec(user_model, base_url, api_key_env))
     cfg = RunConfig(max_turns=max_turns, user_agent=user_agent, seed=seed)  # type: ignore[arg-type]
     conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
+    if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):
+        raise EmoharborError(f"the conversation could not start: {conv.error}")
     if as_json:
         click.echo(json.dumps(conv.model_dump(), indent=2, ensure_ascii=False))
         return

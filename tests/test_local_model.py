@@ -1,0 +1,71 @@
+"""The real embedded model, local:smollm2, through llama.cpp's server, end to end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emoharbor.config import ModelSpec
+from emoharbor.models.pool import ModelPool
+from emoharbor.models.structured import ask_json
+from emoharbor.store.run_store import RunStore, call_sink
+
+pytestmark = pytest.mark.local_model
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is not alive
+        return f.read().split()[2] != "Z"
+
+
+async def test_smollm2_chat_and_json_through_the_server(tmp_path: Path) -> None:
+    store = RunStore.create_or_resume(tmp_path / "run", "test", {}, "h")
+    spec = ModelSpec(model="local:smollm2", max_tokens=24, temperature=0.0)
+    async with ModelPool(cache_path=tmp_path / "cache.sqlite", sink=call_sink(store)) as pool:
+        model = await pool.get(spec, "supporter")
+        server = next(iter(pool._servers.values()))
+        assert server.proc is not None
+        pid = server.proc.pid
+        r = await model.chat([{"role": "user", "content": "Say hello."}])
+        schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
+                  "required": ["score"]}  # fmt: skip
+        js = await ask_json(model, [{"role": "user", "content": "Rate the weather from 1 to 5 as JSON."}], schema)
+        again = await model.chat([{"role": "user", "content": "Say hello."}])
+    assert r.text.strip() and r.usage.completion_tokens > 0 and r.endpoint.startswith("http://127.0.0.1:")
+    assert js.data is not None and js.data["score"] in (1, 2, 3, 4, 5)  # grammar-constrained by the schema
+    assert again.cached and again.text == r.text
+    assert not alive(pid), "the server must stop when the run ends"
+    calls = store.calls()
+    assert [c["role"] for c in calls] == ["supporter"] * len(calls) and calls[0]["completion_tokens"] > 0
+
+
+def test_server_stops_when_emoharbor_is_interrupted(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "emoharbor.cli", "chat", "--profile", "builtin:p001*", "--supporter", "local:smollm2",
+         "--user", "local:smollm2", "--max-turns", "30"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    child = None
+    deadline = time.monotonic() + 120
+    while child is None and time.monotonic() < deadline:
+        out = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "llama_cpp.server"], capture_output=True, text=True)
+        child = int(out.stdout.split()[0]) if out.stdout.strip() else None
+        time.sleep(0.2)
+    assert child is not None, "the local server did not start"
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in err
+    time.sleep(0.5)
+    assert not alive(child)
