@@ -23,10 +23,15 @@ PROFILE = load_profile_file(Path(__file__).parent.parent / "examples" / "profile
 
 def role_of(messages: list[dict[str, str]]) -> str:
     text = messages[-1]["content"]
-    for marker, role in [("inner perception", "appraise"), ("feelings of a person", "feel"),
-                         ("The chat has just opened", "open"), ("Then decide", "express"),
-                         ("rate, \nhonestly", "judge"), ("Now you rate", "judge"),
-                         ("expert evaluator", "third")]:  # fmt: skip
+    for marker, role in [
+        ("inner perception", "appraise"),
+        ("feelings of a person", "feel"),
+        ("The chat has just opened", "open"),
+        ("Then decide", "express"),
+        ("rate, \nhonestly", "judge"),
+        ("Now you rate", "judge"),
+        ("expert evaluator", "third"),
+    ]:
         if marker in text:
             return role
     return "supporter"
@@ -49,13 +54,23 @@ class ChainScript:
         if role == "open":
             return json.dumps({"message": "Hi. Rough week at work."})
         if role == "appraise":
-            return json.dumps({"understood": "my mistake", "needs_met": ["heard"], "needs_missed": [],
-                               "about_me": True, "disliked": False, "fit": "good", "crisis_referral": False})
+            return json.dumps(
+                {
+                    "understood": "my mistake",
+                    "needs_met": ["heard"],
+                    "needs_missed": [],
+                    "about_me": True,
+                    "disliked": False,
+                    "fit": "good",
+                    "crisis_referral": False,
+                }
+            )
         if role == "feel":
             return json.dumps({"intensity_change": -10, "trust_change": 10, "thought": "ok, maybe"})
         if role == "express":
-            return json.dumps({"message": f"Message number {n} about the night shift {'x' * n}.",
-                               "decision": "continue"})
+            return json.dumps(
+                {"message": f"Message number {n} about the night shift {'x' * n}.", "decision": "continue"}
+            )
         if role in ("judge", "third"):
             return json.dumps({k: {"score": 4, "evidence": "you listened"} for k in keys()})
         return f"I hear you, that sounds hard ({n})."
@@ -108,9 +123,19 @@ async def test_termination_reasons(decision: str, reason: str) -> None:
 
 
 async def test_safety_escalation_for_a_risky_profile_only() -> None:
-    refer = ChainScript(appraise=json.dumps({"understood": "x", "needs_met": [], "needs_missed": [],
-                                             "about_me": True, "disliked": False, "fit": "mixed",
-                                             "crisis_referral": True}))  # fmt: skip
+    refer = ChainScript(
+        appraise=json.dumps(
+            {
+                "understood": "x",
+                "needs_met": [],
+                "needs_missed": [],
+                "about_me": True,
+                "disliked": False,
+                "fit": "mixed",
+                "crisis_referral": True,
+            }
+        )
+    )
     conv = await talk(refer, max_turns=3)
     assert conv.termination == "max_turns"  # risk_level none: a referral does not end the talk
     risky = PROFILE.model_copy(update={"risk_level": "high"})
@@ -156,8 +181,10 @@ async def test_expresser_failure_ends_with_error_not_an_invented_message() -> No
 
 
 async def test_repetition_is_detected_retried_and_recorded() -> None:
-    same = ChainScript(express=json.dumps({"message": "I just feel stuck at work.", "decision": "continue"}),
-                       open=json.dumps({"message": "I just feel stuck at work."}))  # fmt: skip
+    same = ChainScript(
+        express=json.dumps({"message": "I just feel stuck at work.", "decision": "continue"}),
+        open=json.dumps({"message": "I just feel stuck at work."}),
+    )
     conv = await talk(same, max_turns=2)
     events = [ev for ev, _ in conv.events]
     assert events.count("user_repetition_retried") == 2

@@ -16,8 +16,9 @@ from emoharbor.models.local import LocalServer, assemble, check_port_free, resol
 
 def cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp / "cache")}
-    return subprocess.run([sys.executable, "-m", "emoharbor.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=60, cwd=tmp)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "emoharbor.cli", *args], capture_output=True, text=True, env=env, timeout=60, cwd=tmp
+    )
 
 
 def one_line_error(p: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -58,8 +59,18 @@ def test_missing_api_key(tmp_path: Path) -> None:
 
 
 def test_endpoint_that_is_down(tmp_path: Path) -> None:
-    p = cli("chat", "--profile", "builtin:p001*", "--supporter", "m", "--user", "m", "--base-url",
-            "http://127.0.0.1:9/v1", tmp=tmp_path)  # fmt: skip
+    p = cli(
+        "chat",
+        "--profile",
+        "builtin:p001*",
+        "--supporter",
+        "m",
+        "--user",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        tmp=tmp_path,
+    )
     one_line_error(p, "cannot connect to http://127.0.0.1:9/v1", "start the server")
 
 

@@ -37,8 +37,11 @@ async def test_smollm2_chat_and_json_through_the_server(tmp_path: Path) -> None:
         assert server.proc is not None
         pid = server.proc.pid
         r = await model.chat([{"role": "user", "content": "Say hello."}])
-        schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
-                  "required": ["score"]}  # fmt: skip
+        schema = {
+            "type": "object",
+            "properties": {"score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
+            "required": ["score"],
+        }
         js = await ask_json(model, [{"role": "user", "content": "Rate the weather from 1 to 5 as JSON."}], schema)
         again = await model.chat([{"role": "user", "content": "Say hello."}])
     assert r.text.strip() and r.usage.completion_tokens > 0 and r.endpoint.startswith("http://127.0.0.1:")
@@ -52,10 +55,25 @@ async def test_smollm2_chat_and_json_through_the_server(tmp_path: Path) -> None:
 def test_server_stops_when_emoharbor_is_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
     p = subprocess.Popen(
-        [sys.executable, "-m", "emoharbor.cli", "chat", "--profile", "builtin:p001*", "--supporter", "local:smollm2",
-         "--user", "local:smollm2", "--max-turns", "30"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "emoharbor.cli",
+            "chat",
+            "--profile",
+            "builtin:p001*",
+            "--supporter",
+            "local:smollm2",
+            "--user",
+            "local:smollm2",
+            "--max-turns",
+            "30",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     child = None
     deadline = time.monotonic() + 120
     while child is None and time.monotonic() < deadline:

@@ -23,20 +23,28 @@ def write_config(path: Path, url: str, **extra: Any) -> Path:
     fake = {"model": "fake", "base_url": url, "max_retries": 2, "timeout_s": 10}
     cfg = {
         "name": "t",
-        "roles": {"supporter": [{**fake, "name": "a"}, {**fake, "name": "b", "system_prompt": "builtin:personal"}],
-                  "user": fake, "judge": fake},
+        "roles": {
+            "supporter": [{**fake, "name": "a"}, {**fake, "name": "b", "system_prompt": "builtin:personal"}],
+            "user": fake,
+            "judge": fake,
+        },
         "profiles": ["builtin:p00[1-4]*"],
         "max_turns": 3,
         "concurrency": 4,
         **extra,
-    }  # fmt: skip
+    }
     path.write_text(yaml.safe_dump(cfg))
     return path
 
 
 def emoharbor(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "emoharbor.cli", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "emoharbor.cli", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def snapshot(run_dir: Path) -> dict[str, Any]:
@@ -103,7 +111,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
         assert 3 <= done_before < 8, "the kill should land mid-run"
 
         again = emoharbor("run", str(cfg), "--run-dir", str(killed_dir), "--quiet", env=env_b)
-        out, err = again.communicate(timeout=180)
+        _out, err = again.communicate(timeout=180)
         assert again.returncode == 0, err
         assert f"{8 - done_before} new, {done_before} already done" in err
 

@@ -61,12 +61,11 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check_backend(self) -> ModelSpec:
-        if self.backend == "openai" and not (self.base_url or self.endpoints):
-            if self.api_key_env is None:
-                raise ValueError(
-                    f"model {self.model!r} is not 'local:NAME' or 'scripted', so it needs "
-                    "base_url (or endpoints) and api_key_env naming the variable that holds the key"
-                )
+        if self.backend == "openai" and not (self.base_url or self.endpoints) and self.api_key_env is None:
+            raise ValueError(
+                f"model {self.model!r} is not 'local:NAME' or 'scripted', so it needs "
+                "base_url (or endpoints) and api_key_env naming the variable that holds the key"
+            )
         if self.base_url and self.endpoints:
             raise ValueError("give base_url or endpoints, not both")
         return self

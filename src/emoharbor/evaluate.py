@@ -72,14 +72,20 @@ async def assess_unit(
 
 
 async def run_evaluation(
-    cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | None | bool = True
+    cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> RunSummary:
     profiles = resolve_profiles(cfg.profiles)
     store = RunStore.create_or_resume(run_dir, KIND, cfg.resolved(), cfg.config_hash())
     jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
     have = store.keys("conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
-    bar = tqdm(total=len(jobs), initial=len(have),
-               desc="conversations", disable=not progress, file=sys.stderr, dynamic_ncols=True)  # fmt: skip
+    bar = tqdm(
+        total=len(jobs),
+        initial=len(have),
+        desc="conversations",
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
     gate = asyncio.Semaphore(cfg.concurrency)
     errors = 0
     try:
@@ -95,11 +101,21 @@ async def run_evaluation(
                     was_done = store.has("conversation", key)
 
                     async def talk() -> tuple[dict[str, Any], Events]:
-                        conv = Conversation(id=key, profile_id=profile.id, supporter=spec.name, repeat=repeat,
-                                            seed=_seed(cfg, i, repeat))  # fmt: skip
+                        conv = Conversation(
+                            id=key,
+                            profile_id=profile.id,
+                            supporter=spec.name,
+                            repeat=repeat,
+                            seed=_seed(cfg, i, repeat),
+                        )
                         user = make_user(cfg.user_agent, user_model, profile, cfg)
-                        await converse(conv, user, make_supporter(sup_models[spec.name], spec),
-                                       max_turns=cfg.max_turns, seed=conv.seed)  # fmt: skip
+                        await converse(
+                            conv,
+                            user,
+                            make_supporter(sup_models[spec.name], spec),
+                            max_turns=cfg.max_turns,
+                            seed=conv.seed,
+                        )
                         events = [*conv.events, ("termination", conv.termination)]
                         return conv.model_dump(mode="json"), events
 

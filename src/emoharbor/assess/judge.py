@@ -39,16 +39,22 @@ def assessment_record(judge: str, data: dict[str, Any] | None, error: str, attem
 
 async def judge_as_user(model: ChatModel, profile: Profile, conv: Conversation, seed: int = 0) -> dict[str, Any]:
     p = load_prompt("user_judge")
-    text = p.render(persona=profile.persona_card(), trajectory=trajectory_text(conv),
-                    transcript=conv.transcript("You", "Supporter"), rubric=rubric_text())  # fmt: skip
-    r = await ask_json(model, [{"role": "user", "content": text}], scores_schema(), seed=seed,
-                       prompt_version=p.version, max_tokens=900)  # fmt: skip
+    text = p.render(
+        persona=profile.persona_card(),
+        trajectory=trajectory_text(conv),
+        transcript=conv.transcript("You", "Supporter"),
+        rubric=rubric_text(),
+    )
+    r = await ask_json(
+        model, [{"role": "user", "content": text}], scores_schema(), seed=seed, prompt_version=p.version, max_tokens=900
+    )
     return assessment_record(USER_JUDGE, r.data, r.error, r.attempts)
 
 
 async def judge_third_party(model: ChatModel, name: str, conv: Conversation, seed: int = 0) -> dict[str, Any]:
     p = load_prompt("third_party_judge")
     text = p.render(transcript=conv.transcript("Seeker", "Supporter"), rubric=rubric_text())
-    r = await ask_json(model, [{"role": "user", "content": text}], scores_schema(), seed=seed,
-                       prompt_version=p.version, max_tokens=900)  # fmt: skip
+    r = await ask_json(
+        model, [{"role": "user", "content": text}], scores_schema(), seed=seed, prompt_version=p.version, max_tokens=900
+    )
     return assessment_record(name, r.data, r.error, r.attempts)

@@ -43,35 +43,44 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str
     assessments = {d["conversation"]: d for _, d in store.items("assessment") if d["judge"] == judge}
     usage = _usage_by_supporter(store)
     generic, personal = group_keys("generic"), group_keys("personal")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for sup in sorted({c.supporter for c in convs}):
         mine = [c for c in convs if c.supporter == sup]
-        scored = [assessments[c.id]["scores"] for c in mine if c.id in assessments and not assessments[c.id]["unscored"]]
+        scored = [
+            assessments[c.id]["scores"] for c in mine if c.id in assessments and not assessments[c.id]["unscored"]
+        ]
         dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in keys()}
         g = bootstrap_ci(_row_means(scored, generic), seed=seed)
         p = bootstrap_ci(_row_means(scored, personal), seed=seed)
         gaps = [a - b for a, b in zip(_row_means(scored, generic), _row_means(scored, personal), strict=False)]
         changes = [c.intensity_change for c in mine if c.intensity_change is not None]
-        rows.append({
-            "supporter": sup,
-            "conversations": len(mine),
-            "scored": len(scored),
-            "unscored": sum(1 for c in mine if c.id in assessments and assessments[c.id]["unscored"]),
-            "not_assessed": sum(1 for c in mine if c.id not in assessments),
-            "dimensions": {d: _est(e) for d, e in dims.items()},
-            "generic": _est(g),
-            "personal": _est(p),
-            "gap": _est(bootstrap_ci(gaps, seed=seed)),
-            "overall": _est(bootstrap_ci(_row_means(scored, keys()), seed=seed)),
-            "intensity_change": _est(bootstrap_ci(changes, seed=seed)),
-            "terminations": dict(Counter(c.termination for c in mine)),
-            "events": dict(Counter(ev for c in mine for ev, _ in c.events)),
-            "usage": {role: dict(v) for role, v in usage.get(sup, {}).items()},
-        })  # fmt: skip
+        rows.append(
+            {
+                "supporter": sup,
+                "conversations": len(mine),
+                "scored": len(scored),
+                "unscored": sum(1 for c in mine if c.id in assessments and assessments[c.id]["unscored"]),
+                "not_assessed": sum(1 for c in mine if c.id not in assessments),
+                "dimensions": {d: _est(e) for d, e in dims.items()},
+                "generic": _est(g),
+                "personal": _est(p),
+                "gap": _est(bootstrap_ci(gaps, seed=seed)),
+                "overall": _est(bootstrap_ci(_row_means(scored, keys()), seed=seed)),
+                "intensity_change": _est(bootstrap_ci(changes, seed=seed)),
+                "terminations": dict(Counter(c.termination for c in mine)),
+                "events": dict(Counter(ev for c in mine for ev, _ in c.events)),
+                "usage": {role: dict(v) for role, v in usage.get(sup, {}).items()},
+            }
+        )
     rows.sort(key=lambda r: -(r["overall"]["mean"] if r["overall"]["mean"] is not None else -99))
     judges = sorted({d["judge"] for _, d in store.items("assessment")})
-    return {"judge": judge, "judges": judges, "rows": rows, "usage_by_role": store.usage_by_role(),
-            "events": store.event_counts()}  # fmt: skip
+    return {
+        "judge": judge,
+        "judges": judges,
+        "rows": rows,
+        "usage_by_role": store.usage_by_role(),
+        "events": store.event_counts(),
+    }
 
 
 def _est(e: Estimate) -> dict[str, Any]:

@@ -33,28 +33,70 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
     if not rows:
         return "no conversations in this run yet"
     summary = _table(
-        ["supporter", "convs", "scored", "unscored", "overall", "generic", "personal", "gap (gen-pers)",
-         "intensity change"],
-        [[r["supporter"], str(r["conversations"]), str(r["scored"]), str(r["unscored"]), _ci(r["overall"]),
-          _ci(r["generic"]), _ci(r["personal"]), _ci(r["gap"]), _ci(r["intensity_change"], 1)] for r in rows],
+        [
+            "supporter",
+            "convs",
+            "scored",
+            "unscored",
+            "overall",
+            "generic",
+            "personal",
+            "gap (gen-pers)",
+            "intensity change",
+        ],
+        [
+            [
+                r["supporter"],
+                str(r["conversations"]),
+                str(r["scored"]),
+                str(r["unscored"]),
+                _ci(r["overall"]),
+                _ci(r["generic"]),
+                _ci(r["personal"]),
+                _ci(r["gap"]),
+                _ci(r["intensity_change"], 1),
+            ]
+            for r in rows
+        ],
         md,
-    )  # fmt: skip
-    dims = _table(["dimension", *[r["supporter"] for r in rows]],
-                  [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in keys()], md)  # fmt: skip
-    ends = _table(["supporter", "terminations", "events"],
-                  [[r["supporter"], ", ".join(f"{k} {v}" for k, v in sorted(r["terminations"].items())),
-                    ", ".join(f"{k} {v}" for k, v in sorted(r["events"].items())) or "-"] for r in rows], md)  # fmt: skip
+    )
+    dims = _table(
+        ["dimension", *[r["supporter"] for r in rows]],
+        [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in keys()],
+        md,
+    )
+    ends = _table(
+        ["supporter", "terminations", "events"],
+        [
+            [
+                r["supporter"],
+                ", ".join(f"{k} {v}" for k, v in sorted(r["terminations"].items())),
+                ", ".join(f"{k} {v}" for k, v in sorted(r["events"].items())) or "-",
+            ]
+            for r in rows
+        ],
+        md,
+    )
     usage_rows = []
     for r in rows:
         for role, u in sorted(r["usage"].items()):
-            usage_rows.append([r["supporter"], role, str(int(u["calls"])), str(int(u["tokens"])),
-                               f"{u['cost_usd']:.4f}"])  # fmt: skip
+            usage_rows.append(
+                [r["supporter"], role, str(int(u["calls"])), str(int(u["tokens"])), f"{u['cost_usd']:.4f}"]
+            )
     usage = _table(["supporter", "role", "calls", "tokens", "cost USD"], usage_rows, md)
     head = "##" if md else "#"
-    return "\n\n".join([
-        f"{head} Leaderboard (judge: {board['judge']}; mean [95% bootstrap interval], scores 1-5)", summary,
-        f"{head} Dimensions", dims, f"{head} How conversations ended", ends, f"{head} Tokens and cost", usage,
-    ])  # fmt: skip
+    return "\n\n".join(
+        [
+            f"{head} Leaderboard (judge: {board['judge']}; mean [95% bootstrap interval], scores 1-5)",
+            summary,
+            f"{head} Dimensions",
+            dims,
+            f"{head} How conversations ended",
+            ends,
+            f"{head} Tokens and cost",
+            usage,
+        ]
+    )
 
 
 def to_csv(board: dict[str, Any]) -> str:
@@ -62,8 +104,10 @@ def to_csv(board: dict[str, Any]) -> str:
     w = csv.writer(buf)
     w.writerow(["supporter", "metric", "mean", "lo", "hi", "n"])
     for r in board["rows"]:
-        metrics = {**{f"dim:{d}": r["dimensions"][d] for d in keys()},
-                   **{k: r[k] for k in ("overall", "generic", "personal", "gap", "intensity_change")}}  # fmt: skip
+        metrics = {
+            **{f"dim:{d}": r["dimensions"][d] for d in keys()},
+            **{k: r[k] for k in ("overall", "generic", "personal", "gap", "intensity_change")},
+        }
         for name, e in metrics.items():
             w.writerow([r["supporter"], name, e["mean"], e["lo"], e["hi"], e["n"]])
     return buf.getvalue()

@@ -73,7 +73,9 @@ def chat(
     """Run one conversation between a simulated user and a supporter, and print it."""
     profiles = resolve_profiles([profile_ref])
     if len(profiles) != 1:
-        raise EmoharborError(f"{profile_ref} holds {len(profiles)} profiles: pick one with builtin:ID or a one-profile file")
+        raise EmoharborError(
+            f"{profile_ref} holds {len(profiles)} profiles: pick one with builtin:ID or a one-profile file"
+        )
     sup = SupporterSpec.model_validate(
         {**model_spec(supporter, base_url, api_key_env), "name": supporter, "system_prompt": system_prompt}
     )

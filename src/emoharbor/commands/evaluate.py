@@ -39,8 +39,9 @@ def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str) -> None:
         raise EmoharborError(f"every conversation ended in error: see `emoharbor export {folder}` (events)")
 
 
-FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text",
-                      show_default=True)  # fmt: skip
+FORMAT = click.option(
+    "--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True
+)
 
 
 @click.command("run")
@@ -73,8 +74,9 @@ def demo(run_dir: Path | None, quiet: bool) -> None:
 @click.option("--api-key-env")
 @click.option("--as-user", is_flag=True, help="Judge as the simulated user (with its profile), not a third party.")
 @click.option("--quiet", is_flag=True)
-def assess(run_dir: Path, judge_model: str, base_url: str | None, api_key_env: str | None, as_user: bool,
-           quiet: bool) -> None:  # fmt: skip
+def assess(
+    run_dir: Path, judge_model: str, base_url: str | None, api_key_env: str | None, as_user: bool, quiet: bool
+) -> None:
     """Re-score an existing run's conversations with another judge (no new conversations)."""
     spec = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env))
     n = asyncio.run(reassess(run_dir, spec, as_user=as_user, progress=not quiet))
@@ -83,8 +85,7 @@ def assess(run_dir: Path, judge_model: str, base_url: str | None, api_key_env: s
 
 @click.command("leaderboard")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--judge", default="user", show_default=True,
-              help="Whose scores: user, third_party:MODEL, user:MODEL.")  # fmt: skip
+@click.option("--judge", default="user", show_default=True, help="Whose scores: user, third_party:MODEL, user:MODEL.")
 @FORMAT
 def leaderboard_cmd(run_dir: Path, judge: str, fmt: str) -> None:
     """Print a run's leaderboard."""
@@ -92,7 +93,9 @@ def leaderboard_cmd(run_dir: Path, judge: str, fmt: str) -> None:
     try:
         board = leaderboard(store, judge)
         if judge not in board["judges"] and board["judges"]:
-            raise EmoharborError(f"no assessments by judge '{judge}' in {run_dir}; judges: {', '.join(board['judges'])}")
+            raise EmoharborError(
+                f"no assessments by judge '{judge}' in {run_dir}; judges: {', '.join(board['judges'])}"
+            )
         click.echo(render(board, fmt))
     finally:
         store.close()

@@ -20,9 +20,13 @@ from ..errors import DataError
 
 Speaker = Literal["seeker", "supporter"]
 SPEAKERS: dict[str, Speaker] = {
-    "usr": "seeker", "seeker": "seeker", "speaker": "seeker",
-    "sys": "supporter", "supporter": "supporter", "listener": "supporter",
-}  # fmt: skip
+    "usr": "seeker",
+    "seeker": "seeker",
+    "speaker": "seeker",
+    "sys": "supporter",
+    "supporter": "supporter",
+    "listener": "supporter",
+}
 SURVEY_FIELDS = ("initial_emotion_intensity", "final_emotion_intensity", "empathy", "relevance")
 
 
@@ -53,8 +57,12 @@ class EsconvDialog:
         for t in self.turns:
             if out and out[-1].speaker == t.speaker:
                 prev = out[-1]
-                out[-1] = EsconvTurn(t.speaker, f"{prev.text} {t.text}", prev.strategy or t.strategy,
-                                     t.feedback if t.feedback is not None else prev.feedback)  # fmt: skip
+                out[-1] = EsconvTurn(
+                    t.speaker,
+                    f"{prev.text} {t.text}",
+                    prev.strategy or t.strategy,
+                    t.feedback if t.feedback is not None else prev.feedback,
+                )
             else:
                 out.append(t)
         return out

@@ -103,9 +103,13 @@ def pick_dtype(dtype: str, device: str) -> Any:
 
 
 def load_hf(
-    src: HFSource, *, device: str = "auto", dtype: str = "auto", trainable: bool = False,
+    src: HFSource,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    trainable: bool = False,
     gradient_checkpointing: bool = False,
-) -> tuple[Any, Any]:  # fmt: skip
+) -> tuple[Any, Any]:
     """(model, tokenizer) on ``device``; the adapter (if any) loaded trainable or frozen."""
     try:
         import torch  # noqa: F401
@@ -146,9 +150,17 @@ class HFChatModel:
     decoding: the caller parses the text (``ask_json``) as for any backend."""
 
     def __init__(
-        self, src: HFSource | None = None, *, name: str = "", temperature: float = 0.7, top_p: float | None = None,
-        max_tokens: int = 256, device: str = "auto", dtype: str = "auto",
-    ) -> None:  # fmt: skip
+        self,
+        src: HFSource | None = None,
+        *,
+        name: str = "",
+        temperature: float = 0.7,
+        top_p: float | None = None,
+        max_tokens: int = 256,
+        device: str = "auto",
+        dtype: str = "auto",
+        repetition_penalty: float | None = None,
+    ) -> None:
         self.src = src
         self.name = name or (src.identity if src else "hf")
         self.temperature = temperature
@@ -156,14 +168,17 @@ class HFChatModel:
         self.max_tokens = max_tokens
         self.device = device
         self.dtype = dtype
+        self.repetition_penalty = repetition_penalty
         self.model: Any = None
         self.tokenizer: Any = None
         self._lock = asyncio.Lock()
 
     @classmethod
-    def from_loaded(cls, model: Any, tokenizer: Any, *, name: str, temperature: float = 0.7,
-                    max_tokens: int = 256) -> HFChatModel:  # fmt: skip
-        m = cls(None, name=name, temperature=temperature, max_tokens=max_tokens)
+    def from_loaded(
+        cls, model: Any, tokenizer: Any, *, name: str, temperature: float = 0.7, max_tokens: int = 256,
+        repetition_penalty: float | None = None,
+    ) -> HFChatModel:  # fmt: skip
+        m = cls(None, name=name, temperature=temperature, max_tokens=max_tokens, repetition_penalty=repetition_penalty)
         m.model, m.tokenizer = model, tokenizer
         return m
 
@@ -178,7 +193,10 @@ class HFChatModel:
 
         self._ensure_loaded()
         start = time.monotonic()
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prefilled = bool(messages) and messages[-1]["role"] == "assistant"  # continue that message
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=not prefilled, continue_final_message=prefilled
+        )
         enc = self.tokenizer(text, add_special_tokens=False, return_tensors="pt").to(self.model.device)
         n_in = int(enc["input_ids"].shape[1])
         torch.manual_seed(seed or 0)
@@ -188,10 +206,15 @@ class HFChatModel:
         try:
             with torch.no_grad():
                 out = self.model.generate(
-                    **enc, max_new_tokens=max_tokens, do_sample=sample,
-                    temperature=self.temperature if sample else None, top_p=self.top_p if sample else None,
-                    eos_token_id=stop_token_ids(self.tokenizer), pad_token_id=self.tokenizer.pad_token_id,
-                )  # fmt: skip
+                    **enc,
+                    max_new_tokens=max_tokens,
+                    do_sample=sample,
+                    temperature=self.temperature if sample else None,
+                    top_p=self.top_p if sample else None,
+                    repetition_penalty=self.repetition_penalty,
+                    eos_token_id=stop_token_ids(self.tokenizer),
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
         finally:
             self.model.train(was_training)
         new = out[0, n_in:].tolist()
@@ -199,9 +222,13 @@ class HFChatModel:
         finish = "stop" if new and new[-1] in stops else "length"
         reply = self.tokenizer.decode(new, skip_special_tokens=True).strip()
         return ChatResult(
-            text=reply, usage=Usage(n_in, len(new)), latency_s=time.monotonic() - start,
-            model=self.name, endpoint="hf", finish_reason=finish,
-        )  # fmt: skip
+            text=reply,
+            usage=Usage(n_in, len(new)),
+            latency_s=time.monotonic() - start,
+            model=self.name,
+            endpoint="hf",
+            finish_reason=finish,
+        )
 
     async def chat(
         self,

@@ -154,7 +154,7 @@ class LocalServer:
         self.context_size = context_size
         self.port = port
         self.proc: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the server's lifetime)
 
     @property
     def base_url(self) -> str:
@@ -170,14 +170,22 @@ class LocalServer:
         else:
             check_port_free(self.port)
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.gguf.path),
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", str(self.context_size),
-            "--n_threads", str(os.cpu_count() or 2),
-            "--model_alias", "local",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.gguf.path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.context_size),
+            "--n_threads",
+            str(os.cpu_count() or 2),
+            "--model_alias",
+            "local",
+        ]
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
         )

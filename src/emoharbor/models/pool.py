@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -51,9 +52,16 @@ class RoleModel:
             u = r.usage
             self.sink(
                 CallRecord(
-                    self.role, self.name, r.endpoint, u.prompt_tokens, u.completion_tokens,
-                    u.cost_usd, r.latency_s, r.cached, r.retries,
-                )  # fmt: skip
+                    self.role,
+                    self.name,
+                    r.endpoint,
+                    u.prompt_tokens,
+                    u.completion_tokens,
+                    u.cost_usd,
+                    r.latency_s,
+                    r.cached,
+                    r.retries,
+                )
             )
         return r
 
@@ -64,7 +72,7 @@ class RoleModel:
 class ModelPool:
     """``async with ModelPool() as pool: model = await pool.get(spec, "judge")``."""
 
-    def __init__(self, *, cache_path: Path | None | bool = True, sink: CallSink | None = None) -> None:
+    def __init__(self, *, cache_path: Path | bool | None = True, sink: CallSink | None = None) -> None:
         path = (default_cache_dir() / "calls.sqlite") if cache_path is True else (cache_path or None)
         self.cache = CallCache(path if isinstance(path, Path) else None)
         self.sink = sink
@@ -87,8 +95,11 @@ class ModelPool:
             from .hf import HFChatModel, resolve_hf
 
             src = resolve_hf(spec.model.removeprefix("hf:"))
-            return HFChatModel(src, name=spec.model, temperature=spec.temperature, top_p=spec.top_p,
-                               max_tokens=spec.max_tokens)  # fmt: skip
+            penalty = spec.extra_body.get("repetition_penalty")  # the one generation setting the hf backend reads
+            return HFChatModel(
+                src, name=spec.model, temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens,
+                repetition_penalty=float(penalty) if penalty is not None else None,
+            )  # fmt: skip
         if spec.backend == "local":
             gguf = resolve_gguf(spec.model.removeprefix("local:"))
             skey = (str(gguf.path), spec.context_size)
@@ -97,14 +108,15 @@ class ModelPool:
                 server = LocalServer(gguf, context_size=spec.context_size, port=spec.port)
                 self._servers[skey] = server
                 await server.start()
-            ekey = (server.base_url,)
+            ekey: tuple[str, ...] = (server.base_url,)
             if ekey not in self._endpoints:  # the server answers one request at a time
                 self._endpoints[ekey] = make_endpoints(spec, [server.base_url], concurrency=1)
-            m = OpenAIChatModel(spec, cache=self.cache, endpoints=self._endpoints[ekey], json_mode="json_object",
-                                identity=gguf.identity)  # fmt: skip
+            m = OpenAIChatModel(
+                spec, cache=self.cache, endpoints=self._endpoints[ekey], json_mode="json_object", identity=gguf.identity
+            )
             m.served_name = "local"
             return m
-        ekey = tuple(sorted(spec.endpoint_urls())) + (spec.api_key_env or "", json.dumps(spec.headers))
+        ekey = (*tuple(sorted(spec.endpoint_urls())), spec.api_key_env or "", json.dumps(spec.headers))
         if ekey not in self._endpoints:
             await check_reachable(spec.endpoint_urls())
             self._endpoints[ekey] = make_endpoints(spec)
@@ -121,10 +133,8 @@ class ModelPool:
     async def aclose(self) -> None:
         for eps in self._endpoints.values():
             for ep in eps:
-                try:
+                with contextlib.suppress(Exception):  # best effort; the servers stop below regardless
                     await ep.client.close()
-                except Exception:  # closing is best effort; the servers stop below regardless
-                    pass
         for server in self._servers.values():
             server.stop()
         self._servers.clear()
@@ -143,11 +153,9 @@ async def check_reachable(urls: list[str], timeout_s: float = 5.0) -> None:
             _, writer = await asyncio.wait_for(asyncio.open_connection(u.hostname, port), timeout_s)
             writer.close()
             return
-        except (OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, OSError) as e:
             errors.append(f"{url} ({e.__class__.__name__})")
-    raise EmoharborError(
-        f"cannot connect to {', '.join(errors)}: start the server or correct base_url/endpoints"
-    )
+    raise EmoharborError(f"cannot connect to {', '.join(errors)}: start the server or correct base_url/endpoints")
 
 
 def check_model_spec(spec: ModelSpec) -> None:
@@ -162,4 +170,4 @@ def check_model_spec(spec: ModelSpec) -> None:
         make_endpoints(spec)
 
 
-__all__ = ["ModelPool", "RoleModel", "check_model_spec", "EmoharborError"]
+__all__ = ["EmoharborError", "ModelPool", "RoleModel", "check_model_spec"]

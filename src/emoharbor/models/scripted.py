@@ -12,9 +12,7 @@ ReplyFn = Callable[[list[Message], dict[str, Any] | None], str]
 
 
 class ScriptedModel:
-    def __init__(
-        self, replies: list[str] | ReplyFn, *, name: str = "scripted", latency_s: float = 0.0
-    ) -> None:
+    def __init__(self, replies: list[str] | ReplyFn, *, name: str = "scripted", latency_s: float = 0.0) -> None:
         if isinstance(replies, list) and not replies:
             raise ValueError("a scripted model needs at least one reply")
         self.name = name

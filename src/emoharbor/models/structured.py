@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -46,11 +47,20 @@ def parse_json_object(text: str, schema: dict[str, Any] | None) -> dict[str, Any
         raise ValueError("the JSON is not an object")
     if schema is not None:
         try:
-            jsonschema.validate(obj, schema)
+            _validator(json.dumps(schema, sort_keys=True)).validate(obj)
         except jsonschema.ValidationError as e:
             where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
             raise ValueError(f"field {where}: {e.message[:160]}") from None
     return obj
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    """A checked validator per schema: checking a schema costs far more than validating with it."""
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 async def ask_json(
@@ -94,4 +104,4 @@ async def ask_json(
     return out
 
 
-__all__ = ["Structured", "ask_json", "parse_json_object", "ModelCallError"]
+__all__ = ["ModelCallError", "Structured", "ask_json", "parse_json_object"]

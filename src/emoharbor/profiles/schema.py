@@ -7,14 +7,32 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 HiddenNeed = Literal[
-    "venting", "reassurance", "validation", "plan", "information", "perspective",
-    "challenge", "company", "distraction", "permission", "closure",
-]  # fmt: skip
+    "venting",
+    "reassurance",
+    "validation",
+    "plan",
+    "information",
+    "perspective",
+    "challenge",
+    "company",
+    "distraction",
+    "permission",
+    "closure",
+]
 ESCONV_PROBLEMS = [
-    "ongoing depression", "job crisis", "breakup with partner", "problems with friends",
-    "academic pressure", "procrastination", "alcohol abuse", "issues with parents",
-    "sleep problems", "appearance anxiety", "school bullying", "issues with children",
-]  # fmt: skip
+    "ongoing depression",
+    "job crisis",
+    "breakup with partner",
+    "problems with friends",
+    "academic pressure",
+    "procrastination",
+    "alcohol abuse",
+    "issues with parents",
+    "sleep problems",
+    "appearance anxiety",
+    "school bullying",
+    "issues with children",
+]
 
 
 class _Strict(BaseModel):
@@ -84,12 +102,14 @@ class Profile(_Strict):
 
         lines = [
             f"You are {self.name}, {self.age}, {self.gender or 'person'}, {self.occupation or 'no stated job'}"
-            + (f", {self.culture}" if self.culture else "") + ".",
+            + (f", {self.culture}" if self.culture else "")
+            + ".",
             f"Personality: openness {level(p.openness)}, conscientiousness {level(p.conscientiousness)}, "
             f"extraversion {level(p.extraversion)}, agreeableness {level(p.agreeableness)}, "
             f"neuroticism {level(p.neuroticism)}" + (f"; {', '.join(p.traits)}" if p.traits else "") + ".",
             f"How you talk: {c.verbosity}, directness {c.directness}, {c.formality}, humour {c.humour}"
-            + (f". {c.notes}" if c.notes else "") + ".",
+            + (f". {c.notes}" if c.notes else "")
+            + ".",
             f"Your problem ({s.problem_type}): {s.story}",
             f"Already tried: {'; '.join(s.already_tried) or 'nothing yet'}.",
             f"You feel {e.emotion}.",
@@ -98,5 +118,5 @@ class Profile(_Strict):
             f"Support you like: {'; '.join(n.liked_support) or 'not sure'}. "
             f"Support you dislike: {'; '.join(n.disliked_support) or 'nothing in particular'}.",
             f"You open up {self.disclosure_pace}ly.",
-        ]  # fmt: skip
+        ]
         return "\n".join(lines)

@@ -25,6 +25,7 @@ from .conversation import Decision, Turn, UserState
 from .text_checks import breaks_character, clean_message, repeats
 from .user_agent import UserStep
 
+
 class UserSimulationError(Exception):
     """The simulated user could not produce a message: the conversation ends with termination 'error'."""
 
@@ -138,10 +139,17 @@ class ChainUser:
 
     async def open(self, seed: int) -> UserStep:
         may_share, keep_back = self._disclosure()
-        prompt = self.p_open.render(persona=self.persona, intensity=self.state.intensity,
-                                    may_share=may_share, keep_back=keep_back)  # fmt: skip
-        r = await ask_json(self.model, [{"role": "user", "content": prompt}], OPEN_SCHEMA, seed=seed,
-                           prompt_version=self.p_open.version, max_tokens=self.s.max_tokens)  # fmt: skip
+        prompt = self.p_open.render(
+            persona=self.persona, intensity=self.state.intensity, may_share=may_share, keep_back=keep_back
+        )
+        r = await ask_json(
+            self.model,
+            [{"role": "user", "content": prompt}],
+            OPEN_SCHEMA,
+            seed=seed,
+            prompt_version=self.p_open.version,
+            max_tokens=self.s.max_tokens,
+        )
         step = UserStep(text="", inner={"opening": True})
         if r.data is None:
             step.events.append(("parse_failure:open", r.error))
@@ -152,26 +160,46 @@ class ChainUser:
         self._check_text(step, [])
         return step
 
-    async def react(self, turns: list[Turn], seed: int) -> UserStep:
+    async def perceive(self, turns: list[Turn], seed: int) -> UserStep:
+        """The Appraiser and the Feeler on the latest supporter message (``turns[-1]``): the inner state
+        moves, no reply is written. ``react`` adds the Expresser; a replay of a real conversation uses this."""
         latest = turns[-1].text
         history = transcript(turns[:-1])
         prev = self.state
         step = UserStep(text="")
         # 1. appraise
-        pa = self.p_appraise.render(persona=self.persona, intensity=prev.intensity, trust=prev.trust,
-                                    transcript=history, latest=latest)  # fmt: skip
-        appraisal = await ask_json(self.model, [{"role": "user", "content": pa}], APPRAISAL_SCHEMA, seed=seed,
-                                   prompt_version=self.p_appraise.version, max_tokens=self.s.max_tokens)  # fmt: skip
+        pa = self.p_appraise.render(
+            persona=self.persona, intensity=prev.intensity, trust=prev.trust, transcript=history, latest=latest
+        )
+        appraisal = await ask_json(
+            self.model,
+            [{"role": "user", "content": pa}],
+            APPRAISAL_SCHEMA,
+            seed=seed,
+            prompt_version=self.p_appraise.version,
+            max_tokens=self.s.max_tokens,
+        )
         if appraisal.data is None:
             step.events.append(("parse_failure:appraise", appraisal.error))
         a = appraisal.data or {}
         # 2. feel
-        pf = self.p_feel.render(persona=self.persona, intensity=prev.intensity, trust=prev.trust, latest=latest,
-                                appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
-                                intensity_steps=steps(self.s.intensity_step),
-                                trust_steps=steps(self.s.trust_step))  # fmt: skip
-        feeling = await ask_json(self.model, [{"role": "user", "content": pf}], feel_schema(self.s), seed=seed,
-                                 prompt_version=self.p_feel.version, max_tokens=self.s.max_tokens)  # fmt: skip
+        pf = self.p_feel.render(
+            persona=self.persona,
+            intensity=prev.intensity,
+            trust=prev.trust,
+            latest=latest,
+            appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
+            intensity_steps=steps(self.s.intensity_step),
+            trust_steps=steps(self.s.trust_step),
+        )
+        feeling = await ask_json(
+            self.model,
+            [{"role": "user", "content": pf}],
+            feel_schema(self.s),
+            seed=seed,
+            prompt_version=self.p_feel.version,
+            max_tokens=self.s.max_tokens,
+        )
         if feeling.data is None:
             step.events.append(("parse_failure:feel", feeling.error))
         f = feeling.data or {}
@@ -186,6 +214,15 @@ class ChainUser:
             thought=str(f.get("thought", "")),
         )
         step.state = self.state
+        step.safety_escalation = bool(a.get("crisis_referral")) and self.profile.risk_level in ("elevated", "high")
+        step.inner = {
+            "appraisal": a or None,
+            "feeling": {"intensity_change": d_int, "trust_change": d_trust} if f else None,
+        }
+        return step
+
+    async def react(self, turns: list[Turn], seed: int) -> UserStep:
+        step = await self.perceive(turns, seed)
         # 3. express
         may_share, keep_back = self._disclosure()
         end_rule = (
@@ -193,9 +230,16 @@ class ChainUser:
             if self.state.turn < self.s.min_turns
             else "Only end satisfied if you truly feel better."
         )
-        pe = self.p_express.render(persona=self.persona, intensity=self.state.intensity, trust=self.state.trust,
-                                   thought=self.state.thought or "(none)", may_share=may_share, keep_back=keep_back,
-                                   transcript=transcript(turns), end_rule=end_rule)  # fmt: skip
+        pe = self.p_express.render(
+            persona=self.persona,
+            intensity=self.state.intensity,
+            trust=self.state.trust,
+            thought=self.state.thought or "(none)",
+            may_share=may_share,
+            keep_back=keep_back,
+            transcript=transcript(turns),
+            end_rule=end_rule,
+        )
         earlier = [t.text for t in turns if t.speaker == "user"]
         expr = await self._express(pe, seed, earlier, step)
         decision: Decision = expr["decision"]
@@ -204,12 +248,7 @@ class ChainUser:
             step.events.append(("early_end_ignored", decision))
             decision = "continue"
         step.decision = decision
-        step.safety_escalation = bool(a.get("crisis_referral")) and self.profile.risk_level in ("elevated", "high")
-        step.inner = {
-            "appraisal": a or None,
-            "feeling": {"intensity_change": d_int, "trust_change": d_trust} if f else None,
-            "shared": may_share,
-        }
+        step.inner = {**(step.inner or {}), "shared": may_share}
         self._check_text(step, earlier)
         return step
 
@@ -217,8 +256,14 @@ class ChainUser:
         """The Expresser's output; one more try when it repeats an earlier message."""
         msgs = [{"role": "user", "content": prompt}]
         for attempt in range(2):
-            r = await ask_json(self.model, msgs, EXPRESS_SCHEMA, seed=seed + 100 * attempt,
-                               prompt_version=self.p_express.version, max_tokens=self.s.max_tokens)  # fmt: skip
+            r = await ask_json(
+                self.model,
+                msgs,
+                EXPRESS_SCHEMA,
+                seed=seed + 100 * attempt,
+                prompt_version=self.p_express.version,
+                max_tokens=self.s.max_tokens,
+            )
             if r.data is None:
                 step.events.append(("parse_failure:express", r.error))
                 raise UserSimulationError(

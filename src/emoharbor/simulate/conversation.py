@@ -47,6 +47,4 @@ class Conversation(BaseModel):
         return self.states[-1].intensity - self.states[0].intensity
 
     def transcript(self, user_label: str = "User", supporter_label: str = "Supporter") -> str:
-        return "\n".join(
-            f"{user_label if t.speaker == 'user' else supporter_label}: {t.text}" for t in self.turns
-        )
+        return "\n".join(f"{user_label if t.speaker == 'user' else supporter_label}: {t.text}" for t in self.turns)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..models.base import ChatModel, Message
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
-from .conversation import Turn, UserState
+from .conversation import Decision, Turn, UserState
 from .text_checks import breaks_character, clean_message, repeats
 from .user_agent import UserStep
 
@@ -38,7 +38,7 @@ class SimpleUser:
             self._messages(turns), seed=seed, prompt_version=self.prompt.version, max_tokens=self.max_tokens
         )
         text = clean_message(r.text)
-        decision = "continue"
+        decision: Decision = "continue"
         if END_MARK in text:
             text = text.replace(END_MARK, "").strip()
             decision = "end_satisfied"

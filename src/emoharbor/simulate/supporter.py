@@ -20,7 +20,9 @@ def supporter_prompt(spec: str | None) -> Prompt:
         try:
             return load_prompt(f"supporter_{name}")
         except FileNotFoundError:
-            raise ConfigError(f"no built-in supporter prompt '{name}': use builtin:default or builtin:personal") from None
+            raise ConfigError(
+                f"no built-in supporter prompt '{name}': use builtin:default or builtin:personal"
+            ) from None
     if spec.startswith("@"):
         path = Path(spec[1:])
         if not path.is_file():

@@ -62,7 +62,9 @@ class RunStore:
                 }.items():
                     db.execute("INSERT INTO meta VALUES (?, ?)", (k, v))
         elif have.get("kind") != kind:
-            raise EmoharborError(f"{store.folder} holds a '{have.get('kind')}' run, not a '{kind}' run: use another folder")
+            raise EmoharborError(
+                f"{store.folder} holds a '{have.get('kind')}' run, not a '{kind}' run: use another folder"
+            )
         elif have.get("config_hash") != config_hash:
             raise EmoharborError(
                 f"{store.folder} was started with a different config (hash {have.get('config_hash')}, "
@@ -139,8 +141,9 @@ class RunStore:
             for c in calls or []:
                 self._insert_call(db, c, kind, key)
             for ev, detail in events or []:
-                db.execute("INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)",
-                           (kind, key, ev, detail))  # fmt: skip
+                db.execute(
+                    "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)", (kind, key, ev, detail)
+                )
 
     def record_call(self, c: CallRecord) -> None:
         """A call outside any unit of work: written at once."""
@@ -152,9 +155,21 @@ class RunStore:
         db.execute(
             "INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
             " cost_usd, latency_s, cached, retries, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (kind, key, c.role, c.model, c.endpoint, c.prompt_tokens, c.completion_tokens, c.cost_usd,
-             c.latency_s, int(c.cached), c.retries, c.error),
-        )  # fmt: skip
+            (
+                kind,
+                key,
+                c.role,
+                c.model,
+                c.endpoint,
+                c.prompt_tokens,
+                c.completion_tokens,
+                c.cost_usd,
+                c.latency_s,
+                int(c.cached),
+                c.retries,
+                c.error,
+            ),
+        )
 
     def has(self, kind: str, key: str) -> bool:
         row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (kind, key)).fetchone()
@@ -177,11 +192,15 @@ class RunStore:
 
     # -- accounting ----------------------------------------------------------------------
     def usage_by_role(self) -> dict[str, dict[str, float]]:
-        rows = self._conn().execute(
-            "SELECT role, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens),"
-            " SUM(CASE WHEN cached=0 THEN cost_usd ELSE 0 END), SUM(cached), SUM(retries),"
-            " SUM(CASE WHEN error!='' THEN 1 ELSE 0 END), SUM(latency_s) FROM calls GROUP BY role ORDER BY role"
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT role, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens),"
+                " SUM(CASE WHEN cached=0 THEN cost_usd ELSE 0 END), SUM(cached), SUM(retries),"
+                " SUM(CASE WHEN error!='' THEN 1 ELSE 0 END), SUM(latency_s) FROM calls GROUP BY role ORDER BY role"
+            )
+            .fetchall()
+        )
         cols = ["calls", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "retries", "errors", "latency_s"]
         return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
 

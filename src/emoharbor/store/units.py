@@ -54,9 +54,14 @@ async def run_units(
     have = store.keys(kind)
     todo = [(k, w) for k, w in units if k not in have]
     bar = tqdm(
-        total=len(units), initial=len(units) - len(todo), desc=label or kind, unit=kind,
-        disable=not progress, file=sys.stderr, dynamic_ncols=True,
-    )  # fmt: skip
+        total=len(units),
+        initial=len(units) - len(todo),
+        desc=label or kind,
+        unit=kind,
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
     gate = asyncio.Semaphore(concurrency)
 
     async def one(key: str, work: Work) -> None:

@@ -121,8 +121,13 @@ class FakeOpenAIServer:
             await _send(send, 500, json.dumps({"error": {"message": "boom"}}))
             return
         if fault == "truncated":
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", b"500")]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"500")],
+                }
+            )
             await send({"type": "http.response.body", "body": b'{"id": "x", "cho', "more_body": False})
             return
         if fault == "invalid_json":
@@ -133,17 +138,37 @@ class FakeOpenAIServer:
         text = "this is not json at all" if fault == "bad_output" else self.reply(req.get("messages", []), schema)
         self.completed += 1
         pt = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
-        await _send(send, 200, json.dumps({
-            "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
-            "model": req.get("model", "fake"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": pt, "completion_tokens": len(text.split()),
-                      "total_tokens": pt + len(text.split())},
-        }))  # fmt: skip
+        await _send(
+            send,
+            200,
+            json.dumps(
+                {
+                    "id": f"fake-{self.requests}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": req.get("model", "fake"),
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                    "usage": {
+                        "prompt_tokens": pt,
+                        "completion_tokens": len(text.split()),
+                        "total_tokens": pt + len(text.split()),
+                    },
+                }
+            ),
+        )
 
     def start(self) -> FakeOpenAIServer:
-        config = uvicorn.Config(self, host="127.0.0.1", port=self.port, log_level="critical", lifespan="on",
-                                timeout_keep_alive=30, backlog=4096)  # fmt: skip
+        config = uvicorn.Config(
+            self,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="critical",
+            lifespan="on",
+            timeout_keep_alive=30,
+            backlog=4096,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -180,3 +205,23 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def main() -> None:
+    """``python -m emoharbor.testing.fake_server --port P --latency S``: serve until killed."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0)
+    args = ap.parse_args()
+    srv = FakeOpenAIServer(latency_s=args.latency)
+    srv.keep_bodies = False
+    if args.port:
+        srv.port = args.port
+    print(srv.base_url, flush=True)
+    uvicorn.run(srv, host="127.0.0.1", port=srv.port, log_level="critical", timeout_keep_alive=30, backlog=4096)
+
+
+if __name__ == "__main__":
+    main()
