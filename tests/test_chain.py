@@ -25,11 +25,11 @@ def role_of(messages: list[dict[str, str]]) -> str:
     text = messages[-1]["content"]
     for marker, role in [
         ("inner perception", "appraise"),
-        ("feelings of a person", "feel"),
+        ("as the person's feelings", "feel"),
         ("The chat has just opened", "open"),
         ("Then decide", "express"),
         ("rate, \nhonestly", "judge"),
-        ("Now you rate", "judge"),
+        ("the chat is over", "judge"),
         ("expert evaluator", "third"),
     ]:
         if marker in text:

@@ -132,3 +132,43 @@ def test_a_different_config_is_refused(tmp_path: Path) -> None:
         _, err = p.communicate(timeout=60)
     assert p.returncode == 2
     assert "was started with a different config" in err and "Traceback" not in err
+
+
+def test_assess_with_another_judge_then_leaderboard_and_export(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    run_dir = str(tmp_path / "r")
+    with FakeOpenAIServer(latency_s=0.001) as srv:
+        cfg = write_config(tmp_path / "c.yaml", srv.base_url)
+        assert emoharbor("run", str(cfg), "--run-dir", run_dir, "--quiet", env=env).wait(120) == 0
+        before = srv.requests
+        p = emoharbor("assess", run_dir, "--judge", "other-judge", "--base-url", srv.base_url, "--quiet", env=env)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert "scored 8 conversations with third_party:other-judge" in out
+        assert srv.requests - before == 8  # one call per conversation: no new conversations
+        assert all(b["model"] == "other-judge" for b in srv.bodies[before:])
+
+    p = emoharbor("leaderboard", run_dir, "--judge", "third_party:other-judge", "--format", "json", env=env)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    board = json.loads(out)
+    assert board["judge"] == "third_party:other-judge"
+    assert {r["supporter"] for r in board["rows"]} == {"a", "b"}
+    assert all(r["scored"] + r["unscored"] == 4 for r in board["rows"])
+    p = emoharbor("leaderboard", run_dir, "--judge", "nobody", env=env)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "no assessments by judge 'nobody'" in err
+
+    for fmt in ("jsonl", "csv"):
+        p = emoharbor("export", run_dir, "--format", fmt, "--out", str(tmp_path / fmt), env=env)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        files = {Path(line).name for line in out.split()}
+        assert {f"conversation.{fmt}", f"assessment.{fmt}", f"calls.{fmt}", f"events.{fmt}"} <= files
+    lines = (tmp_path / "jsonl" / "conversation.jsonl").read_text().splitlines()
+    assert len(lines) == 8 and json.loads(lines[0])["turns"]
+    import csv
+
+    with (tmp_path / "csv" / "assessment.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 24 and {r["judge"] for r in rows} == {"user", "third_party:fake", "third_party:other-judge"}

@@ -46,7 +46,7 @@ class ModelSpec(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20)
     price: Price = Field(default_factory=Price)
     context_size: int = Field(default=4096, ge=512)
-    port: int | None = Field(default=None, ge=1, le=65535)  # local: fixed port; None picks a free one
+    port: int | None = Field(default=None, ge=1, le=65535)  # local: fixed port (first role); None: a free one
     replies: list[str] = Field(default_factory=list)  # for model: scripted
 
     @property

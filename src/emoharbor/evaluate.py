@@ -15,12 +15,14 @@ from typing import Any
 
 from tqdm import tqdm
 
+from .assess.dimensions import rubric_version
 from .assess.judge import USER_JUDGE, judge_as_user, judge_third_party
-from .config import RunConfig
+from .config import RunConfig, hash_config
 from .models.base import ChatModel, ModelCallError
 from .models.pool import ModelPool
 from .profiles.loader import resolve_profiles
 from .profiles.schema import Profile
+from .prompts import all_versions
 from .simulate.conversation import Conversation
 from .simulate.factory import make_supporter, make_user
 from .simulate.loop import converse
@@ -32,6 +34,25 @@ KIND = "emoharbor"
 
 def third_party_name(model: str) -> str:
     return f"third_party:{model}"
+
+
+def run_record(cfg: RunConfig) -> tuple[dict[str, Any], str]:
+    """The resolved config with the versions of the prompts and the rubric, and its hash."""
+    resolved = {**cfg.resolved(), "prompt_versions": all_versions(), "rubric_version": rubric_version()}
+    return resolved, hash_config(resolved)
+
+
+def config_of(store: RunStore) -> RunConfig:
+    return RunConfig.model_validate(
+        {k: v for k, v in store.config().items() if not k.endswith("_version") and k != "prompt_versions"}
+    )
+
+
+def effective_concurrency(cfg: RunConfig) -> int:
+    """Conversations at once. The embedded model serves one request at a time and reuses the prompt
+    prefix it read last: conversations in parallel would only evict each other's prefixes."""
+    specs = [*cfg.roles.supporter, cfg.roles.user]
+    return 1 if all(s.backend == "local" for s in specs) else cfg.concurrency
 
 
 def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
@@ -75,7 +96,7 @@ async def run_evaluation(
     cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> RunSummary:
     profiles = resolve_profiles(cfg.profiles)
-    store = RunStore.create_or_resume(run_dir, KIND, cfg.resolved(), cfg.config_hash())
+    store = RunStore.create_or_resume(run_dir, KIND, *run_record(cfg))
     jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
     have = store.keys("conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
     bar = tqdm(
@@ -86,7 +107,7 @@ async def run_evaluation(
         file=sys.stderr,
         dynamic_ncols=True,
     )
-    gate = asyncio.Semaphore(cfg.concurrency)
+    gate = asyncio.Semaphore(effective_concurrency(cfg))
     errors = 0
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
@@ -142,7 +163,7 @@ async def run_evaluation(
 async def reassess(run_dir: Path, judge_spec: Any, *, as_user: bool, progress: bool = True) -> int:
     """Score every conversation of an existing run with another judge; returns how many were scored now."""
     store = RunStore.open_existing(run_dir)
-    cfg = RunConfig.model_validate(store.config())
+    cfg = config_of(store)
     profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
     name = f"user:{judge_spec.model}" if as_user else third_party_name(judge_spec.model)
     convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -18,9 +19,17 @@ class Dimension:
     levels: dict[int, str]
 
 
+def _rubric_text() -> str:
+    return resources.files(__package__).joinpath("rubric.yaml").read_text("utf-8")
+
+
+def rubric_version() -> str:
+    return hashlib.sha256(_rubric_text().encode()).hexdigest()[:10]
+
+
 @cache
 def dimensions() -> tuple[Dimension, ...]:
-    raw: dict[str, Any] = yaml.safe_load(resources.files(__package__).joinpath("rubric.yaml").read_text("utf-8"))
+    raw: dict[str, Any] = yaml.safe_load(_rubric_text())
     return tuple(
         Dimension(key, d["group"], d["ask"], {int(k): str(v) for k, v in d["levels"].items()}) for key, d in raw.items()
     )

@@ -21,8 +21,9 @@ USER_JUDGE = "user"
 def trajectory_text(conv: Conversation) -> str:
     rows = []
     for s in conv.states:
+        met = f"; met: {', '.join(s.needs_met)}" if s.needs_met else ""
         missed = f"; missed: {', '.join(s.needs_missed)}" if s.needs_missed else ""
-        rows.append(f"{s.turn}: intensity {s.intensity}, trust {s.trust}; {s.thought or '-'}{missed}")
+        rows.append(f"{s.turn}: intensity {s.intensity}, trust {s.trust}; {s.thought or '-'}{met}{missed}")
     return "\n".join(rows) or "(no inner record)"
 
 
@@ -39,14 +40,15 @@ def assessment_record(judge: str, data: dict[str, Any] | None, error: str, attem
 
 async def judge_as_user(model: ChatModel, profile: Profile, conv: Conversation, seed: int = 0) -> dict[str, Any]:
     p = load_prompt("user_judge")
-    text = p.render(
-        persona=profile.persona_card(),
-        trajectory=trajectory_text(conv),
-        transcript=conv.transcript("You", "Supporter"),
-        rubric=rubric_text(),
-    )
+    system = load_prompt("user_system").render(persona=profile.persona_card(), transcript=conv.transcript("You"))
+    text = p.render(trajectory=trajectory_text(conv), rubric=rubric_text())
     r = await ask_json(
-        model, [{"role": "user", "content": text}], scores_schema(), seed=seed, prompt_version=p.version, max_tokens=900
+        model,
+        [{"role": "system", "content": system}, {"role": "user", "content": text}],
+        scores_schema(),
+        seed=seed,
+        prompt_version=p.version,
+        max_tokens=900,
     )
     return assessment_record(USER_JUDGE, r.data, r.error, r.attempts)
 

@@ -11,6 +11,7 @@ import yaml
 
 from ..config import ModelSpec, RunConfig, SupporterSpec, load_config
 from ..errors import EmoharborError
+from ..evaluate import run_record
 from ..models.pool import ModelPool, check_model_spec
 from ..profiles.loader import resolve_profiles
 from ..simulate.conversation import Conversation
@@ -36,6 +37,7 @@ def config_check(path: Path, models: bool) -> None:
             check_model_spec(spec)
     click.echo(yaml.safe_dump(cfg.resolved(), sort_keys=False).rstrip())
     click.echo(f"# config hash: {cfg.config_hash()}")
+    click.echo(f"# run hash (config with prompt and rubric versions): {run_record(cfg)[1]}")
 
 
 def model_spec(model: str, base_url: str | None, api_key_env: str | None) -> dict[str, object]:

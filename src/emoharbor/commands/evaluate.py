@@ -12,13 +12,13 @@ from ..assess.leaderboard import leaderboard
 from ..assess.render import render
 from ..config import ModelSpec, RunConfig, load_config
 from ..errors import EmoharborError
-from ..evaluate import reassess, run_evaluation
+from ..evaluate import reassess, run_evaluation, run_record
 from ..store.run_store import RunStore
 from .core import model_spec
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
-    return Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
+    return Path("runs") / f"{cfg.name}-{run_record(cfg)[1][:8]}"
 
 
 def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str) -> None:

@@ -146,8 +146,9 @@ def stop_token_ids(tokenizer: Any) -> list[int]:
 
 
 class HFChatModel:
-    """``ChatModel`` over a local transformers model. ``json_schema`` is not enforced while
-    decoding: the caller parses the text (``ask_json``) as for any backend."""
+    """``ChatModel`` over a local transformers model. A ``json_schema`` that is a flat object of string
+    fields is honoured while decoding (``hf_json``); any other is left to the caller's parsing
+    (``ask_json``), as for a backend without JSON support."""
 
     def __init__(
         self,
@@ -188,8 +189,12 @@ class HFChatModel:
                 raise EmoharborError("HFChatModel has neither a source nor a loaded model")
             self.model, self.tokenizer = load_hf(self.src, device=self.device, dtype=self.dtype)
 
-    def _generate(self, messages: list[Message], max_tokens: int, seed: int | None) -> ChatResult:
+    def _generate(
+        self, messages: list[Message], max_tokens: int, seed: int | None, schema: dict[str, Any] | None
+    ) -> ChatResult:
         import torch
+
+        from .hf_json import fill_json, flat_string_keys
 
         self._ensure_loaded()
         start = time.monotonic()
@@ -199,36 +204,34 @@ class HFChatModel:
         )
         enc = self.tokenizer(text, add_special_tokens=False, return_tensors="pt").to(self.model.device)
         n_in = int(enc["input_ids"].shape[1])
+        stops = set(stop_token_ids(self.tokenizer))
+        keys = None if prefilled else flat_string_keys(schema)
         torch.manual_seed(seed or 0)
         sample = self.temperature > 0
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad():
-                out = self.model.generate(
-                    **enc,
-                    max_new_tokens=max_tokens,
-                    do_sample=sample,
-                    temperature=self.temperature if sample else None,
-                    top_p=self.top_p if sample else None,
-                    repetition_penalty=self.repetition_penalty,
-                    eos_token_id=stop_token_ids(self.tokenizer),
-                    pad_token_id=self.tokenizer.pad_token_id,
-                )
+                if keys is not None:  # the schema is honoured while decoding
+                    reply, n_new, cut = fill_json(
+                        self.model, self.tokenizer, enc["input_ids"][0].tolist(), keys, max_tokens=max_tokens,
+                        temperature=self.temperature, top_p=self.top_p, stops=stops, seed=seed or 0,
+                    )  # fmt: skip
+                    finish = "length" if cut else "stop"
+                else:
+                    out = self.model.generate(
+                        **enc, max_new_tokens=max_tokens, do_sample=sample,
+                        temperature=self.temperature if sample else None, top_p=self.top_p if sample else None,
+                        repetition_penalty=self.repetition_penalty, eos_token_id=sorted(stops),
+                        pad_token_id=self.tokenizer.pad_token_id,
+                    )  # fmt: skip
+                    new = out[0, n_in:].tolist()
+                    n_new, finish = len(new), "stop" if new and new[-1] in stops else "length"
+                    reply = self.tokenizer.decode(new, skip_special_tokens=True).strip()
         finally:
             self.model.train(was_training)
-        new = out[0, n_in:].tolist()
-        stops = set(stop_token_ids(self.tokenizer))
-        finish = "stop" if new and new[-1] in stops else "length"
-        reply = self.tokenizer.decode(new, skip_special_tokens=True).strip()
-        return ChatResult(
-            text=reply,
-            usage=Usage(n_in, len(new)),
-            latency_s=time.monotonic() - start,
-            model=self.name,
-            endpoint="hf",
-            finish_reason=finish,
-        )
+        return ChatResult(text=reply, usage=Usage(n_in, n_new), latency_s=time.monotonic() - start, model=self.name,
+                          endpoint="hf", finish_reason=finish)  # fmt: skip
 
     async def chat(
         self,
@@ -240,7 +243,7 @@ class HFChatModel:
         prompt_version: str = "",
     ) -> ChatResult:
         async with self._lock:
-            return await asyncio.to_thread(self._generate, messages, max_tokens or self.max_tokens, seed)
+            return await asyncio.to_thread(self._generate, messages, max_tokens or self.max_tokens, seed, json_schema)
 
     async def aclose(self) -> None:
         if self.src is None:

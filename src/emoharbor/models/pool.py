@@ -76,19 +76,21 @@ class ModelPool:
         path = (default_cache_dir() / "calls.sqlite") if cache_path is True else (cache_path or None)
         self.cache = CallCache(path if isinstance(path, Path) else None)
         self.sink = sink
-        self._servers: dict[tuple[str, int], LocalServer] = {}
+        self._servers: dict[tuple[str, int, str], LocalServer] = {}
         self._endpoints: dict[tuple[str, ...], list[Endpoint]] = {}
         self._models: dict[str, ChatModel] = {}
 
     async def get(self, spec: ModelSpec, role: str) -> RoleModel:
         key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
+        if spec.backend == "local":
+            key += role  # one server per role: see _build
         model = self._models.get(key)
         if model is None:
-            model = await self._build(spec)
+            model = await self._build(spec, role)
             self._models[key] = model
         return RoleModel(model, role, self.sink)
 
-    async def _build(self, spec: ModelSpec) -> ChatModel:
+    async def _build(self, spec: ModelSpec, role: str) -> ChatModel:
         if spec.backend == "scripted":
             return ScriptedModel(spec.replies or ["..."])
         if spec.backend == "hf":  # imported here: the core does not need torch
@@ -101,11 +103,16 @@ class ModelPool:
                 repetition_penalty=float(penalty) if penalty is not None else None,
             )  # fmt: skip
         if spec.backend == "local":
+            # Each role gets its own server (the weights are memory-mapped, so they are shared): a server
+            # reuses the prompt prefix it evaluated last, and a role's calls share long prefixes (the
+            # persona and the conversation so far) that the other roles' calls would evict.
             gguf = resolve_gguf(spec.model.removeprefix("local:"))
-            skey = (str(gguf.path), spec.context_size)
+            skey = (str(gguf.path), spec.context_size, role)
             server = self._servers.get(skey)
             if server is None:
-                server = LocalServer(gguf, context_size=spec.context_size, port=spec.port)
+                taken = {sv.port for sv in self._servers.values()}
+                port = spec.port if spec.port not in taken else None  # a fixed port serves the first role
+                server = LocalServer(gguf, context_size=spec.context_size, port=port)
                 self._servers[skey] = server
                 await server.start()
             ekey: tuple[str, ...] = (server.base_url,)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.base import ChatModel
+from ..models.base import ChatModel, Message
 from ..models.structured import ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
@@ -126,8 +126,15 @@ class ChainUser:
         self.persona = profile.persona_card()
         self.facts = story_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=self.s.initial_trust)
+        self.p_system = load_prompt("user_system")
         self.p_open, self.p_appraise = load_prompt("user_open"), load_prompt("user_appraise")
         self.p_feel, self.p_express = load_prompt("user_feel"), load_prompt("user_express")
+
+    def messages(self, turns: list[Turn], task: str) -> list[Message]:
+        """The persona and the conversation first, the same for every agent of the chain (a long shared
+        prefix that llama.cpp and most servers reuse instead of reading it again), then the task."""
+        system = self.p_system.render(persona=self.persona, transcript=transcript(turns))
+        return [{"role": "system", "content": system}, {"role": "user", "content": task}]
 
     def initial_state(self) -> UserState:
         return self.state
@@ -139,12 +146,10 @@ class ChainUser:
 
     async def open(self, seed: int) -> UserStep:
         may_share, keep_back = self._disclosure()
-        prompt = self.p_open.render(
-            persona=self.persona, intensity=self.state.intensity, may_share=may_share, keep_back=keep_back
-        )
+        prompt = self.p_open.render(intensity=self.state.intensity, may_share=may_share, keep_back=keep_back)
         r = await ask_json(
             self.model,
-            [{"role": "user", "content": prompt}],
+            self.messages([], prompt),
             OPEN_SCHEMA,
             seed=seed,
             prompt_version=self.p_open.version,
@@ -163,17 +168,13 @@ class ChainUser:
     async def perceive(self, turns: list[Turn], seed: int) -> UserStep:
         """The Appraiser and the Feeler on the latest supporter message (``turns[-1]``): the inner state
         moves, no reply is written. ``react`` adds the Expresser; a replay of a real conversation uses this."""
-        latest = turns[-1].text
-        history = transcript(turns[:-1])
         prev = self.state
         step = UserStep(text="")
         # 1. appraise
-        pa = self.p_appraise.render(
-            persona=self.persona, intensity=prev.intensity, trust=prev.trust, transcript=history, latest=latest
-        )
+        pa = self.p_appraise.render(intensity=prev.intensity, trust=prev.trust)
         appraisal = await ask_json(
             self.model,
-            [{"role": "user", "content": pa}],
+            self.messages(turns, pa),
             APPRAISAL_SCHEMA,
             seed=seed,
             prompt_version=self.p_appraise.version,
@@ -184,17 +185,15 @@ class ChainUser:
         a = appraisal.data or {}
         # 2. feel
         pf = self.p_feel.render(
-            persona=self.persona,
             intensity=prev.intensity,
             trust=prev.trust,
-            latest=latest,
             appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
             intensity_steps=steps(self.s.intensity_step),
             trust_steps=steps(self.s.trust_step),
         )
         feeling = await ask_json(
             self.model,
-            [{"role": "user", "content": pf}],
+            self.messages(turns, pf),
             feel_schema(self.s),
             seed=seed,
             prompt_version=self.p_feel.version,
@@ -231,17 +230,15 @@ class ChainUser:
             else "Only end satisfied if you truly feel better."
         )
         pe = self.p_express.render(
-            persona=self.persona,
             intensity=self.state.intensity,
             trust=self.state.trust,
             thought=self.state.thought or "(none)",
             may_share=may_share,
             keep_back=keep_back,
-            transcript=transcript(turns),
             end_rule=end_rule,
         )
         earlier = [t.text for t in turns if t.speaker == "user"]
-        expr = await self._express(pe, seed, earlier, step)
+        expr = await self._express(self.messages(turns, pe), seed, earlier, step)
         decision: Decision = expr["decision"]
         step.text = clean_message(str(expr["message"]))
         if decision != "continue" and self.state.turn < self.s.min_turns:
@@ -252,9 +249,8 @@ class ChainUser:
         self._check_text(step, earlier)
         return step
 
-    async def _express(self, prompt: str, seed: int, earlier: list[str], step: UserStep) -> dict[str, Any]:
+    async def _express(self, msgs: list[Message], seed: int, earlier: list[str], step: UserStep) -> dict[str, Any]:
         """The Expresser's output; one more try when it repeats an earlier message."""
-        msgs = [{"role": "user", "content": prompt}]
         for attempt in range(2):
             r = await ask_json(
                 self.model,
@@ -271,7 +267,8 @@ class ChainUser:
                 )
             if attempt == 0 and repeats(clean_message(str(r.data["message"])), earlier):
                 step.events.append(("user_repetition_retried", str(r.data["message"])[:80]))
-                msgs = [{"role": "user", "content": prompt + "\nYou already said that. Say something new."}]
+                nudge = msgs[-1]["content"] + "\nYou already said that. Say something new."
+                msgs = [msgs[0], {"role": "user", "content": nudge}]
                 continue
             return r.data
         raise AssertionError("unreachable: the second try always returns")
