@@ -42,7 +42,9 @@ class ModelSpec(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     json_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     concurrency: int = Field(default=8, ge=1, le=1024)
-    timeout_s: float = Field(default=120.0, gt=0)
+    # seconds per call; default 120, or 1800 for the embedded model, which queues calls one at a time on
+    # the CPU (a timed-out call would be read again from the start)
+    timeout_s: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
     price: Price = Field(default_factory=Price)
     context_size: int = Field(default=4096, ge=512)
@@ -69,6 +71,12 @@ class ModelSpec(BaseModel):
         if self.base_url and self.endpoints:
             raise ValueError("give base_url or endpoints, not both")
         return self
+
+    @property
+    def call_timeout_s(self) -> float:
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return 1800.0 if self.backend == "local" else 120.0
 
     def endpoint_urls(self) -> list[str]:
         if self.endpoints:
