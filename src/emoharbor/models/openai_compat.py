@@ -179,7 +179,11 @@ def make_endpoints(spec: ModelSpec, urls: list[str] | None = None, concurrency: 
         Endpoint(
             u,
             openai.AsyncOpenAI(
-                base_url=u, api_key=key, max_retries=0, timeout=spec.call_timeout_s, default_headers=spec.headers or None
+                base_url=u,
+                api_key=key,
+                max_retries=0,
+                timeout=spec.call_timeout_s,
+                default_headers=spec.headers or None,
             ),
             concurrency or spec.concurrency,
         )
