@@ -1,0 +1,125 @@
+"""Judge biases (position, length, self-preference) and what rationales talk about, judges next to humans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .dimensions import OVERALL, Lexicon, tag_dimensions
+from .verdicts import TIE, OrderVerdict, PairVerdict
+
+HUMANS = "humans"
+
+
+def _rate(hits: int, n: int) -> float | None:
+    return round(hits / n, 4) if n else None
+
+
+def win_rate(verdicts: Iterable[PairVerdict], name: str) -> tuple[float | None, int]:
+    score, n = 0.0, 0
+    for v in verdicts:
+        if name in (v.a, v.b):
+            n += 1
+            score += 0.5 if v.outcome == TIE else float(v.winner() == name)
+    return (round(score / n, 4) if n else None), n
+
+
+def length_preference(verdicts: Iterable[PairVerdict], words: dict[tuple[str, str], int]) -> tuple[float | None, int]:
+    """Among decided overall verdicts whose replies differ in length: the share the longer reply won."""
+    hits = n = 0
+    for v in verdicts:
+        wa, wb = words.get((v.history_id, v.a), 0), words.get((v.history_id, v.b), 0)
+        if v.dimension != OVERALL or v.outcome == TIE or wa == wb:
+            continue
+        n += 1
+        hits += (v.outcome == "a") == (wa > wb)
+    return _rate(hits, n), n
+
+
+def bias_table(
+    judges: list[str],
+    judge_vs: list[PairVerdict],
+    singles: list[OrderVerdict],
+    human_vs: list[PairVerdict],
+    human_rows: list[dict[str, Any]],
+    words: dict[tuple[str, str], int],
+    own: dict[str, list[str]],
+) -> list[dict[str, Any]]:
+    """One row per judge (and one for the humans when there are human judgments).
+
+    position: share of single-order overall verdicts won by the reply shown first (0.5 = none);
+    length: share of decided overall verdicts won by the longer reply; self-preference: the judge's
+    win rate for its own model's replies minus the other judges' (else the humans') for the same model.
+    """
+    rows = []
+    overall = [v for v in judge_vs if v.dimension == OVERALL]
+    human_overall = [v for v in human_vs if v.dimension == OVERALL]
+    for judge in judges:
+        mine = [s for s in singles if s.judge == judge and s.dimension == OVERALL]
+        lp, ln = length_preference([v for v in overall if v.rater == judge], words)
+        row: dict[str, Any] = {
+            "rater": judge,
+            "position_n": len(mine),
+            "first_shown_wins": _rate(sum(s.first_won for s in mine), len(mine)),
+            "length_n": ln,
+            "longer_wins": lp,
+        }
+        for comp in own.get(judge, [])[:1]:
+            own_rate, own_n = win_rate([v for v in overall if v.rater == judge], comp)
+            other_rate, _ = win_rate([v for v in overall if v.rater != judge], comp)
+            human_rate, _ = win_rate(human_overall, comp)
+            base = other_rate if other_rate is not None else human_rate
+            pref = round(own_rate - base, 4) if own_rate is not None and base is not None else None
+            row.update(
+                {
+                    "own_model": comp,
+                    "own_n": own_n,
+                    "own_win_rate": own_rate,
+                    "other_judges_win_rate": other_rate,
+                    "humans_win_rate": human_rate,
+                    "self_preference": pref,
+                }
+            )
+        rows.append(row)
+    if human_rows:
+        shown = [r for r in human_rows if r["dimension"] == OVERALL and r["first_shown"] and r["winner"] != "tie"]
+        lp, ln = length_preference(human_overall, words)
+        rows.append(
+            {
+                "rater": HUMANS,
+                "position_n": len(shown),
+                "first_shown_wins": _rate(sum(r["winner"] == r["first_shown"] for r in shown), len(shown)),
+                "length_n": ln,
+                "longer_wins": lp,
+            }
+        )
+    return rows
+
+
+def rationale_focus(
+    comparisons: Iterable[dict[str, Any]], human_rows: list[dict[str, Any]], lexicon: Lexicon, keys: list[str]
+) -> list[dict[str, Any]]:
+    """Per source (each judge, all judges, humans): how many rationales, and the share that talk about
+    each dimension. Judges' overall rationales are used (a dimension's own rationale is about it by
+    construction); humans' rationales once per item and rater."""
+    texts: dict[str, list[str]] = {}
+    for c in comparisons:
+        if c["status"] == "scored":
+            texts.setdefault(c["judge"], []).append(c["verdicts"][OVERALL]["rationale"])
+    if len(texts) > 1:
+        texts["all judges"] = [t for ts in list(texts.values()) for t in ts]
+    seen = {(r["history_id"], r["a"], r["b"], r["rater"], r["rationale"]) for r in human_rows if r["rationale"]}
+    if seen:
+        texts[HUMANS] = [s[-1] for s in sorted(seen)]
+    rows = []
+    for source, ts in texts.items():
+        tags = [set(tag_dimensions(t, lexicon)) for t in ts]
+        row: dict[str, Any] = {
+            "source": source,
+            "rationales": len(ts),
+            "none": _rate(sum(not t for t in tags), len(ts)),
+        }
+        for k in keys:
+            row[k] = _rate(sum(k in t for t in tags), len(ts))
+        rows.append(row)
+    return rows

@@ -1,0 +1,171 @@
+"""A HEART run's configuration: histories, candidate models, judge models, dimensions; YAML, validated, hashed.
+
+Relative paths (history files, ``@file`` system prompts, a strategy file) are read relative to the
+folder of the config file. The hash covers the config as written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..config import ModelSpec, SupporterSpec, hash_config
+from ..errors import ConfigError
+from .dimensions import DIMENSION_KEYS
+
+HUMAN = "human"
+
+
+class HistorySource(BaseModel):
+    """One file of dialogue histories and how many of its items to use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    format: Literal["heart", "esconv"] = "heart"
+    subset: Literal["regular", "adversarial"] = "regular"
+    name: str = ""  # prefix of the history ids; default: the subset (heart) or "esconv"
+    first: int | None = Field(default=None, ge=1)  # the first N usable histories
+    sample: int | None = Field(default=None, ge=1)  # or a seeded sample of N usable histories
+    seed: int = 0
+    unknown_speakers: Literal["infer", "skip"] = "infer"
+    # who opens a history whose speakers are not recorded (HEART's adversarial file opens with the supporter)
+    opener: Literal["supporter", "seeker", "any"] = "supporter"
+    cuts_per_dialog: int = Field(default=1, ge=1)  # esconv: histories cut from each conversation
+    min_history_turns: int = Field(default=2, ge=1)  # esconv: turns before the cut
+
+    @model_validator(mode="after")
+    def _check(self) -> HistorySource:
+        if self.first is not None and self.sample is not None:
+            raise ValueError("give 'first' or 'sample', not both")
+        if not self.name:
+            self.name = "esconv" if self.format == "esconv" else self.subset
+        if "|" in self.name:
+            raise ValueError(f"name {self.name!r} must not contain '|'")
+        return self
+
+
+class JudgeSpec(ModelSpec):
+    name: str = ""
+
+
+def _coerce(value: Any) -> Any:
+    return {"model": value} if isinstance(value, str) else value
+
+
+def _name_specs(specs: list[Any], what: str) -> None:
+    for i, s in enumerate(specs):
+        if not s.name:
+            s.name = s.model if len(specs) == 1 else f"{s.model}#{i + 1}"
+    names = [s.name for s in specs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{what} names must be unique; repeated: {dup}")
+    bad = [n for n in names if "|" in n]
+    if bad:
+        raise ValueError(f"{what} names must not contain '|': {bad}")
+
+
+class HeartConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "heart"
+    histories: list[HistorySource] = Field(min_length=1)
+    candidates: list[SupporterSpec] = Field(default_factory=list)  # the human candidate is implicit
+    include_human: bool = True
+    # which pairs are judged: "all" (every two competitors) or "with_human" (HEART's design: the human
+    # against each model; on a history without a usable human reply, the models against each other)
+    pairs: Literal["all", "with_human"] = "all"
+    judges: list[JudgeSpec] = Field(default_factory=lambda: [JudgeSpec()])
+    labeller: ModelSpec | None = None  # strategy labels; default: the first judge
+    dimensions: list[str] = Field(default_factory=lambda: list(DIMENSION_KEYS))
+    show_situation: bool = False  # show the seeker's pre-chat situation to candidates and judges
+    judge_retries: int = Field(default=2, ge=0, le=10)
+    label_retries: int = Field(default=1, ge=0, le=10)
+    max_sentences: int = Field(default=8, ge=1, le=50)
+    strategy_file: str | None = None  # YAML of strategy names and definitions; default: the built-in one
+    lexicon_file: str | None = None  # YAML keyword lexicon for rationale tagging; default: the built-in one
+    seed: int = 0
+    concurrency: int = Field(default=8, ge=1)
+    bootstrap: int = Field(default=200, ge=0, le=10000)
+    bt_prior: float = Field(default=0.1, ge=0.0)  # pseudo-wins each way for every compared pair
+
+    @field_validator("candidates", "judges", mode="before")
+    @classmethod
+    def _specs(cls, value: Any) -> Any:
+        items = value if isinstance(value, list) else [value]
+        return [_coerce(v) for v in items]
+
+    @field_validator("labeller", mode="before")
+    @classmethod
+    def _one(cls, value: Any) -> Any:
+        return _coerce(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> HeartConfig:
+        _name_specs(self.candidates, "candidate")
+        _name_specs(self.judges, "judge")
+        if any(c.name == HUMAN for c in self.candidates):
+            raise ValueError(f"'{HUMAN}' is the name of the human candidate: give the model another name")
+        if not self.judges:
+            raise ValueError("give at least one judge")
+        unknown = [d for d in self.dimensions if d not in DIMENSION_KEYS]
+        if unknown or not self.dimensions:
+            raise ValueError(f"unknown dimensions {unknown}: choose from {list(DIMENSION_KEYS)}")
+        names = [h.name for h in self.histories]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"history sources need distinct names (their ids would collide): {dup}")
+        if len(self.competitors()) < 2:
+            raise ValueError("there is nothing to compare: give at least two competitors (candidates and/or human)")
+        return self
+
+    def competitors(self) -> list[str]:
+        return ([HUMAN] if self.include_human else []) + [c.name for c in self.candidates]
+
+    def labeller_spec(self) -> ModelSpec:
+        return self.labeller or self.judges[0]
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def config_hash(self) -> str:
+        return hash_config(self.resolved())
+
+
+def resolve_path(base_dir: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base_dir / p
+
+
+def format_validation_error(where: str, err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{where}: field '{loc}': {first['msg']}{more}"
+
+
+def parse_heart_config(raw: Any, where: str) -> HeartConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: the top level must be a mapping of settings")
+    try:
+        return HeartConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(where, e)) from None
+
+
+def load_heart_config(path: str | Path) -> tuple[HeartConfig, Path]:
+    """The config and the folder its relative paths are read from."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} not found: give the path to a YAML HEART run config")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{p}: not valid YAML{line}: fix the syntax") from None
+    return parse_heart_config(raw, str(p)), p.resolve().parent

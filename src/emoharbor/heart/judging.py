@@ -1,0 +1,145 @@
+"""Pairwise judging: a judge sees the history and two blinded replies under neutral ids and, for every
+dimension and overall, names a winner (no ties) with a strength 1-5 and a rationale.
+
+Each reply keeps its id in both orders, so a preference for a position is not a preference for an id.
+A reply that does not name one of the two ids (after the retries) is unscored: counted, never a number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..models.base import ChatModel, Message, ModelCallError
+from ..models.structured import ask_json
+from ..prompts import load_prompt
+from .candidates import Events, context_line, transcript
+from .dimensions import OVERALL, describe
+from .histories import History
+
+ID_POOL = ("K", "M", "P", "R", "T", "V", "X", "Z")
+STRENGTHS = [1, 2, 3, 4, 5]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One reply as the judge sees it."""
+
+    name: str  # the competitor (never shown)
+    id: str  # the neutral id
+    text: str
+
+
+def neutral_ids(history_id: str, a: str, b: str) -> tuple[str, str]:
+    """Two distinct ids for the replies of ``a`` and ``b`` on this history, the same in both orders."""
+    h = hashlib.sha256(f"{history_id}|{a}|{b}".encode()).digest()
+    i = h[0] % len(ID_POOL)
+    j = (i + 1 + h[1] % (len(ID_POOL) - 1)) % len(ID_POOL)
+    return ID_POOL[i], ID_POOL[j]
+
+
+def verdict_keys(dimensions: list[str]) -> list[str]:
+    return [*dimensions, OVERALL]
+
+
+def judge_schema(dimensions: list[str], ids: tuple[str, str]) -> dict[str, Any]:
+    verdict = {
+        "type": "object",
+        "properties": {
+            "rationale": {"type": "string"},
+            "winner": {"type": "string", "enum": list(ids)},
+            "strength": {"type": "integer", "enum": STRENGTHS},
+        },
+        "required": ["rationale", "winner", "strength"],
+    }
+    keys = verdict_keys(dimensions)
+    return {"type": "object", "properties": {k: verdict for k in keys}, "required": keys}
+
+
+def judge_messages(
+    history: History, first: Shown, second: Shown, dimensions: list[str], show_situation: bool
+) -> tuple[list[Message], str]:
+    ids = sorted([first.id, second.id])
+    system = load_prompt("heart_judge_system")
+    user = load_prompt("heart_judge_user")
+    sys_text = system.render(dimensions=describe(dimensions))  # the same for every call: a cacheable prefix
+    user_text = user.render(
+        context=context_line(history, show_situation),
+        transcript=transcript(history),
+        id_first=first.id,
+        reply_first=first.text,
+        id_second=second.id,
+        reply_second=second.text,
+        keys=", ".join(f'"{k}"' for k in verdict_keys(dimensions)),
+        id_one=ids[0],
+        id_two=ids[1],
+    )
+    messages: list[Message] = [
+        {"role": "system", "content": sys_text.strip()},
+        {"role": "user", "content": user_text.strip()},
+    ]
+    return messages, f"{system.version}+{user.version}"
+
+
+def read_verdicts(data: dict[str, Any], keys: list[str], by_id: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Map the judge's ids back to competitor names (the schema has already been checked)."""
+    return {
+        k: {
+            "winner": by_id[data[k]["winner"]],
+            "strength": int(data[k]["strength"]),
+            "rationale": str(data[k]["rationale"]).strip(),
+        }
+        for k in keys
+    }
+
+
+async def judge_pair(
+    model: ChatModel,
+    judge: str,
+    history: History,
+    first: Shown,
+    second: Shown,
+    *,
+    a: str,
+    order: str,
+    dimensions: list[str],
+    retries: int,
+    seed: int,
+    show_situation: bool,
+) -> tuple[dict[str, Any], Events]:
+    """One judgement of ``first`` against ``second``; ``a`` is the pair's first competitor, ``order``
+    "ab" when it is shown first, "ba" otherwise."""
+    b = second.name if first.name == a else first.name
+    by_id = {first.id: first.name, second.id: second.name}
+    ids = {first.name: first.id, second.name: second.id}
+    words = {first.name: len(first.text.split()), second.name: len(second.text.split())}
+    rec: dict[str, Any] = {
+        "history_id": history.id,
+        "subset": history.subset,
+        "a": a,
+        "b": b,
+        "judge": judge,
+        "order": order,
+        "first": first.name,
+        "ids": ids,
+        "words": words,
+    }
+    messages, version = judge_messages(history, first, second, dimensions, show_situation)
+    schema = judge_schema(dimensions, (first.id, second.id))
+    try:
+        got = await ask_json(model, messages, schema, retries=retries, seed=seed, prompt_version=version)
+    except ModelCallError as e:
+        return {**rec, "status": "error", "error": str(e)[:500]}, [("judge_error", str(e)[:200])]
+    events: Events = [("judge_retried", judge)] if got.attempts > 1 else []
+    if got.data is None:
+        events.append(("judge_unscored", f"{judge}: {got.error[:160]}"))
+        return {
+            **rec,
+            "status": "unscored",
+            "error": got.error,
+            "attempts": got.attempts,
+            "raw": got.raw[-1][:1000] if got.raw else "",
+        }, events
+    verdicts = read_verdicts(got.data, verdict_keys(dimensions), by_id)
+    return {**rec, "status": "scored", "verdicts": verdicts, "attempts": got.attempts}, events

@@ -1,0 +1,217 @@
+"""The model stages of a HEART run, each resumable in the run store.
+
+Store layout (kind -> key): ``history`` -> history id; ``load_report`` -> source name; ``candidate`` ->
+"{history_id}|{competitor}"; ``comparison`` -> "{history_id}|{a}|{b}|{judge}|{order}" (order "ab": a's
+reply shown first); ``strategy`` -> "{history_id}|{competitor}"; ``human_judgment`` ->
+"{history_id}|{a}|{b}|{rater}|{dimension}"; ``stage`` -> stage name (its counts).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from ..config import SupporterSpec
+from ..errors import EmoharborError
+from ..store.run_store import RunStore
+from ..store.units import Work
+from .candidates import human_candidate, model_candidate, system_prompt
+from .config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
+from .histories import History
+from .judging import Shown, judge_pair, neutral_ids
+from .running import GetModel, LazyModels, Result, run_stage
+from .sources import load_histories
+from .strategies import label_reply, load_strategies
+
+KIND = "heart"
+
+
+def open_run(folder: Path, config: HeartConfig, base_dir: Path) -> RunStore:
+    store = RunStore.create_or_resume(folder, KIND, config.resolved(), config.config_hash())
+    store.set_meta("heart_config_dir", str(base_dir))
+    return store
+
+
+def read_run(folder: Path) -> tuple[RunStore, HeartConfig, Path]:
+    store = RunStore.open_existing(folder)
+    if store.meta().get("kind") != KIND:
+        raise EmoharborError(f"{folder} holds a '{store.meta().get('kind')}' run, not a HEART run")
+    config = parse_heart_config(store.config(), f"{folder} (stored config)")
+    return store, config, Path(store.meta().get("heart_config_dir", "."))
+
+
+def histories(store: RunStore) -> dict[str, History]:
+    return {k: History.from_dict(d) for k, d in store.items("history")}
+
+
+def candidates(store: RunStore) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(d["history_id"], d["competitor"]): d for _, d in store.items("candidate")}
+
+
+async def generate(
+    store: RunStore, config: HeartConfig, base_dir: Path, get_model: GetModel, *, progress: bool = True
+) -> dict[str, Any]:
+    """Load the histories into the store, then write every competitor's candidate reply."""
+    loaded, reports = load_histories(config, base_dir)
+    for h in loaded:
+        if not store.has("history", h.id):
+            store.put("history", h.id, h.to_dict())
+    for r in reports:
+        store.put("load_report", r.name, r.to_dict())
+    models = LazyModels(get_model)
+    systems = {spec.name: system_prompt(spec, base_dir) for spec in config.candidates}
+
+    def model_work(h: History, spec: SupporterSpec) -> Work:
+        async def work() -> Result:
+            model = await models.get(spec.name, spec, "supporter")
+            return await model_candidate(
+                model, spec, h, systems[spec.name], show_situation=config.show_situation, seed=config.seed
+            )
+
+        return work
+
+    def human_work(h: History) -> Work:
+        async def work() -> Result:
+            return human_candidate(h)
+
+        return work
+
+    units: list[tuple[str, Work]] = []
+    for h in loaded:
+        if config.include_human:
+            units.append((f"{h.id}|{HUMAN}", human_work(h)))
+        units.extend((f"{h.id}|{spec.name}", model_work(h, spec)) for spec in config.candidates)
+    done_now, resumed = await run_stage(store, "candidate", units, config.concurrency, progress)
+    status = Counter(d["status"] for _, d in store.items("candidate"))
+    summary = {
+        "histories": len(loaded),
+        "units": len(units),
+        "done_now": done_now,
+        "resumed": resumed,
+        "candidates_by_status": dict(status),
+    }
+    store.put("stage", "generate", summary)
+    return summary
+
+
+def planned_pairs(config: HeartConfig, human_ok: bool) -> list[tuple[str, str]]:
+    """The pairs to judge on one history. ``pairs: all``: every two competitors. ``pairs: with_human``
+    (HEART's design): the human against each model where the history has a usable human reply, and
+    the models against each other where it has none."""
+    every = list(combinations(config.competitors(), 2))
+    if config.pairs == "all" or not config.include_human:
+        return every
+    return [p for p in every if (HUMAN in p) == human_ok]
+
+
+def pairs_to_judge(
+    store: RunStore, config: HeartConfig
+) -> tuple[list[tuple[History, str, Shown, Shown]], Counter[str]]:
+    """(history, a, a's reply, b's reply) for every planned pair of usable candidates; the rest counted."""
+    hs, cands = histories(store), candidates(store)
+    counts: Counter[str] = Counter()
+    out = []
+    for h in hs.values():
+        human = cands.get((h.id, HUMAN))
+        for a, b in planned_pairs(config, human is not None and human["status"] == "ok"):
+            ca, cb = cands.get((h.id, a)), cands.get((h.id, b))
+            if ca is None or cb is None:
+                counts["pairs_candidate_not_generated"] += 1
+            elif ca["status"] != "ok" or cb["status"] != "ok":
+                counts["pairs_candidate_unusable"] += 1
+            else:
+                ida, idb = neutral_ids(h.id, a, b)
+                out.append((h, a, Shown(a, ida, ca["text"]), Shown(b, idb, cb["text"])))
+    return out, counts
+
+
+async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, progress: bool = True) -> dict[str, Any]:
+    """Every pair of usable candidates on every history, by every judge, in both orders."""
+    if not store.keys("history"):
+        raise EmoharborError(f"{store.folder}: no histories yet: run 'emoharbor heart generate' first")
+    pairs, counts = pairs_to_judge(store, config)
+    models = LazyModels(get_model)
+
+    def judge_work(spec: JudgeSpec, h: History, a: str, first: Shown, second: Shown, order: str) -> Work:
+        async def work() -> Result:
+            model = await models.get(spec.name, spec, "judge")
+            return await judge_pair(
+                model,
+                spec.name,
+                h,
+                first,
+                second,
+                a=a,
+                order=order,
+                dimensions=config.dimensions,
+                retries=config.judge_retries,
+                seed=config.seed,
+                show_situation=config.show_situation,
+            )
+
+        return work
+
+    units: list[tuple[str, Work]] = []
+    for spec in config.judges:
+        for h, a, sa, sb in pairs:
+            for order, (first, second) in (("ab", (sa, sb)), ("ba", (sb, sa))):
+                units.append(
+                    (f"{h.id}|{a}|{sb.name}|{spec.name}|{order}", judge_work(spec, h, a, first, second, order))
+                )
+    done_now, resumed = await run_stage(store, "comparison", units, config.concurrency, progress)
+    status = Counter(d["status"] for _, d in store.items("comparison"))
+    summary = {
+        "pairs": len(pairs),
+        "judgements": len(units),
+        "done_now": done_now,
+        "resumed": resumed,
+        "judgements_by_status": dict(status),
+        **counts,
+    }
+    store.put("stage", "judge", summary)
+    return summary
+
+
+async def label(
+    store: RunStore, config: HeartConfig, base_dir: Path, get_model: GetModel, *, progress: bool = True
+) -> dict[str, Any]:
+    """Strategy labels for every usable candidate reply."""
+    strategies = load_strategies(resolve_path(base_dir, config.strategy_file) if config.strategy_file else None)
+    hs = histories(store)
+    models = LazyModels(get_model)
+
+    def label_work(h: History, cand: dict[str, Any]) -> Work:
+        async def work() -> Result:
+            model = await models.get("labeller", config.labeller_spec(), "labeller")
+            return await label_reply(
+                model,
+                h,
+                cand,
+                strategies,
+                max_sentences=config.max_sentences,
+                retries=config.label_retries,
+                seed=config.seed,
+            )
+
+        return work
+
+    units: list[tuple[str, Work]] = []
+    unusable = 0
+    for (hid, comp), cand in sorted(candidates(store).items()):
+        if cand["status"] != "ok" or hid not in hs:
+            unusable += 1
+        else:
+            units.append((f"{hid}|{comp}", label_work(hs[hid], cand)))
+    done_now, resumed = await run_stage(store, "strategy", units, config.concurrency, progress)
+    status = Counter(d["status"] for _, d in store.items("strategy"))
+    summary = {
+        "replies": len(units),
+        "done_now": done_now,
+        "resumed": resumed,
+        "candidates_unusable": unusable,
+        "replies_by_status": dict(status),
+    }
+    store.put("stage", "strategies", summary)
+    return summary

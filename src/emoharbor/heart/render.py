@@ -1,0 +1,177 @@
+"""Rendering the HEART reports: Markdown for reading, JSON for everything, CSV for one table at a time."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from ..errors import EmoharborError
+from .dimensions import OVERALL
+
+CSV_TABLES = {
+    "ratings": ["ratings", "win_rates_vs_human", "order_consistency"],
+    "agreement": ["judge_human", "human_human", "alpha", "bias", "rationale_focus"],
+    "strategies": ["profiles"],
+}
+
+
+def cell(v: Any) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}"
+    return str(v)
+
+
+def md_table(columns: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def dict_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    if not rows:
+        return "(none)"
+    cols = columns or list(rows[0])
+    return md_table(cols, [[r.get(c) for c in cols] for r in rows])
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+def to_csv(data: dict[str, Any], report: str, table: str | None) -> str:
+    names = CSV_TABLES[report]
+    name = table or names[0]
+    if name not in names:
+        raise EmoharborError(f"no table '{name}' in the {report} report: choose one of {', '.join(names)}")
+    rows: list[dict[str, Any]] = data[name]
+    out = io.StringIO()
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    w = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return out.getvalue()
+
+
+def _interval(r: dict[str, Any]) -> str:
+    if r["rating"] is None:
+        return "not compared"
+    if r["low"] is None:
+        return cell(r["rating"])
+    return f"{cell(r['rating'])} [{cell(r['low'])}, {cell(r['high'])}]"
+
+
+def ratings_md(data: dict[str, Any]) -> str:
+    keys: list[str] = data["dimensions"]
+    parts = [
+        "# HEART ratings",
+        "",
+        f"Bradley-Terry ratings (Elo scale, 1000 = geometric mean; 400 points = 10:1 odds), "
+        f"{data['bootstrap']} bootstrap resamples of histories for 95% intervals, prior {data['prior']} "
+        "pseudo-wins each way per compared pair.",
+    ]
+    parts += [f"- **{k}**: {v}" for k, v in data["variants"].items()]
+    if not data["ratings"]:
+        parts += ["", "**No pair was scored in both orders, so there is nothing to rate**: see the counts below."]
+    scopes = list(dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]))
+    for judge, subset, variant in scopes:
+        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == (judge, subset, variant)]
+        comps = list(dict.fromkeys(r["competitor"] for r in rows if r["dimension"] == OVERALL))
+        table = []
+        for c in comps:
+            by_dim = {r["dimension"]: r for r in rows if r["competitor"] == c}
+            o = by_dim[OVERALL]
+            table.append([c, *[_interval(by_dim[k]) for k in keys], f"{o['wins']}-{o['ties']}-{o['losses']}"])
+        parts += [
+            "",
+            f"## {variant} — judge: {judge}, histories: {subset}",
+            "",
+            md_table(["competitor", *keys, "overall W-T-L"], table),
+        ]
+    if data["win_rates_vs_human"]:
+        parts += ["", "## Win rate against the human reply (ties count half)", ""]
+        wr = data["win_rates_vs_human"]
+        groups = list(dict.fromkeys((r["judge"], r["subset"], r["competitor"]) for r in wr))
+        rows2 = []
+        for g in groups:
+            by_dim = {r["dimension"]: r for r in wr if (r["judge"], r["subset"], r["competitor"]) == g}
+            if not any(r["pairs"] for r in by_dim.values()):
+                continue  # no history of this subset has a human reply
+            rows2.append([*g, *[f"{cell(by_dim[k]['win_rate'])} (n={by_dim[k]['pairs']})" for k in keys]])
+        parts.append(md_table(["judge", "histories", "competitor", *keys], rows2))
+    parts += [
+        "",
+        "## Order consistency (the winner did not flip when the order was swapped)",
+        "",
+        dict_table(data["order_consistency"]),
+        "",
+        "## Counts",
+        "",
+    ]
+    parts.append(overview_md(data["overview"], data["counts"]))
+    return "\n".join(parts) + "\n"
+
+
+def overview_md(ov: dict[str, Any], counts: dict[str, Any]) -> str:
+    lines = [f"- histories used: {dict(ov['histories'])}; speakers inferred: {ov['speakers_inferred']}"]
+    for s in ov["sources"]:
+        lines.append(
+            f"- source {s['name']} ({s['source']}): examined {s['examined']}, usable {s['usable']}, "
+            f"used {s['used']}, speakers inferred {s['inferred']}, skipped {s['skipped'] or 0}"
+        )
+        lines += [f"  - {n}" for n in s["notes"][:5]]
+    lines.append(f"- candidates (competitor:status): {ov['candidates']}")
+    lines.append(f"- judgements (judge:status): {ov['judgements']}")
+    lines.append(f"- pair verdicts: {counts}")
+    for name, st in ov["stages"].items():
+        lines.append(f"- stage {name}: {st}")
+    lines.append(f"- events: {ov['events'] or 'none'}")
+    for role, u in ov["usage_by_role"].items():
+        lines.append(
+            f"- calls ({role}): {int(u['calls'])} ({int(u['cached'])} cached, {int(u['errors'])} failed), "
+            f"{int(u['prompt_tokens'])} prompt + {int(u['completion_tokens'])} completion tokens, "
+            f"{u['latency_s']:.0f} s"
+        )
+    return "\n".join(lines)
+
+
+def agreement_md(data: dict[str, Any]) -> str:
+    parts = ["# HEART agreement and judge biases", ""]
+    parts += [f"- {n}" for n in data["notes"]]
+    parts.append(f"- human judgments: {data['human_judgments']} from {data['human_raters']} raters")
+    for imp in data["human_imports"]:
+        parts.append(
+            f"- import {imp['source']}: {imp['rows']} rows, {imp['imported']} imported, skipped {imp['skipped'] or 0}"
+        )
+        parts += [f"  - {n}" for n in imp["notes"][:5]]
+    for title, key in [
+        ("Judge-human agreement", "judge_human"),
+        ("Human-human agreement (the ceiling)", "human_human"),
+        ("Krippendorff's alpha (nominal: a / b / tie)", "alpha"),
+        ("Judge biases", "bias"),
+        ("What rationales talk about (share of rationales per dimension)", "rationale_focus"),
+    ]:
+        parts += ["", f"## {title}", "", dict_table(data[key])]
+    return "\n".join(parts) + "\n"
+
+
+def strategies_md(data: dict[str, Any]) -> str:
+    parts = [
+        "# HEART support strategies",
+        "",
+        f"Sentence-level labels by {data['labeller']} (one of {len(data['strategies'])} strategies per "
+        f"sentence); shares are of labelled sentences. Replies by status: {data['replies_by_status']}; "
+        f"sentences {data['sentences']}, unlabelled {data['unlabelled_sentences']}; events {data['events']}.",
+    ]
+    for subset in dict.fromkeys(r["subset"] for r in data["profiles"]):
+        rows = [r for r in data["profiles"] if r["subset"] == subset]
+        comps = [r["competitor"] for r in rows]
+        table = [[s, *[r[s] for r in rows]] for s in data["strategies"]]
+        table += [[k, *[r[k] for r in rows]] for k in ("replies", "sentences", "unlabelled")]
+        parts += ["", f"## histories: {subset}", "", md_table(["strategy", *comps], table)]
+    return "\n".join(parts) + "\n"

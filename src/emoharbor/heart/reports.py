@@ -1,0 +1,114 @@
+"""The three HEART reports as plain data (dicts and lists), read from a run store. Rendering is elsewhere
+(render.py), so an HTML report can reuse these."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..store.run_store import RunStore
+from .agreement import alphas, human_ceiling, human_verdicts, judge_human
+from .bias import bias_table, rationale_focus
+from .config import HeartConfig, resolve_path
+from .dimensions import LEXICON_NOTE, load_lexicon
+from .humans import ImportReport, human_key, read_human_judgments
+from .judging import verdict_keys
+from .pipeline import histories
+from .ratings import compute_ratings
+from .strategies import load_strategies, strategy_profiles
+from .verdicts import combine_orders
+
+
+def overview(store: RunStore) -> dict[str, Any]:
+    """What was loaded, skipped, generated, judged and counted in this run."""
+    cands = Counter(f"{d['competitor']}:{d['status']}" for _, d in store.items("candidate"))
+    judged = Counter(f"{d['judge']}:{d['status']}" for _, d in store.items("comparison"))
+    return {
+        "histories": Counter(d["subset"] for _, d in store.items("history")),
+        "speakers_inferred": sum(1 for _, d in store.items("history") if d["speakers_inferred"]),
+        "sources": [d for _, d in store.items("load_report")],
+        "stages": dict(store.items("stage")),
+        "candidates": dict(cands),
+        "judgements": dict(judged),
+        "events": store.event_counts(),
+        "usage_by_role": store.usage_by_role(),
+    }
+
+
+def ratings_report(store: RunStore, config: HeartConfig, *, bootstrap: int | None = None) -> dict[str, Any]:
+    comparisons = [d for _, d in store.items("comparison")]
+    data = compute_ratings(
+        comparisons,
+        config.competitors(),
+        [j.name for j in config.judges],
+        verdict_keys(config.dimensions),
+        prior=config.bt_prior,
+        reps=config.bootstrap if bootstrap is None else bootstrap,
+        seed=config.seed,
+    )
+    return {**data, "overview": overview(store)}
+
+
+def _endpoint(spec: Any) -> tuple[str, tuple[str, ...]]:
+    return spec.model, tuple(spec.endpoint_urls()) if spec.backend == "openai" else ()
+
+
+def own_models(config: HeartConfig) -> dict[str, list[str]]:
+    """For each judge, the candidates served by the same model (same name and endpoints)."""
+    return {j.name: [c.name for c in config.candidates if _endpoint(c) == _endpoint(j)] for j in config.judges}
+
+
+def import_human_judgments(store: RunStore, config: HeartConfig, path: Path) -> ImportReport:
+    """Read a CSV/JSONL of human judgments into the run store (idempotent: a row replaces its earlier copy)."""
+    rows, report = read_human_judgments(path, set(store.keys("history")), config.competitors())
+    for row in rows:
+        store.put("human_judgment", human_key(row), row)
+    store.put("human_import", str(path.resolve()), report.to_dict())
+    return report
+
+
+def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> dict[str, Any]:
+    keys = verdict_keys(config.dimensions)
+    judges = [j.name for j in config.judges]
+    comparisons = [d for _, d in store.items("comparison")]
+    judge_vs, singles, counts = combine_orders(comparisons)
+    subsets = {h.id: h.subset for h in histories(store).values()}
+    human_rows = [d for _, d in store.items("human_judgment")]
+    human_vs = human_verdicts(human_rows, subsets)
+    words = {(d["history_id"], d["competitor"]): int(d["words"]) for _, d in store.items("candidate")}
+    lexicon = load_lexicon(resolve_path(base_dir, config.lexicon_file) if config.lexicon_file else None)
+    return {
+        "judges": judges,
+        "dimensions": keys,
+        "human_imports": [d for _, d in store.items("human_import")],
+        "human_judgments": len(human_rows),
+        "human_raters": len({r["rater"] for r in human_rows}),
+        "judge_human": judge_human(judge_vs, human_vs, judges, keys),
+        "human_human": human_ceiling(human_vs, keys),
+        "alpha": alphas(judge_vs, human_vs, judges, keys),
+        "bias": bias_table(judges, judge_vs, singles, human_vs, human_rows, words, own_models(config)),
+        "rationale_focus": rationale_focus(comparisons, human_rows, lexicon, config.dimensions),
+        "notes": [
+            LEXICON_NOTE,
+            "judge verdicts combine both orders (a winner that flips is a tie); "
+            "a pair scored in one order only is left out",
+        ],
+        "counts": dict(counts),
+    }
+
+
+def strategies_report(store: RunStore, config: HeartConfig, base_dir: Path) -> dict[str, Any]:
+    strategies = load_strategies(resolve_path(base_dir, config.strategy_file) if config.strategy_file else None)
+    records = [d for _, d in store.items("strategy")]
+    names = list(strategies)
+    return {
+        "strategies": names,
+        "labeller": config.labeller_spec().model,
+        "profiles": strategy_profiles(records, config.competitors(), names),
+        "replies_by_status": dict(Counter(r["status"] for r in records)),
+        "sentences": sum(len(r["sentences"]) for r in records),
+        "unlabelled_sentences": sum(1 for r in records for lab in r["labels"] if lab is None),
+        "stage": store.get("stage", "strategies"),
+        "events": {k: v for k, v in store.event_counts().items() if k.startswith(("strategy", "sentences"))},
+    }

@@ -1,0 +1,118 @@
+"""Reading the configured history sources (HEART files, ESConv conversations) with their limits."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from ..data.esconv import EsconvDialog, parse_record
+from ..errors import DataError
+from .config import HeartConfig, HistorySource, resolve_path
+from .histories import SEEKER, SUPPORTER, History, LoadReport, Skip, Turn, parse_heart_item, read_items
+
+
+def _limit(histories: list[History], src: HistorySource) -> list[History]:
+    if src.sample is not None and src.sample < len(histories):
+        rng = random.Random(src.seed)
+        keep = set(rng.sample(range(len(histories)), src.sample))
+        return [h for i, h in enumerate(histories) if i in keep]
+    if src.first is not None:
+        return histories[: src.first]
+    return histories
+
+
+def load_heart_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
+    report = LoadReport(source=str(path), name=src.name)
+    out: list[History] = []
+    for index, item, where in read_items(path):
+        if src.sample is None and src.first is not None and len(out) >= src.first:
+            break  # "first N": stop once N usable histories are found
+        report.examined += 1
+        try:
+            if isinstance(item, Skip):
+                raise item
+            h = parse_heart_item(item, f"{src.name}:{index}", src.subset, str(path), src.unknown_speakers, src.opener)
+        except Skip as s:
+            report.skip(where, s.reason, s.detail)
+            continue
+        report.inferred += h.speakers_inferred
+        out.append(h)
+    report.usable = len(out)
+    used = _limit(out, src)
+    report.used = len(used)
+    return used, report
+
+
+def _esconv_records(path: Path, report: LoadReport) -> list[tuple[int, Any, str]]:
+    failed = "failed" in path.name.lower()
+    items = read_items(path)
+    out = []
+    for index, item, where in items:
+        report.examined += 1
+        if isinstance(item, Skip):
+            report.skip(where, item.reason, item.detail)
+            continue
+        try:
+            out.append((index, parse_record(item, str(path), index, failed), where))
+        except DataError as e:
+            report.skip(where, "bad_record", str(e))
+    return out
+
+
+def esconv_histories(dialog: EsconvDialog, src: HistorySource) -> list[History]:
+    """Histories cut just after seeker turns; the supporter's real next reply is the human candidate.
+    ``Skip`` when the conversation has no such cut."""
+    turns = dialog.merged_turns()
+    cuts = [
+        i
+        for i in range(len(turns) - 1)
+        if turns[i].speaker == SEEKER and turns[i + 1].speaker == SUPPORTER and i + 1 >= src.min_history_turns
+    ]
+    if not cuts:
+        raise Skip("no_cut", f"no seeker turn followed by a supporter reply after {src.min_history_turns} turns")
+    rng = random.Random(f"{src.seed}:{dialog.id}")
+    chosen = sorted(rng.sample(cuts, min(src.cuts_per_dialog, len(cuts))))
+    return [
+        History(
+            id=f"{src.name}:{dialog.id}@{i + 1}",
+            subset=src.subset,
+            source=dialog.source,
+            turns=[Turn(t.speaker, t.text) for t in turns[: i + 1]],
+            emotion_type=dialog.emotion_type,
+            problem_type=dialog.problem_type,
+            situation=dialog.situation,
+            human_reply=turns[i + 1].text,
+        )
+        for i in chosen
+    ]
+
+
+def load_esconv_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
+    report = LoadReport(source=str(path), name=src.name)
+    out: list[History] = []
+    for _, dialog, where in _esconv_records(path, report):
+        try:
+            out.extend(esconv_histories(dialog, src))
+        except Skip as s:
+            report.skip(where, s.reason, s.detail)
+    report.usable = len(out)
+    used = _limit(out, src)
+    report.used = len(used)
+    return used, report
+
+
+def load_histories(config: HeartConfig, base_dir: Path) -> tuple[list[History], list[LoadReport]]:
+    histories: list[History] = []
+    reports: list[LoadReport] = []
+    for src in config.histories:
+        path = resolve_path(base_dir, src.path)
+        loader = load_esconv_source if src.format == "esconv" else load_heart_source
+        got, report = loader(src, path)
+        histories.extend(got)
+        reports.append(report)
+    ids = [h.id for h in histories]
+    if len(set(ids)) != len(ids):
+        dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        raise DataError(f"history ids repeat across sources: {dup}; give the sources distinct names")
+    return histories, reports

@@ -1,0 +1,100 @@
+"""From single judgements to pair verdicts: the two orders of a pair combined, a flip made a tie.
+
+A pair verdict needs both orders scored; a pair with one order scored is counted and left out (its
+only verdict would carry the judge's position bias).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+A, B, TIE = "a", "b", "tie"
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    history_id: str
+    subset: str
+    a: str
+    b: str
+    rater: str  # a judge's name, or a human rater's id
+    dimension: str
+    outcome: str  # "a" | "b" | "tie"
+    weight_a: float = 0.0  # strength-weighted wins of a (summed over the orders a won)
+    weight_b: float = 0.0
+    words_a: int = 0
+    words_b: int = 0
+
+    @property
+    def item(self) -> tuple[str, str, str, str]:
+        return (self.history_id, self.a, self.b, self.dimension)
+
+    def winner(self) -> str | None:
+        return self.a if self.outcome == A else self.b if self.outcome == B else None
+
+
+@dataclass(frozen=True)
+class OrderVerdict:
+    """One scored judgement in one order, for position bias."""
+
+    judge: str
+    dimension: str
+    first_won: bool
+
+
+def combine_orders(comparisons: Iterable[dict[str, Any]]) -> tuple[list[PairVerdict], list[OrderVerdict], Counter[str]]:
+    counts: Counter[str] = Counter()
+    groups: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    singles: list[OrderVerdict] = []
+    for c in comparisons:
+        counts[f"judgements_{c['status']}"] += 1
+        groups[(c["history_id"], c["a"], c["b"], c["judge"])][c["order"]] = c
+        if c["status"] == "scored":
+            for dim, v in c["verdicts"].items():
+                singles.append(OrderVerdict(c["judge"], dim, v["winner"] == c["first"]))
+    out: list[PairVerdict] = []
+    for (hid, a, b, judge), orders in sorted(groups.items()):
+        scored = [c for c in orders.values() if c["status"] == "scored"]
+        if len(scored) < 2:
+            counts["pairs_one_order_scored" if scored else "pairs_no_order_scored"] += 1
+            continue
+        counts["pairs_both_orders_scored"] += 1
+        first = scored[0]
+        for dim in first["verdicts"]:
+            wins = [c["verdicts"][dim] for c in scored]
+            names = {w["winner"] for w in wins}
+            outcome = TIE if len(names) > 1 else (A if a in names else B)
+            wa = sum(float(w["strength"]) for w in wins if w["winner"] == a)
+            wb = sum(float(w["strength"]) for w in wins if w["winner"] == b)
+            out.append(
+                PairVerdict(
+                    hid,
+                    first["subset"],
+                    a,
+                    b,
+                    judge,
+                    dim,
+                    outcome,
+                    wa,
+                    wb,
+                    int(first["words"][a]),
+                    int(first["words"][b]),
+                )
+            )
+    return out, singles, counts
+
+
+def order_consistency(verdicts: Iterable[PairVerdict]) -> list[dict[str, Any]]:
+    """Per judge and dimension: the share of pairs whose winner did not flip with the order."""
+    n: Counter[tuple[str, str]] = Counter()
+    same: Counter[tuple[str, str]] = Counter()
+    for v in verdicts:
+        n[(v.rater, v.dimension)] += 1
+        same[(v.rater, v.dimension)] += v.outcome != TIE
+    return [
+        {"judge": j, "dimension": d, "pairs": n[(j, d)], "consistent": same[(j, d)], "rate": same[(j, d)] / n[(j, d)]}
+        for j, d in sorted(n, key=lambda k: k[0])  # judges sorted, dimensions in their order
+    ]

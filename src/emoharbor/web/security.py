@@ -1,0 +1,69 @@
+"""Strict response headers, and the checks every POST passes: same origin (Origin, else Referer, must
+name this server's host) and the rater's CSRF token (an HMAC of the rater id under the study's secret).
+
+Raters are identified by the unguessable token in their link, never by a cookie, so a foreign site
+cannot ride on a rater's session; the origin and CSRF checks are a second and third line.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from fastapi import HTTPException, Request, Response
+
+from .study import Study
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # the token in the URL never leaves this site in a Referer
+    "Cache-Control": "no-store",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+}
+
+
+async def add_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    response = await call_next(request)
+    for k, v in HEADERS.items():
+        response.headers[k] = v
+    return response
+
+
+def same_origin(request: Request) -> bool:
+    """The request comes from a page of this server: its Origin (or, without one, its Referer) names
+    the host the request was sent to. A request with neither is refused."""
+    host = request.headers.get("host", "")
+    origin = request.headers.get("origin")
+    if origin is not None:
+        return origin != "null" and urlsplit(origin).netloc == host and bool(host)
+    referer = request.headers.get("referer")
+    return referer is not None and urlsplit(referer).netloc == host and bool(host)
+
+
+async def posted_form(request: Request) -> dict[str, str]:
+    """The posted form fields (each at most once), after the same-origin check."""
+    if not same_origin(request):
+        raise HTTPException(403, "This form was posted from another site and was refused.")
+    form = await request.form()
+    out: dict[str, str] = {}
+    for name, value in form.multi_items():
+        if not isinstance(value, str):
+            raise HTTPException(400, "Files cannot be uploaded here.")
+        if name in out:
+            raise HTTPException(400, f"The field {name[:40]!r} was sent twice.")
+        out[name] = value
+    return out
+
+
+def check_csrf(study: Study, rater_id: str, form: dict[str, str]) -> None:
+    if not hmac.compare_digest(form.get("csrf", "").encode(), study.csrf_token(rater_id).encode()):
+        raise HTTPException(403, "This form is out of date or was not sent from your rating page. Reload the page.")
