@@ -1,0 +1,192 @@
+"""`emoharbor report` (one self-contained HTML file over run folders) and `emoharbor validate` (the user-judge
+against real help-seekers)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..assess.leaderboard import leaderboard
+from ..assess.render import render
+from ..config import ModelSpec, hash_config
+from ..errors import EmoharborError
+from ..store.run_store import RunStore
+from ..validate.analysis import validation_table
+from ..validate.render import render_validation
+from ..validate.run import ValidateOptions, run_validation
+from .core import model_spec
+
+
+def _board_text(folder: Path, fmt: str, judge: str) -> tuple[str, Any]:
+    """The run's leaderboard (EmoHarbor) or validation table (validate) rendered, and its data."""
+    store = RunStore.open_existing(folder)
+    try:
+        kind = store.meta().get("kind")
+        if kind == "validate":
+            data = validation_table(store)
+            return render_validation(data, fmt), data
+        if kind != "emoharbor":
+            raise EmoharborError(
+                f"{folder} holds a '{kind}' run, not an EmoHarbor run: it has no leaderboard "
+                "(the HTML report shows what it can of it)"
+            )
+        board = leaderboard(store, judge)
+        if board["judges"] and judge not in board["judges"]:
+            raise EmoharborError(f"no assessments by judge '{judge}' in {folder}; judges: {', '.join(board['judges'])}")
+        return render(board, fmt), board
+    finally:
+        store.close()
+
+
+def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
+    got = [(f, *_board_text(f, fmt, judge)) for f in folders]
+    if len(got) == 1:
+        return str(got[0][1])
+    if fmt == "json":
+        return json.dumps({str(f): data for f, _, data in got}, indent=2, default=str)
+    if fmt == "csv":  # one table: the run folder as the first column
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        for i, (f, text, _) in enumerate(got):
+            rows = list(csv.reader(io.StringIO(text)))
+            for j, row in enumerate(rows):
+                if j == 0 and i > 0:
+                    continue
+                w.writerow(["run" if j == 0 else str(f), *row])
+        return out.getvalue()
+    return "\n\n".join(f"## Run {f}\n\n{text}" for f, text, _ in got)
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    help="HTML file to write (default: report.html in the first run folder).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md", "json", "csv"]),
+    default="html",
+    show_default=True,
+    help="html: the whole report as one file; md/json/csv: the leaderboard only, printed (or to --out).",
+)
+@click.option(
+    "--judge", default="user", show_default=True, help="Whose scores for md/json/csv: user, third_party:MODEL."
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap intervals.")
+def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed: int) -> None:
+    """One self-contained HTML report over one or more run folders (EmoHarbor, validate or HEART runs);
+    prints the file's path. With --format md|json|csv, only the leaderboard."""
+    folders = list(runs)
+    for f in folders:
+        if not (f / "run.sqlite").is_file():
+            raise EmoharborError(f"{f} is not a run folder (no run.sqlite in it)")
+    if fmt != "html":
+        text = leaderboards(folders, fmt, judge)
+        if out is None:
+            click.echo(text.rstrip("\r\n"))
+        else:
+            out.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+            click.echo(str(out))
+        return
+    from ..report.build import write_report
+
+    path = write_report(folders, out or folders[0] / "report.html", seed=seed)
+    click.echo(str(path))
+
+
+@click.command("validate")
+@click.option(
+    "--esconv",
+    "esconv",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="An ESConv file (train/valid .jsonl or failed_dev.json); repeat for several.",
+)
+@click.option("--limit", type=int, help="The first N records of each file.")
+@click.option("--sample", type=int, help="N records of each file at random (with --seed), instead of the first N.")
+@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--model",
+    "user_model",
+    default="local:qwen1.5b",
+    show_default=True,
+    help="The simulated user's model (it is also the user-judge).",
+)
+@click.option("--judge", "judge_model", help="The third-party judge's model (default: --model).")
+@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
+@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
+@click.option(
+    "--max-supporter-turns",
+    default=4,
+    show_default=True,
+    type=click.IntRange(0, None),
+    help="Replay each conversation up to this many supporter turns (0: all). ESConv dialogs have ~11 "
+    "supporter turns; every one costs two model calls, and the judges see the same part.",
+)
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/validate-HASH).")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def validate(
+    esconv: tuple[Path, ...],
+    limit: int | None,
+    sample: int | None,
+    seed: int,
+    user_model: str,
+    judge_model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    max_supporter_turns: int,
+    run_dir: Path | None,
+    concurrency: int,
+    fmt: str,
+    quiet: bool,
+) -> None:
+    """How well the user-judge agrees with real help-seekers: replay real ESConv conversations through the
+    simulated user, rate them by it and by a third-party judge, and compare with the seekers' own survey
+    (Spearman rho, AUROC failed vs not, bootstrap 95% intervals). Resumes in the same run folder."""
+    user = ModelSpec.model_validate(model_spec(user_model, base_url, api_key_env))
+    judge = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env)) if judge_model else user
+    opts = ValidateOptions(
+        esconv=list(esconv),
+        limit=limit,
+        sample=sample,
+        seed=seed,
+        user=user,
+        judge=judge,
+        max_supporter_turns=max_supporter_turns,
+        concurrency=concurrency,
+    )
+    folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
+    click.echo(f"run folder: {folder}", err=True)
+    started = time.perf_counter()
+    summary = asyncio.run(run_validation(opts, folder, progress=not quiet))
+    wall = time.perf_counter() - started
+    click.echo(
+        f"{summary.conversations} conversations ({summary.newly_done} new, "
+        f"{summary.conversations - summary.newly_done} already done, {summary.errors} replay errors) "
+        f"in {wall:.0f} s",
+        err=True,
+    )
+    store = RunStore.open_existing(folder)
+    try:
+        click.echo(render_validation(validation_table(store, seed=seed), fmt))
+    finally:
+        store.close()
+    if summary.conversations and summary.errors == summary.conversations:
+        raise EmoharborError(f"every replay ended in error: see `emoharbor export {folder}` (events)")
+
+
+COMMANDS = [report, validate]

@@ -1,0 +1,102 @@
+"""A run's health: how conversations ended, what went unscored, retries, errors, tokens and cost per role."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .html import esc, note, table
+from .runs import RunView
+
+
+def termination_table(view: RunView) -> str:
+    sups = sorted({c.supporter for c in view.conversations})
+    reasons = sorted({c.termination for c in view.conversations})
+    counts = Counter((c.supporter, c.termination) for c in view.conversations)
+    rows = [[esc(s), *[str(counts[(s, r)]) for r in reasons], str(sum(counts[(s, r)] for r in reasons))] for s in sups]
+    return table(["supporter", *[esc(r) for r in reasons], "total"], rows)
+
+
+def scoring_table(view: RunView) -> str:
+    rows = []
+    for judge in view.judges:
+        for sup in sorted({c.supporter for c in view.conversations}):
+            mine = [c for c in view.conversations if c.supporter == sup and c.termination != "error"]
+            recs = [view.assessments.get(c.id, {}).get(judge) for c in mine]
+            scored = sum(1 for a in recs if a is not None and not a["unscored"])
+            unscored = sum(1 for a in recs if a is not None and a["unscored"])
+            retried = sum(1 for a in recs if a is not None and int(a.get("attempts", 1)) > 1)
+            rows.append(
+                [
+                    esc(judge),
+                    esc(sup),
+                    str(len(mine)),
+                    str(scored),
+                    str(unscored),
+                    str(len(mine) - scored - unscored),
+                    str(retried),
+                ]
+            )
+    if not rows:
+        return note("no assessments in this run")
+    header = ["judge", "supporter", "conversations", "scored", "unscored", "not assessed", "needed a re-ask"]
+    return table(header, rows)
+
+
+def usage_table(view: RunView) -> str:
+    if not view.usage_by_role:
+        return note("no model calls recorded")
+    rows = []
+    for role, u in view.usage_by_role.items():
+        rows.append(
+            [
+                esc(role),
+                str(int(u["calls"])),
+                str(int(u["cached"])),
+                str(int(u["retries"])),
+                str(int(u["errors"])),
+                str(int(u["prompt_tokens"])),
+                str(int(u["completion_tokens"])),
+                f"{u['cost_usd']:.4f}",
+                f"{u['latency_s']:.0f}",
+            ]
+        )
+    header = [
+        "role",
+        "calls",
+        "cached",
+        "retries",
+        "errors",
+        "prompt tokens",
+        "completion tokens",
+        "cost USD",
+        "model time s",
+    ]
+    return table(header, rows)
+
+
+def events_table(view: RunView) -> str:
+    if not view.events:
+        return note("no events recorded")
+    return table(["event", "count"], [[esc(k), str(v)] for k, v in sorted(view.events.items())])
+
+
+def health_html(view: RunView) -> str:
+    errors = [c for c in view.conversations if c.termination == "error"]
+    parts = [
+        "<h3>How conversations ended</h3>",
+        termination_table(view),
+        "<h3>Scoring</h3>",
+        scoring_table(view),
+        "<h3>Tokens, cost, retries and errors per role</h3>",
+        usage_table(view),
+        "<h3>Events (parse failures, repetitions, retries, ...)</h3>",
+        events_table(view),
+    ]
+    if errors:
+        items = "".join(f"<li><code>{esc(c.id)}</code>: {esc(c.error[:300])}</li>" for c in errors)
+        parts.append(f"<h3>Conversations that ended in error ({len(errors)})</h3><ul>{items}</ul>")
+    status = view.meta.get("status", "?")
+    parts.insert(
+        0, f"<p>Run status: <b>{esc(status)}</b>; config hash <code>{esc(view.meta.get('config_hash', ''))}</code>.</p>"
+    )
+    return "".join(parts)

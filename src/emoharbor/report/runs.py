@@ -1,0 +1,89 @@
+"""What a report needs from one run folder, read once from its store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..assess.leaderboard import leaderboard
+from ..errors import EmoharborError
+from ..evaluate import config_of
+from ..profiles.loader import resolve_profiles
+from ..profiles.schema import Profile
+from ..simulate.conversation import Conversation
+from ..store.run_store import RunStore
+
+EMOHARBOR, VALIDATE, HEART = "emoharbor", "validate", "heart"
+
+
+@dataclass
+class RunView:
+    folder: Path
+    kind: str
+    meta: dict[str, str]
+    conversations: list[Conversation] = field(default_factory=list)
+    assessments: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # conversation -> judge -> record
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    boards: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> leaderboard
+    usage_by_role: dict[str, dict[str, float]] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, dict[str, Any]] = field(default_factory=dict)  # conversation -> the replay's ESConv facts
+    notes: list[str] = field(default_factory=list)
+    validation: dict[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.folder.name or str(self.folder)
+
+    @property
+    def judges(self) -> list[str]:
+        names = {j for per in self.assessments.values() for j in per}
+        return sorted(names, key=lambda j: (j != "user", j))
+
+
+def _assessments(store: RunStore) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for _, a in store.items("assessment"):
+        out.setdefault(a["conversation"], {})[a["judge"]] = a
+    return out
+
+
+def load_run(folder: Path, *, seed: int = 0) -> RunView:
+    """Read a run folder. The store is opened read-only in spirit: nothing is written to it."""
+    store = RunStore.open_existing(folder)
+    try:
+        meta = store.meta()
+        view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
+        view.usage_by_role = store.usage_by_role()
+        view.events = store.event_counts()
+        if view.kind == EMOHARBOR:
+            _load_emoharbor(store, view, seed)
+        elif view.kind == VALIDATE:
+            _load_validate(store, view, seed)
+        return view
+    finally:
+        store.close()
+
+
+def _load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
+    view.conversations = [Conversation.model_validate(d) for _, d in store.items("conversation")]
+    view.assessments = _assessments(store)
+    for judge in view.judges or ["user"]:
+        view.boards[judge] = leaderboard(store, judge, seed=seed)
+    try:
+        cfg = config_of(store)
+        view.profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
+    except (EmoharborError, ValueError) as e:  # a profile file moved since the run: no breakdowns, said so
+        view.notes.append(f"profiles could not be read again, so there are no breakdowns by profile: {e}")
+
+
+def _load_validate(store: RunStore, view: RunView, seed: int) -> None:
+    from ..validate.analysis import validation_table  # the report does not need validate otherwise
+
+    records = dict(store.items("replay"))
+    view.conversations = [Conversation.model_validate(d) for d in records.values()]
+    view.assessments = _assessments(store)
+    view.extras = {k: d["esconv"] for k, d in records.items()}
+    view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
+    view.validation = validation_table(store, seed=seed)

@@ -1,0 +1,165 @@
+"""`emoharbor validate`: the replay through the chain, the store, the agreement table, the command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emoharbor.config import ModelSpec
+from emoharbor.data.esconv import load_esconv
+from emoharbor.errors import ConfigError, DataError
+from emoharbor.models.scripted import ScriptedModel
+from emoharbor.profiles.esconv_import import draft_profile
+from emoharbor.simulate.chain_user import ChainUser
+from emoharbor.store.run_store import RunStore
+from emoharbor.testing.fake_server import FakeOpenAIServer
+from emoharbor.validate.analysis import validation_table
+from emoharbor.validate.render import render_validation
+from emoharbor.validate.replay import plan_replay, replay
+from emoharbor.validate.run import ValidateOptions, load_selection, replay_and_assess, run_validation, select
+from report_helpers import SHARED_ESCONV, ValidateScript, fake_spec, invented_record, write_jsonl
+
+
+def dialogs(tmp_path: Path, empathies: list[int], **kw: object) -> Path:
+    return write_jsonl(tmp_path / "mine.jsonl", [invented_record(e, **kw) for e in empathies])  # type: ignore[arg-type]
+
+
+def test_plan_keeps_turns_up_to_the_cap(tmp_path: Path) -> None:
+    d = load_esconv(dialogs(tmp_path, [3], supporter_turns=5))[0]
+    plan = plan_replay(d, 2)
+    assert [t.speaker for t in plan.turns] == ["seeker", "supporter", "seeker", "supporter"]
+    assert (plan.supporter_turns_total, plan.supporter_turns_replayed, plan.truncated) == (5, 2, True)
+    whole = plan_replay(d, 0)
+    assert len(whole.turns) == 10 and not whole.truncated
+    assert not plan_replay(d, 9).truncated
+
+
+async def test_replay_feeds_real_supporter_turns_to_the_appraiser_and_feeler(tmp_path: Path) -> None:
+    d = load_esconv(dialogs(tmp_path, [4], supporter_turns=3))[0]
+    profile = draft_profile(d, evaluation_only=True)
+    model = ScriptedModel(ValidateScript())
+    conv = await replay(ChainUser(model, profile), d, profile, plan_replay(d, 0), seed=1)
+    assert [t.text for t in conv.turns] == [t.text for t in d.merged_turns()]  # the real words, nothing generated
+    assert len(model.calls) == 6  # appraise + feel per supporter turn, no Expresser
+    # initial intensity 5/5 -> 90; the "zest" message lowers it by 15, the two others raise it by 5
+    assert [s.intensity for s in conv.states] == [90, 75, 80, 85]
+    supporter_turns = [t for t in conv.turns if t.speaker == "supporter"]
+    assert all(t.inner and t.inner["state"]["thought"] for t in supporter_turns)
+    assert supporter_turns[0].inner["appraisal"]["fit"] == "mixed"  # type: ignore[index]
+    assert conv.termination == "max_turns" and conv.supporter == "esconv-human"
+
+
+async def test_table_from_scripted_judges_gives_the_expected_figures(tmp_path: Path) -> None:
+    # seekers rate empathy = relevance = e and drop e-1; e <= 2 is failed; the user-judge scores e, the
+    # third party 6-e: rho +1 and -1, AUROC 1 and 0. The user-judge cannot score the e=3 conversation.
+    path = dialogs(tmp_path, [1, 2, 3, 4, 5, 5, 2])
+    records = load_esconv(path)
+    for r in records:  # make the e=3 transcript unparsable for the user-judge
+        if r.survey["empathy"] == 3:
+            r.turns[0] = type(r.turns[0])(r.turns[0].speaker, r.turns[0].text + " NOPE")
+    opts = ValidateOptions(esconv=[path], max_supporter_turns=2)
+    model = ScriptedModel(ValidateScript(unparsable_marker="NOPE"))
+    store = RunStore.create_or_resume(tmp_path / "run", "validate", opts.resolved(), "h")
+    for r in records:
+        assert await replay_and_assess(store, r, opts, model, model)
+    data = validation_table(store, n_boot=300)
+    store.close()
+    rows = {(r["judge"], r["score"]): r["cells"] for r in data["rows"]}
+    user, third = rows[("user", "overall")], rows[("third_party:local:qwen1.5b", "overall")]
+    assert user["empathy"]["value"] == pytest.approx(1.0) and user["empathy"]["n"] == 6
+    assert user["intensity_drop"]["value"] == pytest.approx(1.0)
+    assert user["not_failed"]["value"] == 1.0 and user["not_failed"]["n"] == 6
+    assert third["empathy"]["value"] == pytest.approx(-1.0) and third["empathy"]["n"] == 7
+    assert third["not_failed"]["value"] == 0.0
+    assert user["empathy"]["lo"] == pytest.approx(1.0) and user["empathy"]["hi"] == pytest.approx(1.0)
+    assert data["counts"]["judges"]["user"] == {"scored": 6, "unscored": 1, "not_assessed": 0}
+    assert data["counts"]["failed"] == 3
+    diff = data["differences"][0]["cells"]["empathy"]
+    assert diff["value"] == pytest.approx(2.0) and diff["n"] == 6
+    # the simulated user's own intensity drop follows "zest": 15 down for every e >= 2, 5 up for e = 1
+    sim = {(r["judge"], r["score"]): r["cells"] for r in data["rows"]}[
+        ("user (inner state)", "simulated intensity drop")
+    ]
+    assert sim["not_failed"]["n"] == 7
+    text = render_validation(data, "text")
+    assert "rho vs seeker empathy" in text and "1.00 [1.00, 1.00] n=6" in text and "unscored 1" in text
+    assert "user,overall,empathy,1.0,1.0,1.0,6" in render_validation(data, "csv")
+
+
+def test_selection_and_option_errors(tmp_path: Path) -> None:
+    path = dialogs(tmp_path, [1, 2, 3, 4, 5])
+    ds = load_esconv(path)
+    assert [d.index for d in select(ds, 2, None, 0)] == [0, 1]
+    picked = [d.index for d in select(ds, None, 3, 5)]
+    assert len(picked) == 3 and picked == sorted(picked) and picked == [d.index for d in select(ds, None, 3, 5)]
+    with pytest.raises(ConfigError, match="not both"):
+        ValidateOptions(esconv=[path], limit=2, sample=2)
+    with pytest.raises(ConfigError, match="at least one ESConv file"):
+        ValidateOptions(esconv=[])
+    with pytest.raises(DataError, match="also in"):
+        load_selection(ValidateOptions(esconv=[path, path]))
+
+
+async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
+    path = dialogs(tmp_path, [1, 3, 5])
+    raw = tmp_path / "failed_mine.json"
+    raw.write_text("[" + ",".join(__import__("json").dumps(invented_record(2, raw=True)) for _ in range(2)) + "]")
+    with FakeOpenAIServer() as srv:
+        spec = ModelSpec.model_validate(fake_spec(srv.base_url))
+        opts = ValidateOptions(esconv=[path, raw], user=spec, judge=spec, max_supporter_turns=2)
+        first = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+        requests = srv.requests
+        again = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+        assert srv.requests == requests  # nothing redone
+    assert (first.conversations, first.newly_done, again.newly_done) == (5, 5, 0)
+    store = RunStore.open_existing(tmp_path / "run")
+    assert store.keys("replay") == {"mine:0", "mine:1", "mine:2", "failed_mine:0", "failed_mine:1"}
+    assert len(store.keys("assessment")) == 10
+    assert store.get("replay", "failed_mine:1")["esconv"]["from_failed_set"] is True  # type: ignore[index]
+    store.close()
+
+
+@pytest.mark.skipif(not SHARED_ESCONV.is_dir(), reason="the ESConv data folder ../shared/data/esconv is absent")
+def test_validate_command_on_real_records_with_the_fake_server(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer() as srv:
+        args = [
+            sys.executable,
+            "-m",
+            "emoharbor.cli",
+            "validate",
+            "--esconv",
+            str(SHARED_ESCONV / "valid.jsonl"),
+            "--esconv",
+            str(SHARED_ESCONV / "failed_dev.json"),
+            "--limit",
+            "3",
+            "--model",
+            "fake",
+            "--base-url",
+            srv.base_url,
+            "--max-supporter-turns",
+            "2",
+            "--run-dir",
+            str(tmp_path / "v"),
+            "--quiet",
+            "--format",
+            "md",
+        ]
+        p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "6 conversations (6 new" in p.stderr
+    assert "| judge | score | rho vs seeker empathy" in p.stdout
+    assert "valid 3" in p.stdout and "failed_dev 3" in p.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "emoharbor.cli", "validate", "--esconv", str(tmp_path / "none.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "not found" in bad.stderr and "Traceback" not in bad.stderr
