@@ -196,6 +196,8 @@ def test_text_checks() -> None:
     assert not repeats("My sister says quit.", ["I feel so stuck at work."])
     assert breaks_character("As an AI, I can't feel that.")
     assert breaks_character("How can I help you today?")
+    assert breaks_character("Let me know if there's anything else you need to talk about.")
+    assert breaks_character("I appreciate the supporter's concern.")
     assert not breaks_character("I don't know how to help myself.")
     assert clean_message('User: "hello there"') == "hello there"
 

@@ -6,9 +6,11 @@ import re
 from difflib import SequenceMatcher
 
 LABEL = re.compile(r"^\s*(?:\*\*)?(?:user|seeker|help-seeker|me|client|you)(?:\*\*)?\s*:\s*", re.IGNORECASE)
+# an assistant's phrases, or the seeker speaking of "the supporter" in the third person (narrating, not chatting)
 ASSISTANT_TELLS = re.compile(
-    r"\b(as an ai|language model|how can i (?:help|assist) you|i'?m here to help you|i am here to help you|"
-    r"i'?m an assistant|as your (?:supporter|assistant|therapist)|feel free to reach out to me)\b",
+    r"\b(as an ai|language model|how can i (?:help|assist) you|i'?m here to help|i am here to help|"
+    r"i'?m an assistant|as your (?:supporter|assistant|therapist)|feel free to reach out to me|"
+    r"let me know if (?:there'?s|there is) anything|anything else you need|the supporter(?:'s)?)\b",
     re.IGNORECASE,
 )
 WORD = re.compile(r"[a-z0-9']+")
