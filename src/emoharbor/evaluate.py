@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -30,10 +31,25 @@ from .store.run_store import RunStore, call_sink
 from .store.units import Events, unit
 
 KIND = "emoharbor"
+T = TypeVar("T")
 
 
 def third_party_name(model: str) -> str:
     return f"third_party:{model}"
+
+
+async def in_workers(items: list[T], work: Callable[[T], Awaitable[None]], workers: int) -> None:
+    """``work`` on every item, ``workers`` at a time: a fixed pool of tasks, so memory does not grow with
+    the number of items."""
+    it = iter(items)
+
+    async def worker() -> None:
+        for item in it:
+            await work(item)
+
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(min(workers, len(items))):
+            tg.create_task(worker())
 
 
 def run_record(cfg: RunConfig) -> tuple[dict[str, Any], str]:
@@ -107,7 +123,6 @@ async def run_evaluation(
         file=sys.stderr,
         dynamic_ncols=True,
     )
-    gate = asyncio.Semaphore(effective_concurrency(cfg))
     errors = 0
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
@@ -118,41 +133,38 @@ async def run_evaluation(
             async def one(i: int, profile: Profile, spec: Any, repeat: int) -> None:
                 nonlocal errors
                 key = conversation_key(profile.id, spec.name, repeat)
-                async with gate:
-                    was_done = store.has("conversation", key)
+                was_done = store.has("conversation", key)
 
-                    async def talk() -> tuple[dict[str, Any], Events]:
-                        conv = Conversation(
-                            id=key,
-                            profile_id=profile.id,
-                            supporter=spec.name,
-                            repeat=repeat,
-                            seed=_seed(cfg, i, repeat),
-                        )
-                        user = make_user(cfg.user_agent, user_model, profile, cfg)
-                        await converse(
-                            conv,
-                            user,
-                            make_supporter(sup_models[spec.name], spec),
-                            max_turns=cfg.max_turns,
-                            seed=conv.seed,
-                        )
-                        events = [*conv.events, ("termination", conv.termination)]
-                        return conv.model_dump(mode="json"), events
+                async def talk() -> tuple[dict[str, Any], Events]:
+                    conv = Conversation(
+                        id=key,
+                        profile_id=profile.id,
+                        supporter=spec.name,
+                        repeat=repeat,
+                        seed=_seed(cfg, i, repeat),
+                    )
+                    user = make_user(cfg.user_agent, user_model, profile, cfg)
+                    await converse(
+                        conv,
+                        user,
+                        make_supporter(sup_models[spec.name], spec),
+                        max_turns=cfg.max_turns,
+                        seed=conv.seed,
+                    )
+                    events = [*conv.events, ("termination", conv.termination)]
+                    return conv.model_dump(mode="json"), events
 
-                    conv = Conversation.model_validate(await unit(store, "conversation", key, talk))
-                    if conv.termination == "error":
-                        errors += 1
-                    else:
-                        await assess_unit(store, conv, USER_JUDGE, user_model, profile)
-                        if judge_model is not None:
-                            await assess_unit(store, conv, third_party_name(cfg.roles.judge.model), judge_model, None)
-                    if not was_done:
-                        bar.update(1)
+                conv = Conversation.model_validate(await unit(store, "conversation", key, talk))
+                if conv.termination == "error":
+                    errors += 1
+                else:
+                    await assess_unit(store, conv, USER_JUDGE, user_model, profile)
+                    if judge_model is not None:
+                        await assess_unit(store, conv, third_party_name(cfg.roles.judge.model), judge_model, None)
+                if not was_done:
+                    bar.update(1)
 
-            async with asyncio.TaskGroup() as tg:
-                for job in jobs:
-                    tg.create_task(one(*job))
+            await in_workers(jobs, lambda job: one(*job), effective_concurrency(cfg))
         store.set_meta("status", "complete")
     finally:
         bar.close()
@@ -172,15 +184,14 @@ async def reassess(run_dir: Path, judge_spec: Any, *, as_user: bool, progress: b
     try:
         async with ModelPool(sink=call_sink(store)) as pool:
             model = await pool.get(judge_spec, "judge")
-            gate = asyncio.Semaphore(cfg.concurrency)
+            bar = tqdm(total=len(convs), desc="assessments", disable=not progress, file=sys.stderr)
 
             async def one(c: Conversation) -> None:
-                async with gate:
-                    await assess_unit(store, c, name, model, profiles[c.profile_id] if as_user else None)
+                await assess_unit(store, c, name, model, profiles[c.profile_id] if as_user else None)
+                bar.update(1)
 
-            async with asyncio.TaskGroup() as tg:
-                for c in tqdm(convs, desc="assessments", disable=not progress, file=sys.stderr):
-                    tg.create_task(one(c))
+            await in_workers(convs, one, cfg.concurrency)
+            bar.close()
     finally:
         store.close()
     return len(convs) - before
