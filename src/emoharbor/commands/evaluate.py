@@ -13,6 +13,7 @@ from ..assess.render import render
 from ..config import ModelSpec, RunConfig, load_config
 from ..errors import EmoharborError
 from ..evaluate import reassess, run_evaluation, run_record
+from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
 from .core import model_spec
 
@@ -21,7 +22,22 @@ def default_run_dir(cfg: RunConfig) -> Path:
     return Path("runs") / f"{cfg.name}-{run_record(cfg)[1][:8]}"
 
 
-def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str) -> None:
+def print_conversation(store: RunStore) -> None:
+    """The first conversation of a run, with the user's inner state after each supporter message."""
+    first = next(store.items("conversation"), None)
+    if first is None:
+        return
+    conv = Conversation.model_validate(first[1])
+    click.echo(f"# A conversation: profile {conv.profile_id}, supporter {conv.supporter}")
+    for t in conv.turns:
+        click.echo(f"{'USER' if t.speaker == 'user' else 'SUPPORTER'}: {t.text}")
+        state = (t.inner or {}).get("state")
+        if state:
+            click.echo(f"    [inner: intensity {state['intensity']}, trust {state['trust']}; {state['thought']}]")
+    click.echo(f"# ended: {conv.termination} after {conv.wall_s:.0f} s\n")
+
+
+def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str, show_one: bool = False) -> None:
     folder = run_dir or default_run_dir(cfg)
     click.echo(f"run folder: {folder}", err=True)
     summary = asyncio.run(run_evaluation(cfg, folder, progress=not quiet))
@@ -32,6 +48,8 @@ def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str) -> None:
     )
     store = RunStore.open_existing(folder)
     try:
+        if show_one:
+            print_conversation(store)
         click.echo(render(leaderboard(store), fmt))
     finally:
         store.close()
@@ -64,7 +82,7 @@ def demo(run_dir: Path | None, quiet: bool) -> None:
     """A small real benchmark on the embedded model: a plain and a personalisation-aware supporter."""
     with resources.as_file(resources.files("emoharbor").joinpath("demo.yaml")) as path:
         cfg = load_config(path)
-    _run(cfg, run_dir, quiet, "text")
+    _run(cfg, run_dir, quiet, "text", show_one=True)
 
 
 @click.command("assess")
