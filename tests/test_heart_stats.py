@@ -99,3 +99,11 @@ def test_bt_newton_with_prior_matches_mm() -> None:
     newton = fit_bradley_terry(wins, prior=0.3)
     mm = 1000 + 400 * np.log10(_strengths(wins, 0.3, 100000, 1e-14))
     assert newton == pytest.approx(mm, abs=1e-6)
+
+
+def test_krippendorff_alpha_published_example() -> None:
+    # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units with
+    # missing values, nominal alpha = 0.743
+    units = [[1, 1, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4], [4, 4, 4, 4],
+             [1, 1, 2, 1], [2, 2, 2, 2], [5, 5, 5], [1, 1], [3]]  # fmt: skip
+    assert krippendorff_alpha([[str(v) for v in u] for u in units]) == pytest.approx(0.743, abs=5e-4)

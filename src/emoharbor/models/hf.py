@@ -119,9 +119,11 @@ def load_hf(
     dev = pick_device(device)
     kw: dict[str, Any] = {"gguf_file": src.gguf_file} if src.gguf_file else {}
     tok_from = src.adapter if src.adapter and (Path(src.adapter) / "tokenizer_config.json").is_file() else src.base
-    tok_kw = {} if tok_from == src.adapter else kw
+    tok_kw = {} if tok_from == src.adapter else dict(kw)
     try:
         tokenizer = AutoTokenizer.from_pretrained(tok_from, **tok_kw)
+        if dev != "cpu":  # straight onto the accelerator, not through host memory
+            kw["device_map"] = {"": dev}
         model: Any = AutoModelForCausalLM.from_pretrained(src.base, dtype=pick_dtype(dtype, dev), **kw)
     except (OSError, ValueError) as e:
         raise EmoharborError(f"cannot load hf model {src.identity}: {str(e).splitlines()[0]}") from None
@@ -139,9 +141,12 @@ def load_hf(
 
 
 def stop_token_ids(tokenizer: Any) -> list[int]:
+    """The end-of-sequence token and the end-of-turn tokens of the common chat templates it has."""
     ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    vocab = tokenizer.get_vocab()
-    ids.update(vocab[t] for t in END_OF_TURN if t in vocab)
+    for t in END_OF_TURN:
+        tid = tokenizer.convert_tokens_to_ids(t)
+        if isinstance(tid, int) and tid != tokenizer.unk_token_id and tokenizer.convert_ids_to_tokens(tid) == t:
+            ids.add(tid)
     return sorted(ids)
 
 

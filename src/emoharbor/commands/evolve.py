@@ -1,0 +1,168 @@
+"""``emoharbor evolve sft|refine|dpo|run|pairs|eval``: self-evolution toward the user's implicit
+preferences. Training needs the ``train`` extra; ``pairs`` does not."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from ..errors import ConfigError, EmoharborError
+
+DIR = click.Path(path_type=Path, file_okay=False)
+config_opt = click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                          help="evolve config (YAML); default: the built-in settings")  # fmt: skip
+set_opt = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                       help="override one setting, e.g. --set sft.max_steps=20 (repeatable)")  # fmt: skip
+progress_opt = click.option("--no-progress", is_flag=True, help="no progress bar")
+
+
+def _log(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _config(path: Path | None, sets: tuple[str, ...]) -> Any:
+    from ..evolve.config import load_evolve_config
+
+    overrides: dict[str, Any] = {}
+    for s in sets:
+        key, eq, value = s.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"--set {s!r}: write KEY=VALUE, e.g. --set dpo.beta=0.2")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return load_evolve_config(path, overrides)
+
+
+def _needs_train() -> None:
+    try:
+        import peft  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        raise EmoharborError(
+            f"training needs the train extra ({e.name} is missing): pip install 'emoharbor[train]'"
+        ) from None
+
+
+@click.group("evolve")
+def evolve() -> None:
+    """Self-evolution: SFT, then rounds of reflect, refine and DPO; pairs from evaluation runs."""
+
+
+@evolve.command("sft")
+@config_opt
+@set_opt
+@click.option("--out", type=DIR, required=True, help="folder for M0 (the adapter and its model card)")
+def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
+    """Phase 1: LoRA fine-tuning on ESConv (and general data, if configured) -> M0."""
+    _needs_train()
+    from ..evolve.sft import run_sft
+
+    summary = run_sft(_config(config_path, sets), out, log=_log)
+    click.echo(json.dumps({k: summary[k] for k in ("examples", "wall_s")}, default=str))
+
+
+@evolve.command("refine")
+@config_opt
+@set_opt
+@click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t), a folder from sft or dpo")
+@click.option("--out", type=DIR, required=True, help="round folder: its refine/ run store and pairs.jsonl")
+@progress_opt
+def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out: Path, no_progress: bool) -> None:
+    """Phase 2, step 1: plain reply (rejected), reflection, refined reply (chosen); resumable."""
+    _needs_train()
+    from ..evolve.rounds import refine_with_model_dir
+    from ..models.hf import read_model_card
+
+    round_no = int(read_model_card(model_dir).get("round", 0)) + 1
+    summary = refine_with_model_dir(_config(config_path, sets), model_dir, out / "refine", round_no, log=_log,
+                                    progress=not no_progress)  # fmt: skip
+    click.echo(json.dumps(summary, default=str))
+    click.echo(f"pairs: {out / 'pairs.jsonl'}")
+
+
+@evolve.command("dpo")
+@config_opt
+@set_opt
+@click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t)")
+@click.option("--pairs", "pair_files", type=click.Path(path_type=Path, dir_okay=False), multiple=True, required=True,
+              help="pair file (JSONL prompt/chosen/rejected); repeatable")  # fmt: skip
+@click.option("--out", type=DIR, required=True, help="folder for M(t+1)")
+def dpo(
+    config_path: Path | None, sets: tuple[str, ...], model_dir: Path, pair_files: tuple[Path, ...], out: Path
+) -> None:
+    """Phase 2, step 2: direct preference optimisation of M(t) on pairs -> M(t+1)."""
+    _needs_train()
+    from ..evolve.dpo import run_dpo
+
+    summary = run_dpo(_config(config_path, sets), model_dir, list(pair_files), out, log=_log)
+    click.echo(json.dumps({k: summary[k] for k in ("round", "pairs", "wall_s")}, default=str))
+
+
+@evolve.command("run")
+@config_opt
+@set_opt
+@click.option("--out", type=DIR, required=True, help="run folder: m0/, round1/, m1/, ... and summary.json")
+@progress_opt
+def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress: bool) -> None:
+    """Everything: SFT, then the configured number of rounds; finished stages are skipped."""
+    _needs_train()
+    from ..evolve.rounds import run_all
+
+    summary = run_all(_config(config_path, sets), out, log=_log, progress=not no_progress)
+    click.echo(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
+
+
+@evolve.command("pairs")
+@click.argument("runs", nargs=-1, required=True, type=DIR)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="pair file to write")
+@click.option("--holdout", multiple=True, help="file of held-out ids, or a run folder whose histories/profiles "
+              "are evaluation data (repeatable)")  # fmt: skip
+@click.option("--min-margin", type=float, default=0.5, show_default=True,
+              help="EmoHarbor runs: least difference of the mean user scores of the two conversations")  # fmt: skip
+def pairs(runs: tuple[Path, ...], out: Path, holdout: tuple[str, ...], min_margin: float) -> None:
+    """Export preference pairs from EmoHarbor and HEART run folders (with provenance)."""
+    from ..evolve.export import export_run
+    from ..evolve.guard import load_guard
+    from ..evolve.pairs import write_pairs
+
+    guard = load_guard(list(holdout))
+    everything = []
+    total: Counter[str] = Counter()
+    for folder in runs:
+        got, counts = export_run(folder, guard, min_margin=min_margin)
+        everything += got
+        total.update(counts)
+        _log(f"{folder}: {len(got)} pairs; {json.dumps(dict(sorted(counts.items())))}")
+    write_pairs(out, everything)
+    click.echo(f"wrote {len(everything)} pairs to {out}; {json.dumps(dict(sorted(total.items())))}")
+
+
+def _named(models: tuple[str, ...]) -> list[tuple[str, Path]]:
+    out = []
+    for m in models:
+        name, eq, path = m.partition("=")
+        out.append((name, Path(path)) if eq else (Path(m).name, Path(m)))
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"model names must be unique, got {names}: write NAME=FOLDER")
+    return out
+
+
+@evolve.command("eval")
+@click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="an EmoHarbor run config: its profiles, user and judge are used for every model")  # fmt: skip
+@click.argument("models", nargs=-1, required=True)
+@click.option("--out", type=DIR, required=True, help="folder for one evaluation run per model")
+def eval_(run_config: Path, models: tuple[str, ...], out: Path) -> None:
+    """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
+    from ..evolve.evaluate import evaluate_models
+
+    click.echo(evaluate_models(run_config, _named(models), out, log=_log))
+
+
+COMMANDS = [evolve]

@@ -1,0 +1,156 @@
+"""The self-evolution config: one YAML file for phase 1 (SFT), phase 2 (reflect, refine, DPO) and the
+machine it runs on. Every field has a default; ``device``/``dtype`` choose CPU or GPU, and a CPU run
+also sets small sizes (``sft.max_examples``, ``refine.contexts``; see docs/evolve.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..config import ModelSpec
+from ..errors import ConfigError
+
+DEFAULT_ESCONV = "../shared/data/esconv/train.jsonl"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoraSettings(_Strict):
+    r: int = Field(default=16, ge=1)
+    alpha: int = Field(default=32, ge=1)
+    dropout: float = Field(default=0.05, ge=0, lt=1)
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    # adapt only the top N layers (None: all): the backward pass then stops there, much cheaper on a CPU
+    top_layers: int | None = Field(default=None, ge=1)
+
+
+class TrainSettings(_Strict):
+    lr: float = Field(default=2e-4, gt=0)
+    epochs: int = Field(default=1, ge=1)
+    max_steps: int | None = Field(default=None, ge=1)  # stops earlier than the epochs when set
+    batch_size: int = Field(default=4, ge=1)
+    grad_accum: int = Field(default=1, ge=1)
+    max_length: int = Field(default=512, ge=32)  # tokens; the oldest turns go first when a context is longer
+    warmup_steps: int = Field(default=0, ge=0)
+    log_every: int = Field(default=5, ge=1)
+    gradient_checkpointing: bool = False
+
+
+class SftSettings(TrainSettings):
+    data: list[str] = Field(default_factory=lambda: [DEFAULT_ESCONV])  # ESConv files, either format
+    max_examples: int | None = Field(default=None, ge=1)  # ESConv examples kept (a seeded sample)
+    general_data: str | None = None  # JSONL of general instructions, to keep general ability
+    general_share: float = Field(default=0.0, ge=0, lt=1)  # share of the mixed set that is general data
+
+
+class RefineSettings(_Strict):
+    data: list[str] = Field(default_factory=lambda: [DEFAULT_ESCONV])  # where the contexts come from
+    contexts: int = Field(default=64, ge=1)  # contexts per round, one per dialogue, a new sample each round
+    principles: str | None = None  # a principles file; None: the built-in one
+    max_new_tokens: int = Field(default=128, ge=8)
+    reflection_max_tokens: int = Field(default=256, ge=16)
+    temperature: float = Field(default=0.7, ge=0)
+    json_retries: int = Field(default=1, ge=0, le=5)
+    repetition_penalty: float | None = Field(default=1.1, gt=0)  # in-process (hf) generation only
+    max_context_turns: int = Field(default=8, ge=1)  # the history shown is at most this many turns
+    min_chars: int = Field(default=8, ge=1)  # a reply shorter than this, or with fewer words, is dropped
+    min_words: int = Field(default=3, ge=1)
+    max_length_ratio: float = Field(default=2.5, gt=1)  # refined longer than ratio x plain (+ slack): dropped
+    length_slack_chars: int = Field(default=120, ge=0)
+    drop_truncated: bool = True  # a refined reply cut off by max_new_tokens is not a good "chosen"
+    concurrency: int = Field(default=1, ge=1)  # >1 only helps with a served generator
+    # None: M(t) generates in this process (hf backend). Or a served model that is serving M(t), e.g. vLLM
+    # with the adapter loaded as a LoRA module (for `evolve refine` only; see docs/evolve.md)
+    generator: ModelSpec | None = None
+
+
+class DpoSettings(TrainSettings):
+    lr: float = Field(default=5e-5, gt=0)
+    batch_size: int = Field(default=2, ge=1)
+    beta: float = Field(default=0.1, gt=0)
+    extra_pairs: list[str] = Field(default_factory=list)  # pair files added to every round (e.g. from runs)
+
+
+class EvolveConfig(_Strict):
+    base_model: str = "smollm2"  # 'smollm2', a Hugging Face model folder, or a .gguf file
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on cuda, fp32 on cpu
+    system_prompt: str | None = None  # as a supporter's: None (default), builtin:NAME, @FILE or text
+    seed: int = 0
+    rounds: int = Field(default=2, ge=0, le=20)
+    holdout: list[str] = Field(default_factory=list)  # files of ids marked as evaluation data
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    sft: SftSettings = Field(default_factory=SftSettings)
+    refine: RefineSettings = Field(default_factory=RefineSettings)
+    dpo: DpoSettings = Field(default_factory=DpoSettings)
+
+    @model_validator(mode="after")
+    def _check(self) -> EvolveConfig:
+        if self.sft.general_share > 0 and not self.sft.general_data:
+            raise ValueError("sft.general_share > 0 needs sft.general_data (a JSONL file of instructions)")
+        return self
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
+    """Relative data paths are taken from the config file's folder, like the other configs."""
+
+    def fix(p: str) -> str:
+        q = Path(p).expanduser()
+        return str(q if q.is_absolute() else (base / q))
+
+    cfg.sft.data = [fix(p) for p in cfg.sft.data]
+    cfg.refine.data = [fix(p) for p in cfg.refine.data]
+    cfg.holdout = [fix(p) for p in cfg.holdout]
+    cfg.dpo.extra_pairs = [fix(p) for p in cfg.dpo.extra_pairs]
+    if cfg.sft.general_data:
+        cfg.sft.general_data = fix(cfg.sft.general_data)
+    if cfg.refine.principles:
+        cfg.refine.principles = fix(cfg.refine.principles)
+    if cfg.system_prompt and cfg.system_prompt.startswith("@"):
+        cfg.system_prompt = "@" + fix(cfg.system_prompt[1:])
+    if cfg.base_model != "smollm2":
+        local = base / Path(cfg.base_model).expanduser()
+        if local.exists():
+            cfg.base_model = str(local.resolve())
+    return cfg
+
+
+def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> EvolveConfig:
+    """``path`` None: the defaults (data paths relative to the current folder)."""
+    raw: Any = {}
+    base = Path.cwd()
+    where = "the evolve defaults"
+    if path is not None:
+        p = Path(path)
+        where = str(p)
+        if not p.is_file():
+            raise ConfigError(f"evolve config {p} not found")
+        try:
+            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise ConfigError(f"{p}: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{p}: the top level must be a mapping of settings")
+        base = p.parent
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    try:
+        cfg = EvolveConfig.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        raise ConfigError(f"{where}: field '{field}': {first['msg']}") from None
+    return _resolve_paths(cfg, base)

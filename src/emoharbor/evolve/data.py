@@ -1,0 +1,190 @@
+"""Training examples: ESConv supporter turns given their history, general instructions, and their
+tokenization with a loss mask on the reply only.
+
+An example is (messages, reply): ``messages`` is the system prompt and the conversation so far, ending
+on the seeker's turn; ``reply`` is the supporter's next message. Tokenizing uses the model's own chat
+template, so what the model is trained on is exactly what it sees when it is served.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data.esconv import EsconvDialog, load_esconv
+from ..errors import DataError
+from ..models.base import Message
+from ..models.hf import stop_token_ids
+from .guard import EvalGuard
+
+IGNORE = -100  # the label of a token that carries no loss
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class ChatExample:
+    id: str
+    messages: list[Message]  # system + history, ending on the user's (seeker's) turn
+    reply: str
+    source: str = "esconv"  # "esconv" | "general"
+
+
+def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None = None) -> list[ChatExample]:
+    """One example per supporter turn that follows at least one seeker turn."""
+    turns = d.merged_turns()
+    out: list[ChatExample] = []
+    for i, t in enumerate(turns):
+        if t.speaker != "supporter" or not any(p.speaker == "seeker" for p in turns[:i]):
+            continue
+        history = turns[:i]
+        if max_turns is not None:
+            history = history[-max_turns:]
+        while history and history[0].speaker != "seeker":  # a chat starts with the user
+            history = history[1:]
+        msgs: list[Message] = [{"role": "system", "content": system_prompt}]
+        msgs += [{"role": "user" if h.speaker == "seeker" else "assistant", "content": h.text} for h in history]
+        out.append(ChatExample(f"{d.id}#{i}", msgs, t.text))
+    return out
+
+
+def esconv_examples(paths: list[str], system_prompt: str, guard: EvalGuard | None = None) -> tuple[
+        list[ChatExample], int]:  # fmt: skip
+    """All examples of the files, and how many dialogues the guard kept out."""
+    out: list[ChatExample] = []
+    held_out = 0
+    for path in paths:
+        for d in load_esconv(path):
+            if guard is not None and guard.blocks_dialog(d):
+                held_out += 1
+                continue
+            out.extend(dialog_examples(d, system_prompt))
+    return out, held_out
+
+
+def esconv_contexts(paths: list[str], system_prompt: str, n: int, seed: int, max_turns: int,
+                    guard: EvalGuard | None = None) -> list[ChatExample]:  # fmt: skip
+    """``n`` contexts for phase 2, each from a different dialogue, at a random supporter turn."""
+    rng = random.Random(seed)
+    dialogs = [d for p in paths for d in load_esconv(p) if guard is None or not guard.blocks_dialog(d)]
+    rng.shuffle(dialogs)
+    out: list[ChatExample] = []
+    for d in dialogs:
+        options = dialog_examples(d, system_prompt, max_turns)
+        if options:
+            out.append(rng.choice(options))
+        if len(out) >= n:
+            break
+    return out
+
+
+def _general_record(rec: Any, where: str) -> tuple[list[Message], str]:
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: not a JSON object")
+    if "messages" in rec:
+        msgs = rec["messages"]
+        ok = (
+            isinstance(msgs, list)
+            and msgs
+            and all(isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str) for m in msgs)
+        )
+        if not ok or msgs[-1]["role"] != "assistant":
+            raise DataError(f"{where}: field 'messages': a list of {{role, content}} ending on an assistant message")
+        return [dict(m) for m in msgs[:-1]], msgs[-1]["content"]
+    prompt = rec.get("prompt", rec.get("instruction"))
+    answer = rec.get("response", rec.get("output", rec.get("completion")))
+    if not isinstance(prompt, str) or not isinstance(answer, str) or not prompt.strip():
+        raise DataError(f"{where}: needs 'messages', or 'prompt'/'instruction' and 'response'/'output' strings")
+    extra = rec.get("input")
+    if isinstance(extra, str) and extra.strip():
+        prompt = f"{prompt}\n\n{extra}"
+    return [{"role": "user", "content": prompt}], answer
+
+
+def general_examples(path: str) -> list[ChatExample]:
+    """A JSONL file: ``{"messages": [...]}`` (loss on the last assistant message) or
+    ``{"prompt"|"instruction", ["input"], "response"|"output"}``."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"general instruction file {p} not found")
+    out: list[ChatExample] = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{p}: line {n}: not valid JSON ({e.msg})") from None
+        msgs, reply = _general_record(rec, f"{p}: line {n}")
+        out.append(ChatExample(f"{p.stem}:{n}", msgs, reply, "general"))
+    if not out:
+        raise DataError(f"{p}: no examples in it")
+    return out
+
+
+def mix_examples(esconv: list[ChatExample], general: list[ChatExample], *, share: float, max_examples: int | None,
+                 seed: int) -> list[ChatExample]:  # fmt: skip
+    """A seeded sample of ``max_examples`` ESConv examples, plus general ones so that they make up
+    ``share`` of the result (as many as the general file has, at most)."""
+    rng = random.Random(seed)
+    es = list(esconv)
+    rng.shuffle(es)
+    es = es[:max_examples] if max_examples else es
+    want = round(len(es) * share / (1 - share)) if share > 0 else 0
+    gen = rng.sample(general, min(want, len(general)))
+    out = es + gen
+    rng.shuffle(out)
+    return out
+
+
+@dataclass(frozen=True)
+class Encoded:
+    input_ids: list[int]
+    labels: list[int]  # IGNORE on the prompt, the token id on the reply
+    dropped_turns: int = 0  # oldest history turns left out to fit max_length
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def prompt_text(tokenizer: Any, messages: list[Message]) -> str:
+    return str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+
+
+def reply_text(tokenizer: Any, messages: list[Message], reply: str) -> str:
+    """The reply as the template writes it after the prompt, up to its end-of-turn marker (the
+    whitespace some templates put after the marker is never generated, so it is not trained on)."""
+    head = prompt_text(tokenizer, messages)
+    full = str(tokenizer.apply_chat_template([*messages, {"role": "assistant", "content": reply}], tokenize=False))
+    if full.startswith(head):
+        return full[len(head) :].rstrip()
+    return reply + (tokenizer.eos_token or "")
+
+
+def encode(tokenizer: Any, messages: list[Message], reply: str, max_length: int) -> Encoded | None:
+    """Prompt and reply tokens with the loss mask; None when even the last user turn and a
+    minimal reply do not fit."""
+    target = _ids(tokenizer, reply_text(tokenizer, messages, reply))
+    stops = stop_token_ids(tokenizer)
+    if stops and not (target and target[-1] in stops):  # the model must learn where its turn ends
+        target.append(stops[0] if tokenizer.eos_token_id is None else tokenizer.eos_token_id)
+    system = [m for m in messages[:1] if m["role"] == "system"]
+    convo = messages[len(system) :]
+    dropped = 0
+    while True:
+        prompt = _ids(tokenizer, prompt_text(tokenizer, system + convo))
+        if len(prompt) + len(target) <= max_length or len(convo) <= 1:
+            break
+        convo = convo[1:]
+        dropped += 1
+        while len(convo) > 1 and convo[0]["role"] != "user":
+            convo = convo[1:]
+            dropped += 1
+    room = max_length - len(prompt)
+    if room < min(8, len(target)):
+        return None
+    target = target[:room]
+    return Encoded(prompt + target, [IGNORE] * len(prompt) + target, dropped)

@@ -1,0 +1,126 @@
+"""Measure each round: the same EmoHarbor evaluation (profiles, user, judge, seed) run on M0, M1, ...,
+each served as an ``hf:`` supporter, then the mean of every dimension per model and its change from
+the first model. Unscored dimensions are counted, never averaged in."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..config import RunConfig, load_config
+from ..errors import EmoharborError
+from ..store.run_store import RunStore
+
+Log = Callable[[str], None]
+RECORD = "(whole assessment)"  # the row counting assessments that produced no score at all
+
+
+def _evaluator() -> Callable[..., Any]:
+    try:
+        from ..evaluate import run_evaluation  # type: ignore[attr-defined,unused-ignore]
+    except ImportError as e:
+        if e.name not in (None, "emoharbor.evaluate"):
+            raise  # the evaluator is there but something it needs is not: show that
+        raise EmoharborError(
+            "the EmoHarbor evaluator (emoharbor.evaluate.run_evaluation) is not installed in this build, "
+            "so `evolve eval` cannot run yet"
+        ) from None
+    return run_evaluation  # type: ignore[no-any-return,unused-ignore]
+
+
+def model_config(base: RunConfig, name: str, folder: Path) -> RunConfig:
+    """``base`` with its supporters replaced by one: the model in ``folder``, served locally."""
+    template = base.roles.supporter[0].model_dump(exclude={"model", "name", "replies", "base_url", "endpoints",
+                                                            "api_key_env"})  # fmt: skip
+    supporter = {**template, "model": f"hf:{Path(folder).resolve()}", "name": name}
+    roles = base.roles.model_dump() | {"supporter": [supporter]}
+    return RunConfig.model_validate(base.model_dump() | {"roles": roles, "name": f"{base.name}-{name}"})
+
+
+def dimension_means(run_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """judge -> dimension -> {mean, scored, unscored}; the judge is the record's ``judge`` field ("user"
+    when it has none)."""
+    store = RunStore.open_existing(run_dir)
+    try:
+        values: dict[tuple[str, str], list[float]] = defaultdict(list)
+        unscored: dict[tuple[str, str], int] = defaultdict(int)
+        for _, rec in store.items("assessment"):
+            judge = str(rec.get("judge") or rec.get("by") or "user")
+            if not rec.get("scores"):  # the whole assessment failed
+                unscored[(judge, RECORD)] += 1
+            for dim, v in (rec.get("scores") or {}).items():
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    values[(judge, dim)].append(float(v))
+                else:
+                    unscored[(judge, dim)] += 1
+    finally:
+        store.close()
+    out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    for judge, dim in sorted(set(values) | set(unscored)):
+        vs = values.get((judge, dim), [])
+        out[judge][dim] = {"mean": sum(vs) / len(vs) if vs else float("nan"), "scored": float(len(vs)),
+                           "unscored": float(unscored.get((judge, dim), 0))}  # fmt: skip
+    return dict(out)
+
+
+def _cell(c: dict[str, float] | None) -> str:
+    if c is None:
+        return "-"
+    un = f"unscored {int(c['unscored'])}" if c["unscored"] else ""
+    if not c["scored"]:
+        return un or "-"
+    return f"{c['mean']:.2f} (n={int(c['scored'])}{', ' + un if un else ''})"
+
+
+def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) -> str:
+    """One block per judge: dimension, each model's mean (n scored), and each later model's change."""
+    names = list(results)
+    lines: list[str] = []
+    judges = sorted({j for r in results.values() for j in r})
+    for judge in judges:
+        dims = sorted({d for r in results.values() for d in r.get(judge, {})})
+        head = ["dimension", *names, *[f"{n}-{names[0]}" for n in names[1:]]]
+        lines += [f"judge: {judge}", " | ".join(head), " | ".join("---" for _ in head)]
+        for d in dims:
+            cells = [results[n].get(judge, {}).get(d) for n in names]
+            row = [d, *(_cell(c) for c in cells)]
+            first = cells[0]
+            for c in cells[1:]:
+                both = c is not None and first is not None and c["scored"] > 0 and first["scored"] > 0
+                row.append(f"{c['mean'] - first['mean']:+.2f}" if both and c and first else "n/a")
+            lines.append(" | ".join(row))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def evaluate_models(config_path: Path, models: list[tuple[str, Path]], out: Path, *, log: Log) -> str:
+    run_evaluation = _evaluator()
+    base = load_config(config_path)
+    results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for name, folder in models:
+        run_dir = out / name
+        log(f"eval: {name} ({folder}) -> {run_dir}")
+        result = run_evaluation(model_config(base, name, folder), run_dir)
+        if inspect.isawaitable(result):
+            asyncio.run(_wait(result))
+        release()
+        results[name] = dimension_means(run_dir)
+    return compare_table(results)
+
+
+async def _wait(result: Any) -> Any:
+    return await result
+
+
+def release() -> None:
+    """Free the last model before the next one loads (torch only if it is already in use)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()

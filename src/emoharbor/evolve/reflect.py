@@ -1,0 +1,143 @@
+"""Phase 2, one context: the model's plain reply (rejected), its reflection on the seeker
+(personality, emotional state, situation, needs, what the first reply missed; JSON), and the reply it
+writes from that reflection (chosen). Pairs that cannot teach anything are dropped with a reason."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..models.base import ChatModel, Message, ModelCallError
+from ..models.structured import ask_json
+from ..prompts import Prompt, load_prompt
+from .config import RefineSettings
+from .data import ChatExample
+from .guard import fingerprint
+
+FIELDS = ("personality", "emotional_state", "situation", "needs", "critique")
+REFLECTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {k: {"type": "string", "minLength": 2} for k in FIELDS},
+    "required": list(FIELDS),
+}
+LABEL = re.compile(
+    r"^\s*(?:\*\*)?(?:improved|refined|new|final)?\s*(?:reply|response|supporter|answer)\s*:(?:\*\*)?\s*", re.IGNORECASE
+)
+WORD = re.compile(r"(?<![#@\w])[^\W\d_]+")  # a word: letters, not a hashtag or a handle
+META = re.compile(r"\{\s*\"|\b(?:personality|emotional[_ ]state|critique)\s*:", re.IGNORECASE)
+Events = list[tuple[str, str]]
+
+
+def load_principles(path: str | None) -> Prompt:
+    """The principles as a bullet list; a YAML file with a ``principles`` list, or plain text."""
+    if path is None:
+        text = resources.files("emoharbor.evolve").joinpath("principles.yaml").read_text(encoding="utf-8")
+        name, is_yaml = "principles", True
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"principles file {p} not found")
+        text, name = p.read_text(encoding="utf-8"), f"principles:{p.name}"
+        is_yaml = p.suffix.lower() in (".yaml", ".yml")
+    if is_yaml:
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+        items = raw.get("principles") if isinstance(raw, dict) else None
+        if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
+            raise ConfigError(f"{path}: field 'principles' must be a non-empty list of sentences")
+        text = "\n".join(f"- {x.strip()}" for x in items)
+    return Prompt(name, text.strip())
+
+
+def transcript(messages: list[Message]) -> str:
+    who = {"user": "Seeker", "assistant": "You"}
+    return "\n".join(f"{who[m['role']]}: {m['content']}" for m in messages if m["role"] in who)
+
+
+def clean_reply(text: str) -> str:
+    out = LABEL.sub("", text.strip()).strip()
+    if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'":
+        out = out[1:-1].strip()
+    return " ".join(out.split())
+
+
+def copied_fields(reflection: dict[str, str], instructions: str) -> list[str]:
+    """Fields whose value is text of the instructions (a small model copies the key descriptions or
+    a principle instead of thinking about the person)."""
+    text = fingerprint(instructions)
+    return [k for k, v in reflection.items() if len(fingerprint(v)) >= 12 and fingerprint(v) in text]
+
+
+def too_short(reply: str, s: RefineSettings) -> bool:
+    """Fewer than ``min_chars`` characters or ``min_words`` words (a number, a hashtag, a label)."""
+    return len(reply) < s.min_chars or len(WORD.findall(reply)) < s.min_words
+
+
+def check_pair(plain: str, refined: str, s: RefineSettings) -> str | None:
+    """Why a (plain, refined) pair is dropped; None when it is kept."""
+    if too_short(plain, s):
+        return "plain_too_short"
+    if too_short(refined, s):
+        return "refined_too_short"
+    if fingerprint(plain) == fingerprint(refined):
+        return "identical"
+    if len(refined) > s.max_length_ratio * len(plain) + s.length_slack_chars:
+        return "length_blowup"
+    if META.search(refined):
+        return "reflection_leaked"
+    return None
+
+
+async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, s: RefineSettings, *, seed: int,
+                         system_version: str = "") -> tuple[dict[str, Any], Events]:  # fmt: skip
+    """One context's record: ``status`` "kept" or "dropped" with ``reason``; events for the store."""
+    rec: dict[str, Any] = {"id": ex.id, "prompt": ex.messages, "status": "dropped", "reason": "",
+                           "principles": principles.version}  # fmt: skip
+
+    def drop(reason: str, detail: str = "") -> tuple[dict[str, Any], Events]:
+        rec["reason"] = reason
+        return rec, [(f"dropped_{reason}", detail[:200] or ex.id)]
+
+    try:
+        first = await model.chat(ex.messages, max_tokens=s.max_new_tokens, seed=seed, prompt_version=system_version)
+        plain = clean_reply(first.text)
+        rec["rejected"], rec["rejected_finish"] = plain, first.finish_reason
+        if too_short(plain, s):
+            return drop("plain_too_short")
+        history = transcript(ex.messages)
+        rp = load_prompt("evolve_reflect")
+        ask: list[Message] = [{"role": "user", "content": rp.render(transcript=history, first_reply=plain,
+                                                                     principles=principles.text)}]  # fmt: skip
+        version = f"{rp.version}+{principles.version}"
+        got = await ask_json(model, ask, REFLECTION_SCHEMA, retries=s.json_retries, seed=seed,
+                             prompt_version=version, max_tokens=s.reflection_max_tokens)  # fmt: skip
+        rec["reflection_attempts"] = got.attempts
+        if got.data is None:
+            rec["reflection_error"], rec["reflection_raw"] = got.error, (got.raw[-1] if got.raw else "")[:1000]
+            return drop("reflection_unparseable", got.error)
+        rec["reflection"] = {k: str(got.data[k]).strip() for k in FIELDS}
+        copied = copied_fields(rec["reflection"], rp.render(transcript="", first_reply="", principles=principles.text))
+        if copied:
+            return drop("reflection_copied", f"{ex.id}: {', '.join(copied)} copied from the instructions")
+        fp = load_prompt("evolve_refine")
+        msg = fp.render(transcript=history, first_reply=plain, principles=principles.text, **rec["reflection"])
+        second = await model.chat([{"role": "user", "content": msg}], max_tokens=s.max_new_tokens, seed=seed,
+                                   prompt_version=f"{fp.version}+{principles.version}")  # fmt: skip
+    except ModelCallError as e:
+        return drop("model_error", str(e))
+    refined = clean_reply(second.text)
+    rec["chosen"], rec["chosen_finish"] = refined, second.finish_reason
+    if second.finish_reason == "length" and s.drop_truncated:
+        return drop("refined_truncated")
+    reason = check_pair(plain, refined, s)
+    if reason:
+        return drop(reason)
+    rec["status"] = "kept"
+    return rec, []

@@ -1,0 +1,155 @@
+"""The stages put together: build pairs with a model (resumable, in a run store), and the whole
+run, M0 by SFT then ``rounds`` x (refine with M(t), DPO into M(t+1)), each stage skipped when its
+output is already there.
+
+Layout of a run folder: ``m0/``, ``round1/refine/`` (run store), ``round1/pairs.jsonl``, ``m1/``, ...,
+``summary.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..config import hash_config
+from ..errors import EmoharborError
+from ..models.base import ChatModel
+from ..models.hf import MODEL_CARD, HFChatModel, load_hf, read_model_card, resolve_hf
+from ..models.pool import ModelPool
+from ..simulate.supporter import supporter_prompt
+from ..store.run_store import RunStore
+from ..store.units import Work, run_units
+from .config import EvolveConfig
+from .data import ChatExample, esconv_contexts
+from .guard import load_guard
+from .pairs import PreferencePair, write_pairs
+from .reflect import load_principles, refine_context
+from .trainer import Log, peak_rss_mb, release_memory
+
+KIND = "evolve_refine"
+
+
+def refine_contexts(cfg: EvolveConfig, round_no: int) -> list[ChatExample]:
+    system = supporter_prompt(cfg.system_prompt).text.strip()
+    guard = load_guard(cfg.holdout)
+    r = cfg.refine
+    return esconv_contexts(r.data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard)
+
+
+async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: EvolveConfig, folder: Path, *,
+                      round_no: int, model_id: str, progress: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Refine every context into ``folder`` (a run store; resumable) and write ``pairs.jsonl`` beside it."""
+    principles = load_principles(cfg.refine.principles)
+    system = supporter_prompt(cfg.system_prompt)
+    resolved = {"round": round_no, "model": model_id, "refine": cfg.refine.model_dump(mode="json"),
+                "principles": principles.version, "system": system.version,
+                "contexts": [c.id for c in contexts]}  # fmt: skip
+    store = RunStore.create_or_resume(folder, KIND, resolved, hash_config(resolved))
+    started = time.monotonic()
+    try:
+        units: list[tuple[str, Work]] = []
+        for i, ex in enumerate(contexts):
+
+            async def work(ex: ChatExample = ex, i: int = i) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+                return await refine_context(model, ex, principles, cfg.refine, seed=cfg.seed + i,
+                                            system_version=system.version)  # fmt: skip
+
+            units.append((ex.id, work))
+        await run_units(store, KIND, units, concurrency=cfg.refine.concurrency, progress=progress, label="refine")
+        records = [r for _, r in store.items(KIND)]
+        reasons = Counter(r["reason"] for r in records if r["status"] != "kept")
+        pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
+                                "self_refine", {"round": round_no, "model": model_id, "context": r["id"],
+                                                "principles": r["principles"], "reflection": r["reflection"]})
+                 for r in records if r["status"] == "kept"]  # fmt: skip
+        write_pairs(folder.parent / "pairs.jsonl", pairs)
+        summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
+                   "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
+                   "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
+        store.put("stage", "summary", summary)
+        return summary
+    finally:
+        store.close()
+
+
+async def _served(cfg: EvolveConfig, contexts: list[ChatExample], folder: Path, round_no: int, progress: bool) -> dict[
+        str, Any]:  # fmt: skip
+    """Pairs from M(t) served elsewhere (``refine.generator``: e.g. vLLM with the adapter loaded)."""
+    spec = cfg.refine.generator
+    assert spec is not None
+    async with ModelPool(cache_path=False) as pool:
+        model = await pool.get(spec, "generator")
+        ident = f"{spec.model}@{','.join(spec.endpoint_urls())}"
+        return await build_pairs(model, contexts, cfg, folder, round_no=round_no, model_id=ident, progress=progress)
+
+
+def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, round_no: int, *, log: Log,
+                          progress: bool = True, hold: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Pairs from M(t) in ``model_dir``, generated in this process; or, when ``refine.generator`` is set,
+    by that served model (which must be serving M(t))."""
+    contexts = refine_contexts(cfg, round_no)
+    if cfg.refine.generator is not None:
+        log(f"refine: round {round_no}, {len(contexts)} contexts, served model {cfg.refine.generator.model}")
+        summary = asyncio.run(_served(cfg, contexts, folder, round_no, progress))
+    else:
+        src = resolve_hf(str(model_dir))
+        if hold and "model" in hold:  # M(t) as the stage before left it in memory
+            model, tok = hold["model"], hold["tokenizer"]
+        else:
+            model, tok = load_hf(src, device=cfg.device, dtype=cfg.dtype)
+        chat = HFChatModel.from_loaded(model, tok, name=f"M{round_no - 1}", temperature=cfg.refine.temperature,
+                                       max_tokens=cfg.refine.max_new_tokens,
+                                       repetition_penalty=cfg.refine.repetition_penalty)  # fmt: skip
+        log(f"refine: round {round_no}, {len(contexts)} contexts, model {model_dir}")
+        summary = asyncio.run(build_pairs(chat, contexts, cfg, folder, round_no=round_no, model_id=src.identity,
+                                          progress=progress))  # fmt: skip
+    log(f"refine: {summary['kept']} pairs kept, dropped {summary['dropped']} ({summary['wall_s']:.0f}s)")
+    return summary
+
+
+def _done(folder: Path) -> bool:
+    return (folder / MODEL_CARD).is_file()
+
+
+def run_all(cfg: EvolveConfig, out: Path, *, log: Log, progress: bool = True) -> dict[str, Any]:
+    from .dpo import run_dpo
+    from .sft import run_sft
+
+    if cfg.rounds and cfg.refine.generator is not None:
+        raise EmoharborError(
+            "refine.generator (a served model) must serve M(t) of each round, which `evolve run` cannot restart: "
+            "run the stages one by one (evolve refine / evolve dpo), or leave refine.generator out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    summary: dict[str, Any] = {"config": cfg.resolved(), "stages": []}
+    hold: dict[str, Any] = {}  # the current model, kept in memory from one stage to the next
+    m0 = out / "m0"
+    if _done(m0):
+        log(f"sft: {m0} is there, skipped")
+        summary["stages"].append(read_model_card(m0) | {"skipped": True})
+    else:
+        summary["stages"].append(run_sft(cfg, m0, log=log, hold=hold))
+        release_memory()
+    extra = [Path(p) for p in cfg.dpo.extra_pairs]
+    for t in range(1, cfg.rounds + 1):
+        prev, nxt, rdir = out / f"m{t - 1}", out / f"m{t}", out / f"round{t}"
+        if _done(nxt):
+            log(f"round {t}: {nxt} is there, skipped")
+            hold.clear()  # what is in memory (if anything) is not M(t) any more
+            continue
+        refine = refine_with_model_dir(cfg, prev, rdir / "refine", t, log=log, progress=progress, hold=hold)
+        summary["stages"].append({"stage": "refine", "round": t, **refine})
+        release_memory()
+        if refine["kept"] == 0 and not extra:
+            raise EmoharborError(f"round {t}: no pair was kept ({refine['dropped']}): see {rdir / 'refine'}")
+        summary["stages"].append(run_dpo(cfg, prev, [rdir / "pairs.jsonl", *extra], nxt, log=log, hold=hold))
+        release_memory()
+    summary["wall_s"] = time.monotonic() - started
+    summary["peak_rss_mb"] = peak_rss_mb()
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    return summary

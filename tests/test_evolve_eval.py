@@ -1,0 +1,67 @@
+"""``evolve eval``: one evaluation run per model, the means per dimension and judge, and the change
+from the first model, against hand-computed values. The evaluator is replaced by one that writes
+fixed assessments, so no model runs here."""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emoharbor.config import RunConfig
+from emoharbor.errors import EmoharborError
+from emoharbor.evolve import evaluate
+from emoharbor.store.run_store import RunStore
+
+SCORES: dict[str, list[dict[str, Any]]] = {
+    # M0: warmth 3 and 4, memory 2 and unscored; M1: warmth 5 and 4, memory 4 and 4
+    "M0": [{"judge": "user", "scores": {"warmth": 3, "memory": 2}},
+           {"judge": "user", "scores": {"warmth": 4, "memory": None}},
+           {"judge": "user", "scores": {}, "unscored": True}],
+    "M1": [{"judge": "user", "scores": {"warmth": 5, "memory": 4}},
+           {"judge": "user", "scores": {"warmth": 4, "memory": 4}},
+           {"judge": "third_party:j", "scores": {"warmth": 1, "memory": 1}}],
+}  # fmt: skip
+
+
+def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> None:
+    async def run_evaluation(cfg: RunConfig, run_dir: Path) -> None:
+        seen.append(cfg)
+        name = cfg.roles.supporter[0].name
+        store = RunStore.create_or_resume(run_dir, "emoharbor", cfg.resolved(), cfg.config_hash())
+        for i, rec in enumerate(SCORES[name]):
+            store.put("assessment", f"c{i}|{rec['judge']}", {**rec, "conversation": f"c{i}"})
+        store.close()
+
+    mod = types.ModuleType("emoharbor.evaluate")
+    mod.run_evaluation = run_evaluation  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "emoharbor.evaluate", mod)
+
+
+def test_means_and_changes_per_dimension(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[RunConfig] = []
+    fake_evaluator(monkeypatch, seen)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("profiles: ['builtin:*']\nroles:\n  supporter: {model: scripted, system_prompt: 'Be kind.'}\n")
+    m0, m1 = tmp_path / "m0", tmp_path / "m1"
+    table = evaluate.evaluate_models(cfg, [("M0", m0), ("M1", m1)], tmp_path / "eval", log=lambda _: None)
+    assert [c.roles.supporter[0].model for c in seen] == [f"hf:{m0.resolve()}", f"hf:{m1.resolve()}"]
+    assert seen[0].roles.supporter[0].system_prompt == "Be kind."  # the rest of the supporter is kept
+    means = evaluate.dimension_means(tmp_path / "eval" / "M0")["user"]
+    assert means["warmth"] == {"mean": 3.5, "scored": 2.0, "unscored": 0.0}
+    assert means["memory"] == {"mean": 2.0, "scored": 1.0, "unscored": 1.0}
+    assert means[evaluate.RECORD]["unscored"] == 1.0 and math.isnan(means[evaluate.RECORD]["mean"])
+    lines = table.splitlines()
+    assert "warmth | 3.50 (n=2) | 4.50 (n=2) | +1.00" in lines
+    assert "memory | 2.00 (n=1, unscored 1) | 4.00 (n=2) | +2.00" in lines
+    assert "judge: third_party:j" in lines and "warmth | - | 1.00 (n=1) | n/a" in lines
+
+
+def test_eval_says_clearly_when_the_evaluator_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "emoharbor.evaluate", None)  # makes the import fail
+    with pytest.raises(EmoharborError, match=r"evaluator .* is not installed"):
+        evaluate.evaluate_models(tmp_path / "x.yaml", [("M0", tmp_path)], tmp_path / "o", log=lambda _: None)

@@ -1,0 +1,100 @@
+"""Phase 2 logic with a scripted model: plain reply, reflection, refined reply; the filters and their
+reasons; the principles file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emoharbor.errors import ConfigError
+from emoharbor.evolve.config import RefineSettings
+from emoharbor.evolve.data import ChatExample
+from emoharbor.evolve.reflect import check_pair, clean_reply, load_principles, refine_context
+from emoharbor.models.base import Message
+from emoharbor.models.scripted import ScriptedModel
+
+EX = ChatExample("train:1#3", [{"role": "system", "content": "Be kind."},
+                               {"role": "user", "content": "My dog died last week and the flat is so quiet."}],
+                 "I'm so sorry.")  # fmt: skip
+PLAIN = "I'm sorry to hear that. Have you tried getting out more?"
+REFINED = "The quiet must be hard after a week without your dog. What do you miss most about the evenings?"
+REFLECTION = {"personality": "quiet, private", "emotional_state": "grief, strong", "situation": "dog died a week ago",
+              "needs": "to talk about the dog", "critique": "jumped to advice"}  # fmt: skip
+
+
+def script(reflection: str | None = None, refined: str = REFINED) -> ScriptedModel:
+    def reply(messages: list[Message], schema: dict[str, Any] | None) -> str:
+        if schema is not None:
+            return reflection if reflection is not None else json.dumps(REFLECTION)
+        if "Improve your reply" in messages[-1]["content"]:
+            return refined
+        return PLAIN
+
+    return ScriptedModel(reply)
+
+
+async def test_kept_pair_has_the_plain_reply_rejected_and_the_refined_one_chosen() -> None:
+    model = script()
+    rec, events = await refine_context(model, EX, load_principles(None), RefineSettings(), seed=1)
+    assert rec["status"] == "kept" and events == []
+    assert rec["rejected"] == PLAIN and rec["chosen"] == REFINED and rec["reflection"] == REFLECTION
+    assert rec["prompt"] == EX.messages
+    reflect_prompt, refine_prompt = model.calls[1][0]["content"], model.calls[2][0]["content"]
+    assert (
+        "Seeker: My dog died" in reflect_prompt and PLAIN in reflect_prompt and "Match how they talk" in reflect_prompt
+    )
+    assert "- What your first reply missed: jumped to advice" in refine_prompt
+
+
+@pytest.mark.parametrize(
+    ("reflection", "refined", "reason"),
+    [
+        ("no json here", REFINED, "reflection_unparseable"),
+        ('{"personality": "x"}', REFINED, "reflection_unparseable"),  # fields missing
+        (None, PLAIN.upper(), "identical"),
+        (None, "ok", "refined_too_short"),
+        (None, "#Hope 13278493 🌱", "refined_too_short"),
+        (None, "word " * 200, "length_blowup"),
+        (None, "Personality: quiet. I hear you.", "reflection_leaked"),
+    ],
+)
+async def test_dropped_pairs_say_why(reflection: str | None, refined: str, reason: str) -> None:
+    model = script(reflection, refined)
+    rec, events = await refine_context(model, EX, load_principles(None), RefineSettings(), seed=1)
+    assert rec["status"] == "dropped" and rec["reason"] == reason
+    assert events[0][0] == f"dropped_{reason}"
+
+
+def test_filters_and_cleaning() -> None:
+    s = RefineSettings(max_length_ratio=2.0, length_slack_chars=10, min_chars=5)
+    plain = "I am so sorry you lost him."  # 27 characters
+    assert check_pair(plain, ("word " * 13)[:64], s) is None  # 64 <= 2 * 27 + 10
+    assert check_pair(plain, ("word " * 13)[:65], s) == "length_blowup"
+    assert check_pair("", "hello there you", s) == "plain_too_short"
+    assert check_pair(plain, "I hear you.", s) is None  # three words
+    assert check_pair(plain, "Hey there! #Hugs", s) == "refined_too_short"  # two words and a hashtag
+    assert clean_reply('Refined reply: "That sounds  hard."') == "That sounds hard."
+    assert clean_reply("**Response:** I hear you.\n") == "I hear you."
+
+
+def test_principles_file(tmp_path: Path) -> None:
+    builtin = load_principles(None)
+    assert builtin.text.startswith("- Name the feeling") and builtin.version.startswith("principles@")
+    (tmp_path / "mine.yaml").write_text("principles:\n  - Be brief.\n  - Ask one question.\n")
+    mine = load_principles(str(tmp_path / "mine.yaml"))
+    assert mine.text == "- Be brief.\n- Ask one question." and mine.version != builtin.version
+    (tmp_path / "plain.md").write_text("Always be brief.\n")
+    assert load_principles(str(tmp_path / "plain.md")).text == "Always be brief."
+    (tmp_path / "bad.yaml").write_text("principles: []\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: field 'principles'"):
+        load_principles(str(tmp_path / "bad.yaml"))
+
+
+async def test_a_reflection_copied_from_the_instructions_is_dropped() -> None:
+    copied = dict(REFLECTION, needs="what they need most from your next reply", critique="Keep it short enough")
+    rec, events = await refine_context(script(json.dumps(copied)), EX, load_principles(None), RefineSettings(), seed=1)
+    assert rec["status"] == "dropped" and rec["reason"] == "reflection_copied"
+    assert "needs, critique copied" in events[0][1]
