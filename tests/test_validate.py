@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,12 +103,16 @@ def test_selection_and_option_errors(tmp_path: Path) -> None:
         ValidateOptions(esconv=[])
     with pytest.raises(DataError, match="also in"):
         load_selection(ValidateOptions(esconv=[path, path]))
+    raw = tmp_path / "failed_x.json"
+    raw.write_text(json.dumps([invented_record(2, raw=True), invented_record(1, raw=True)]))
+    order = [d.id for d in load_selection(ValidateOptions(esconv=[path, raw], limit=3))]
+    assert order == ["mine:0", "failed_x:0", "mine:1", "failed_x:1", "mine:2"]  # interleaved across files
 
 
 async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
     path = dialogs(tmp_path, [1, 3, 5])
     raw = tmp_path / "failed_mine.json"
-    raw.write_text("[" + ",".join(__import__("json").dumps(invented_record(2, raw=True)) for _ in range(2)) + "]")
+    raw.write_text("[" + ",".join(json.dumps(invented_record(2, raw=True)) for _ in range(2)) + "]")
     with FakeOpenAIServer() as srv:
         spec = ModelSpec.model_validate(fake_spec(srv.base_url))
         opts = ValidateOptions(esconv=[path, raw], user=spec, judge=spec, max_supporter_turns=2)

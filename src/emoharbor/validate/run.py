@@ -28,7 +28,6 @@ from ..evaluate import assess_unit, third_party_name
 from ..models.base import ChatModel
 from ..models.pool import ModelPool
 from ..profiles.esconv_import import draft_profile
-from ..profiles.schema import Profile
 from ..prompts import all_versions
 from ..simulate.chain_user import ChainSettings, ChainUser
 from ..simulate.conversation import Conversation
@@ -82,15 +81,19 @@ def select(dialogs: list[EsconvDialog], limit: int | None, sample: int | None, s
 
 
 def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
-    chosen: list[EsconvDialog] = []
+    """The chosen records of every file, interleaved (first of each file, then second of each...), so a run
+    stopped early holds about as many conversations from each file."""
+    per_file: list[list[EsconvDialog]] = []
     seen: dict[str, str] = {}
     for path in opts.esconv:
-        for d in select(load_esconv(path), opts.limit, opts.sample, opts.seed):
+        chosen = select(load_esconv(path), opts.limit, opts.sample, opts.seed)
+        for d in chosen:
             if d.id in seen:
                 raise DataError(f"{path}: record id {d.id} is also in {seen[d.id]}: give files with different names")
             seen[d.id] = str(path)
-            chosen.append(d)
-    return chosen
+        per_file.append(chosen)
+    longest = max((len(c) for c in per_file), default=0)
+    return [c[i] for i in range(longest) for c in per_file if i < len(c)]
 
 
 def run_record(opts: ValidateOptions) -> dict[str, Any]:
@@ -183,7 +186,3 @@ async def run_validation(
         store.set_meta("wall_s", f"{spent:.1f}")  # over every session of this run, resumes included
         store.close()
     return ValidateSummary(run_dir, len(dialogs), len(dialogs) - len(have), errors)
-
-
-def profiles_of(store: RunStore) -> dict[str, Profile]:
-    return {d["profile_id"]: Profile.model_validate(d["profile"]) for _, d in store.items("replay")}
