@@ -146,3 +146,14 @@ async def test_with_human_pairs_follow_the_heart_design(tmp_path: Path) -> None:
         "regular:2|kind|blunt", "adversarial:0|kind|blunt", "adversarial:1|kind|blunt",
     }  # fmt: skip
     assert summary["pairs"] == 6 and summary["pairs_candidate_unusable"] == 1
+
+
+async def test_replies_written_as_the_seeker_are_kept_and_counted(tmp_path: Path) -> None:
+    from heart_helpers import kind_reply, make_config
+
+    config = make_config(tmp_path)
+    store = pipeline.open_run(tmp_path / "run", config, tmp_path)
+    table = {"kind": scripted(kind_reply), "blunt": scripted(lambda m, s: "Seeker: Thanks, that helps.")}
+    await pipeline.generate(store, config, tmp_path, models(table), progress=False)
+    assert store.get("candidate", "regular:0|blunt")["text"] == "Seeker: Thanks, that helps."  # type: ignore[index]
+    assert reports.overview(store)["candidates_written_as_the_seeker"] == {"blunt": 5}

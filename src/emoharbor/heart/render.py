@@ -126,6 +126,7 @@ def overview_md(ov: dict[str, Any], counts: dict[str, Any]) -> str:
         )
         lines += [f"  - {n}" for n in s["notes"][:5]]
     lines.append(f"- candidates (competitor:status): {ov['candidates']}")
+    lines.append(f"- candidate replies written as the seeker ('Seeker: ...'): {ov['candidates_written_as_the_seeker']}")
     lines.append(f"- judgements (judge:status): {ov['judgements']}")
     lines.append(f"- pair verdicts: {counts}")
     for name, st in ov["stages"].items():

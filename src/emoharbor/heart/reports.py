@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,17 +20,23 @@ from .ratings import compute_ratings
 from .strategies import load_strategies, strategy_profiles
 from .verdicts import combine_orders
 
+# a candidate reply that opens with the seeker's label: the model wrote the seeker's turn, not the
+# supporter's (kept as written, so the judges see it; counted here)
+SEEKER_LABEL = re.compile(r"^\s*\**\s*(?:seeker|user|help-seeker)\s*\**\s*:", re.I)
+
 
 def overview(store: RunStore) -> dict[str, Any]:
     """What was loaded, skipped, generated, judged and counted in this run."""
     cands = Counter(f"{d['competitor']}:{d['status']}" for _, d in store.items("candidate"))
     judged = Counter(f"{d['judge']}:{d['status']}" for _, d in store.items("comparison"))
+    as_seeker = Counter(d["competitor"] for _, d in store.items("candidate") if SEEKER_LABEL.match(d["text"]))
     return {
-        "histories": Counter(d["subset"] for _, d in store.items("history")),
+        "histories": dict(Counter(d["subset"] for _, d in store.items("history"))),
         "speakers_inferred": sum(1 for _, d in store.items("history") if d["speakers_inferred"]),
         "sources": [d for _, d in store.items("load_report")],
         "stages": dict(store.items("stage")),
         "candidates": dict(cands),
+        "candidates_written_as_the_seeker": dict(as_seeker),
         "judgements": dict(judged),
         "events": store.event_counts(),
         "usage_by_role": store.usage_by_role(),
