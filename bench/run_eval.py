@@ -47,6 +47,7 @@ def one(url: str, a: argparse.Namespace, run_dir: Path) -> dict[str, float]:
     t = time.perf_counter()
     asyncio.run(run_evaluation(cfg, run_dir, progress=False, cache_path=run_dir / "cache.sqlite"))
     wall = time.perf_counter() - t
+    peak = peak_rss_mb()  # before the figures below read every call back into memory
     store = RunStore.open_existing(run_dir)
     convs = [d for _, d in store.items("conversation")]
     calls = store.calls()
@@ -60,7 +61,7 @@ def one(url: str, a: argparse.Namespace, run_dir: Path) -> dict[str, float]:
         "calls": len(calls),
         "longest_chain": longest,
         "tokens": sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls),
-        "peak_mb": peak_rss_mb(),
+        "peak_mb": peak,
     }
 
 
