@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from emoharbor.errors import ConfigError
-from emoharbor.models.local import LocalServer, assemble, check_port_free, resolve_gguf
+from emoharbor.models.local import LocalServer, assemble, check_port_free, resolve_gguf, server_threads
 
 
 def cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
@@ -126,3 +126,11 @@ async def test_local_server_on_a_busy_port_is_refused() -> None:
         server = LocalServer(gguf, port=s.getsockname()[1])
         with pytest.raises(ConfigError, match="is in use"):
             await server.start()
+
+
+def test_local_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMOHARBOR_LOCAL_THREADS", "3")
+    assert server_threads() == 3
+    monkeypatch.setenv("EMOHARBOR_LOCAL_THREADS", "two")
+    with pytest.raises(ConfigError, match="EMOHARBOR_LOCAL_THREADS must be a whole number"):
+        server_threads()

@@ -150,6 +150,17 @@ def _die_with_parent() -> None:  # runs in the child before exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def server_threads() -> int:
+    """CPU threads for a llama.cpp server: $EMOHARBOR_LOCAL_THREADS, else every core. Not part of a
+    run's config: it changes the speed, not what is asked."""
+    env = os.environ.get("EMOHARBOR_LOCAL_THREADS", "").strip()
+    if not env:
+        return os.cpu_count() or 2
+    if not env.isdigit() or int(env) < 1:
+        raise ConfigError(f"EMOHARBOR_LOCAL_THREADS must be a whole number of threads (1 or more), not {env!r}")
+    return int(env)
+
+
 class LocalServer:
     """One llama.cpp server process."""
 
@@ -186,7 +197,7 @@ class LocalServer:
             "--n_ctx",
             str(self.context_size),
             "--n_threads",
-            str(os.cpu_count() or 2),
+            str(server_threads()),
             "--model_alias",
             "local",
         ]
