@@ -16,7 +16,7 @@ from emoharbor.simulate.chain_user import ChainSettings, ChainUser, disclosure_c
 from emoharbor.simulate.conversation import Conversation
 from emoharbor.simulate.loop import converse
 from emoharbor.simulate.supporter import Supporter, supporter_prompt
-from emoharbor.simulate.text_checks import breaks_character, clean_message, repeats
+from emoharbor.simulate.text_checks import breaks_character, clean_message, names_self, repeats, user_text_events
 
 PROFILE = load_profile_file(Path(__file__).parent.parent / "examples" / "profile.yaml")[0]
 
@@ -160,7 +160,7 @@ async def test_disclosure_reaches_the_expresser_prompt() -> None:
     await user.open(0)
     opening_prompt = model.calls[0][-1]["content"]
     facts = story_facts(PROFILE)
-    may_share = opening_prompt.split("What you may share so far:")[1].split("Keep to yourself")[0]
+    may_share = opening_prompt.split("What you may share so far")[1].split("Keep to yourself")[0]
     assert facts[0] in may_share and facts[1] not in may_share
 
 
@@ -200,6 +200,15 @@ def test_text_checks() -> None:
     assert breaks_character("I appreciate the supporter's concern.")
     assert not breaks_character("I don't know how to help myself.")
     assert clean_message('User: "hello there"') == "hello there"
+
+
+def test_a_user_naming_itself_is_flagged() -> None:
+    said = "After nineteen years, Darnell was let go in a Zoom call."
+    assert names_self(said, "Darnell Brooks")
+    assert not names_self("Hi, I'm Darnell. I was let go last week.", "Darnell Brooks")
+    assert not names_self("My name is Darnell and I lost my job.", "Darnell Brooks")
+    assert not names_self("My daughter Keisha starts college soon.", "Darnell Brooks")
+    assert [k for k, _ in user_text_events(said, [said], "Darnell Brooks")] == ["user_repetition", "user_named_self"]
 
 
 async def test_the_supporter_never_sees_the_profile() -> None:

@@ -44,6 +44,8 @@ def test_bad_field(tmp_path: Path) -> None:
     one_line_error(cli("config", "check", "c.yaml", tmp=tmp_path), "field 'max_turns'")
     (tmp_path / "d.yaml").write_text("roles:\n  judge:\n    model: local:smollm2\n    temprature: 0.1\n")
     one_line_error(cli("config", "check", "d.yaml", tmp=tmp_path), "roles.judge.temprature")
+    (tmp_path / "e.yaml").write_text("roles:\n  judge:\n    model: local:smollm2\n    json_mode: json_schema\n")
+    one_line_error(cli("config", "check", "e.yaml", tmp=tmp_path), "roles.judge", "does not take json_schema")
 
 
 def test_unknown_model_name(tmp_path: Path) -> None:

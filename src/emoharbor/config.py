@@ -70,6 +70,8 @@ class ModelSpec(BaseModel):
             )
         if self.base_url and self.endpoints:
             raise ValueError("give base_url or endpoints, not both")
+        if self.backend == "local" and self.json_mode == "json_schema":
+            raise ValueError("the embedded model does not take json_schema: use json_object (a grammar) or prompt")
         return self
 
     @property

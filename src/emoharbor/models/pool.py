@@ -118,8 +118,10 @@ class ModelPool:
             ekey: tuple[str, ...] = (server.base_url,)
             if ekey not in self._endpoints:  # the server answers one request at a time
                 self._endpoints[ekey] = make_endpoints(spec, [server.base_url], concurrency=1)
+            # llama.cpp takes a schema as a grammar (json_object) and rejects json_schema
+            mode = "json_object" if spec.json_mode == "auto" else spec.json_mode
             m = OpenAIChatModel(
-                spec, cache=self.cache, endpoints=self._endpoints[ekey], json_mode="json_object", identity=gguf.identity
+                spec, cache=self.cache, endpoints=self._endpoints[ekey], json_mode=mode, identity=gguf.identity
             )
             m.served_name = "local"
             return m

@@ -110,7 +110,7 @@ class Profile(_Strict):
             f"How you talk: {c.verbosity}, directness {c.directness}, {c.formality}, humour {c.humour}"
             + (f". {c.notes}" if c.notes else "")
             + ".",
-            f"Your problem ({s.problem_type}): {s.story}",
+            f'Your problem ({s.problem_type}; told about you, you tell it as "I"): {s.story}',
             f"Already tried: {'; '.join(s.already_tried) or 'nothing yet'}.",
             f"You feel {e.emotion}.",
             f"What you say you want: {n.surface_request}",

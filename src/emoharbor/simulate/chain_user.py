@@ -22,7 +22,7 @@ from ..models.structured import ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from .conversation import Decision, Turn, UserState
-from .text_checks import breaks_character, clean_message, repeats
+from .text_checks import clean_message, repeats, user_text_events
 from .user_agent import UserStep
 
 
@@ -274,7 +274,4 @@ class ChainUser:
         raise AssertionError("unreachable: the second try always returns")
 
     def _check_text(self, step: UserStep, earlier: list[str]) -> None:
-        if step.text and repeats(step.text, earlier):
-            step.events.append(("user_repetition", step.text[:80]))
-        if step.text and breaks_character(step.text):
-            step.events.append(("user_broke_character", step.text[:80]))
+        step.events.extend(user_text_events(step.text, earlier, self.profile.name))

@@ -7,7 +7,7 @@ from ..models.base import ChatModel, Message
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from .conversation import Decision, Turn, UserState
-from .text_checks import breaks_character, clean_message, repeats
+from .text_checks import clean_message, user_text_events
 from .user_agent import UserStep
 
 END_MARK = "[END]"
@@ -43,11 +43,7 @@ class SimpleUser:
             text = text.replace(END_MARK, "").strip()
             decision = "end_satisfied"
         step = UserStep(text=text, decision=decision)
-        earlier = [t.text for t in turns if t.speaker == "user"]
-        if repeats(text, earlier):
-            step.events.append(("user_repetition", text[:80]))
-        if breaks_character(text):
-            step.events.append(("user_broke_character", text[:80]))
+        step.events.extend(user_text_events(text, [t.text for t in turns if t.speaker == "user"], self.profile.name))
         return step
 
     async def open(self, seed: int) -> UserStep:

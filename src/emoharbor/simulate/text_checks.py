@@ -40,3 +40,26 @@ def repeats(message: str, earlier: list[str], ratio: float = REPEAT_RATIO) -> bo
 def breaks_character(message: str) -> bool:
     """Whether the simulated help-seeker talks like an assistant."""
     return bool(ASSISTANT_TELLS.search(message))
+
+
+def names_self(message: str, name: str) -> bool:
+    """Whether the help-seeker speaks of itself by its own first name (narrating its profile in the third
+    person, as small models do), other than to introduce itself ("I'm Dana", "my name is Dana")."""
+    first = name.split()[0] if name.split() else ""
+    if len(first) < 2:
+        return False
+    used = re.finditer(rf"\b{re.escape(first)}\b", message)
+    intro = re.compile(r"(?:i'?m|i am|my name is|name's|this is|it'?s|call me)\s*,?\s*$", re.IGNORECASE)
+    return any(not intro.search(message[: m.start()]) for m in used)
+
+
+def user_text_events(text: str, earlier: list[str], name: str) -> list[tuple[str, str]]:
+    """The events a simulated user's message raises: repetition, an assistant's voice, its own name."""
+    events = []
+    if text and repeats(text, earlier):
+        events.append(("user_repetition", text[:80]))
+    if text and breaks_character(text):
+        events.append(("user_broke_character", text[:80]))
+    if text and names_self(text, name):
+        events.append(("user_named_self", text[:80]))
+    return events
