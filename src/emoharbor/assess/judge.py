@@ -41,7 +41,7 @@ def assessment_record(judge: str, data: dict[str, Any] | None, error: str, attem
 async def judge_as_user(model: ChatModel, profile: Profile, conv: Conversation, seed: int = 0) -> dict[str, Any]:
     p = load_prompt("user_judge")
     system = load_prompt("user_system").render(persona=profile.persona_card(), transcript=conv.transcript("You"))
-    text = p.render(trajectory=trajectory_text(conv), rubric=rubric_text())
+    text = p.render(trajectory=trajectory_text(conv), rubric=rubric_text(), keys=", ".join(keys()))
     r = await ask_json(
         model,
         [{"role": "system", "content": system}, {"role": "user", "content": text}],
@@ -55,7 +55,7 @@ async def judge_as_user(model: ChatModel, profile: Profile, conv: Conversation, 
 
 async def judge_third_party(model: ChatModel, name: str, conv: Conversation, seed: int = 0) -> dict[str, Any]:
     p = load_prompt("third_party_judge")
-    text = p.render(transcript=conv.transcript("Seeker", "Supporter"), rubric=rubric_text())
+    text = p.render(transcript=conv.transcript("Seeker", "Supporter"), rubric=rubric_text(), keys=", ".join(keys()))
     r = await ask_json(
         model, [{"role": "user", "content": text}], scores_schema(), seed=seed, prompt_version=p.version, max_tokens=900
     )

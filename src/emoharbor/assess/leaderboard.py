@@ -13,6 +13,7 @@ from ..simulate.conversation import Conversation
 from ..stats.bootstrap import Estimate, bootstrap_ci
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
+from .evidence import KINDS, evidence_counts
 
 
 def _row_means(scores: list[dict[str, int | None]], dims: list[str]) -> list[float]:
@@ -54,6 +55,11 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str
         p = bootstrap_ci(_row_means(scored, personal), seed=seed)
         gaps = [a - b for a, b in zip(_row_means(scored, generic), _row_means(scored, personal), strict=False)]
         changes = [c.intensity_change for c in mine if c.intensity_change is not None]
+        evidence: Counter[str] = Counter({k: 0 for k in KINDS})
+        for c in mine:
+            a = assessments.get(c.id)
+            if a is not None and not a["unscored"]:
+                evidence.update(evidence_counts(a["evidence"], [t.text for t in c.turns if t.speaker == "supporter"]))
         rows.append(
             {
                 "supporter": sup,
@@ -67,6 +73,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str
                 "gap": _est(bootstrap_ci(gaps, seed=seed)),
                 "overall": _est(bootstrap_ci(_row_means(scored, keys()), seed=seed)),
                 "intensity_change": _est(bootstrap_ci(changes, seed=seed)),
+                "evidence": dict(evidence),
                 "terminations": dict(Counter(c.termination for c in mine)),
                 "events": dict(Counter(ev for c in mine for ev, _ in c.events)),
                 "usage": {role: dict(v) for role, v in usage.get(sup, {}).items()},

@@ -66,10 +66,11 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
         md,
     )
     ends = _table(
-        ["supporter", "terminations", "events"],
+        ["supporter", "evidence quoted/not a quote/placeholder", "terminations", "events"],
         [
             [
                 r["supporter"],
+                "/".join(str(r["evidence"].get(k, 0)) for k in ("quoted", "not_a_quote", "placeholder")),
                 ", ".join(f"{k} {v}" for k, v in sorted(r["terminations"].items())),
                 ", ".join(f"{k} {v}" for k, v in sorted(r["events"].items())) or "-",
             ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..assess.evidence import evidence_counts
 from .html import esc, note, table
 from .runs import RunView
 
@@ -25,6 +26,10 @@ def scoring_table(view: RunView) -> str:
             scored = sum(1 for a in recs if a is not None and not a["unscored"])
             unscored = sum(1 for a in recs if a is not None and a["unscored"])
             retried = sum(1 for a in recs if a is not None and int(a.get("attempts", 1)) > 1)
+            evidence: Counter[str] = Counter()
+            for c, a in zip(mine, recs, strict=True):
+                if a is not None and not a["unscored"]:
+                    evidence += evidence_counts(a["evidence"], [t.text for t in c.turns if t.speaker == "supporter"])
             rows.append(
                 [
                     esc(judge),
@@ -34,12 +39,17 @@ def scoring_table(view: RunView) -> str:
                     str(unscored),
                     str(len(mine) - scored - unscored),
                     str(retried),
+                    f"{evidence['quoted']} / {evidence['not_a_quote']} / {evidence['placeholder']}",
                 ]
             )
     if not rows:
         return note("no assessments in this run")
-    header = ["judge", "supporter", "conversations", "scored", "unscored", "not assessed", "needed a re-ask"]
-    return table(header, rows)
+    header = ["judge", "supporter", "conversations", "scored", "unscored", "not assessed", "needed a re-ask",
+              "evidence: quoted / not a quote / placeholder"]  # fmt: skip
+    return table(header, rows) + note(
+        "Evidence per dimension score: quoted (four words in a row from a supporter message), not a quote "
+        '(a paraphrase or a note of what was missing), placeholder ("..." or empty).'
+    )
 
 
 def usage_table(view: RunView) -> str:

@@ -1,0 +1,42 @@
+"""Is a judge's evidence a quote? Small models copy the prompt's placeholder ("...") or restate the rubric
+anchor instead of quoting the supporter. Each evidence is sorted as:
+
+- ``quoted``: at least four consecutive words of it (or all of it, when shorter) appear in a supporter
+  message;
+- ``not_a_quote``: words, but not the supporter's (a paraphrase, or a note of what was missing, which the
+  prompts allow);
+- ``placeholder``: fewer than two words of two letters or more ("...", "", "n/a").
+
+The scores stand either way; these counts say how far to trust them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+WORD = re.compile(r"[a-z0-9']+")
+KINDS = ("quoted", "not_a_quote", "placeholder")
+RUN = 4
+
+
+def _words(text: str) -> list[str]:
+    return WORD.findall(text.lower().replace("\u2019", "'"))
+
+
+def evidence_kind(evidence: str, supporter_texts: Iterable[str]) -> str:
+    words = _words(evidence)
+    if sum(1 for w in words if len(w) > 1) < 2:
+        return "placeholder"
+    said = [" " + " ".join(_words(t)) + " " for t in supporter_texts]
+    n = min(RUN, len(words))
+    for i in range(len(words) - n + 1):
+        piece = " " + " ".join(words[i : i + n]) + " "
+        if any(piece in s for s in said):
+            return "quoted"
+    return "not_a_quote"
+
+
+def evidence_counts(evidence: dict[str, str], supporter_texts: list[str]) -> Counter[str]:
+    return Counter(evidence_kind(e, supporter_texts) for e in evidence.values())
