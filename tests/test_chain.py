@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from emoharbor.assess.dimensions import keys
 from emoharbor.assess.judge import judge_as_user, judge_third_party
+from emoharbor.models.base import ChatResult, Message
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.profiles.loader import load_profile_file
 from emoharbor.simulate.chain_user import ChainSettings, ChainUser, disclosure_count, story_facts
@@ -219,3 +221,16 @@ async def test_the_supporter_never_sees_the_profile() -> None:
     assert len(sup_calls) == 2
     blob = json.dumps(sup_calls)
     assert "Pieter" not in blob and PROFILE.needs.hidden_need not in blob
+
+
+async def test_a_supporter_reply_cut_at_max_tokens_is_kept_and_counted() -> None:
+    class CutOff(ScriptedModel):
+        async def chat(self, messages: list[Message], **kw: Any) -> ChatResult:
+            r = await super().chat(messages, **kw)
+            return r if role_of(messages) != "supporter" else replace(r, text="I hear", finish_reason="length")
+
+    model = CutOff(ChainScript())
+    conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
+    await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=2, seed=1)
+    assert conv.turns[1].text == "I hear"
+    assert [k for k, _ in conv.events].count("supporter_truncated") == 2

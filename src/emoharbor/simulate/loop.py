@@ -38,7 +38,8 @@ async def converse(
         conv.turns.append(_user_turn(step))
         conv.termination = "max_turns"
         for i in range(max_turns):
-            reply = await supporter.reply(conv.turns, seed=seed + i)
+            reply, events = await supporter.reply(conv.turns, seed=seed + i)
+            conv.events.extend(events)
             conv.turns.append(Turn(speaker="supporter", text=reply))
             step = await user.react(conv.turns, seed=seed + 1000 + i)
             conv.events.extend(step.events)

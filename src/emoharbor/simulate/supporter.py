@@ -43,8 +43,13 @@ class Supporter:
         msgs += [{"role": "user" if t.speaker == "user" else "assistant", "content": t.text} for t in turns]
         return msgs
 
-    async def reply(self, turns: list[Turn], seed: int) -> str:
+    async def reply(self, turns: list[Turn], seed: int) -> tuple[str, list[tuple[str, str]]]:
+        """The reply, and events about it: cut off at max_tokens, or empty (kept as said: the user hears it)."""
         r = await self.model.chat(
             self.messages(turns), seed=seed, prompt_version=self.prompt.version, max_tokens=self.max_tokens
         )
-        return r.text.strip()
+        text = r.text.strip()
+        events = [("supporter_truncated", text[-80:])] if r.finish_reason == "length" else []
+        if not text:
+            events.append(("supporter_empty", ""))
+        return text, events
