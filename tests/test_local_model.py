@@ -53,7 +53,7 @@ async def test_smollm2_chat_and_json_through_the_server(tmp_path: Path) -> None:
 
 
 def test_server_stops_when_emoharbor_is_interrupted(tmp_path: Path) -> None:
-    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache"), "PYTHONFAULTHANDLER": "1"}
     p = subprocess.Popen(
         [
             sys.executable,
@@ -83,7 +83,12 @@ def test_server_stops_when_emoharbor_is_interrupted(tmp_path: Path) -> None:
     assert child is not None, "the local server did not start"
     time.sleep(2)
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGABRT)  # the fault handler prints where every thread is
+        _, err = p.communicate(timeout=30)
+        pytest.fail(f"emoharbor did not stop within 60 s of Ctrl-C; where it was: {err[-4000:]}")
     assert p.returncode == 130 and "Traceback" not in err
     time.sleep(0.5)
     assert not alive(child)

@@ -212,10 +212,15 @@ class LocalServer:
                         f"the local model server for {self.gguf.identity} exited with status "
                         f"{self.proc.returncode}: {self._tail()}"
                     )
-                with contextlib.suppress(httpx.HTTPError):
+                try:
                     r = await client.get(f"{self.base_url}/models")
                     if r.status_code == 200:
                         return
+                except httpx.HTTPError:
+                    # not up yet; but a Ctrl-C that lands in the request can surface as an HTTP error
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise asyncio.CancelledError from None
                 await asyncio.sleep(0.25)
         self.stop()
         raise EmoharborError(f"the local model server did not answer within {timeout_s:.0f}s: {self._tail()}")
