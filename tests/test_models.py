@@ -163,3 +163,30 @@ async def test_structured_output_is_retried_then_unscored(server: FakeOpenAIServ
     assert bad.data is None and bad.attempts == 3 and "no JSON object" in bad.error
     req = server.bodies[0]
     assert req["response_format"]["type"] == "json_schema"
+
+
+async def test_a_cancel_turned_into_a_connection_error_is_not_retried() -> None:
+    """Ctrl-C cancels the run's task; a client library may surface that as a connection error. It must
+    end the call, not be retried (the run would go on after Ctrl-C)."""
+    import httpx
+    import openai
+
+    m = OpenAIChatModel(spec("http://127.0.0.1:9/v1", max_retries=5), cache=CallCache(None))
+    calls = 0
+
+    async def create(**_: object) -> None:
+        nonlocal calls
+        calls += 1
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise openai.APIConnectionError(request=httpx.Request("POST", "http://x")) from None
+
+    m.endpoints[0].client.chat.completions.create = create  # type: ignore[method-assign]
+    task = asyncio.create_task(m.chat(HI))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert calls == 1
+    await m.aclose()

@@ -32,6 +32,7 @@ import httpx
 
 from ..errors import ConfigError, EmoharborError
 from .cache import default_cache_dir
+from .retry import raise_if_cancelled
 
 QWEN_PARTS = 22
 QWEN_SIZE = 1_117_320_768
@@ -217,10 +218,7 @@ class LocalServer:
                     if r.status_code == 200:
                         return
                 except httpx.HTTPError:
-                    # not up yet; but a Ctrl-C that lands in the request can surface as an HTTP error
-                    task = asyncio.current_task()
-                    if task is not None and task.cancelling():
-                        raise asyncio.CancelledError from None
+                    raise_if_cancelled()  # else: not up yet
                 await asyncio.sleep(0.25)
         self.stop()
         raise EmoharborError(f"the local model server did not answer within {timeout_s:.0f}s: {self._tail()}")

@@ -19,7 +19,7 @@ from ..config import ModelSpec
 from ..errors import ConfigError
 from .base import ChatResult, Message, ModelCallError, Usage
 from .cache import CallCache, cache_key
-from .retry import EmptyReply, backoff_s, describe, is_retryable, retry_after_s
+from .retry import EmptyReply, backoff_s, describe, is_retryable, raise_if_cancelled, retry_after_s
 
 FAILURES_BEFORE_REST = 3
 REST_S = 30.0
@@ -137,6 +137,7 @@ class OpenAIChatModel:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                raise_if_cancelled()
                 if not is_retryable(exc):
                     raise ModelCallError(
                         f"{self.name} at {ep.url}: {describe(exc)}", retries=attempt, endpoint=ep.url

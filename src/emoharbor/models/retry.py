@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import random
@@ -27,6 +28,14 @@ def is_retryable(exc: BaseException) -> bool:
             EmptyReply,
         ),
     )
+
+
+def raise_if_cancelled() -> None:
+    """Re-raise a cancellation (Ctrl-C) that a client library turned into a connection error: without
+    this, the error would be retried or ignored and the run would go on after Ctrl-C."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 class EmptyReply(Exception):
