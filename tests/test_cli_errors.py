@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -136,3 +137,23 @@ def test_local_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("EMOHARBOR_LOCAL_THREADS", "two")
     with pytest.raises(ConfigError, match="EMOHARBOR_LOCAL_THREADS must be a whole number"):
         server_threads()
+
+
+def test_an_interrupt_that_something_swallows_still_ends_the_process() -> None:
+    code = (
+        "import signal, time\n"
+        "import emoharbor.cli as c\n"
+        "c.FORCE_EXIT_S = 1.0\n"
+        "signal.signal(signal.SIGINT, c._interrupt)\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    try:\n"
+        "        time.sleep(10)\n"
+        "    except KeyboardInterrupt:\n"
+        "        pass  # a library that swallows the interrupt\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and "exiting now; finished work is saved" in err

@@ -4,8 +4,10 @@ under ``emoharbor.commands``."""
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
+import threading
 
 import click
 
@@ -45,11 +47,30 @@ def _register() -> None:
 _register()
 
 
+FORCE_EXIT_S = 15.0  # after Ctrl-C or SIGTERM, the most time a clean stop may take
+_stopping = threading.Event()
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM ends a run like Ctrl-C: servers stop, finished work stays
+    """Ctrl-C and SIGTERM: unwind (servers stop, finished work stays). Should anything hold the unwinding
+    up (a library that swallows the cancellation), exit anyway after FORCE_EXIT_S: every finished unit is
+    already committed, and the local servers die with this process."""
+    if not _stopping.is_set():
+        _stopping.set()
+        timer = threading.Timer(FORCE_EXIT_S, _force_exit)
+        timer.daemon = True
+        timer.start()
+    raise KeyboardInterrupt
+
+
+def _force_exit() -> None:
+    sys.stderr.write(f"interrupted: not stopped after {FORCE_EXIT_S:.0f} s, exiting now; finished work is saved\n")
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def main(argv: list[str] | None = None) -> None:
+    signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         cli.main(args=argv, prog_name="emoharbor", standalone_mode=False)
