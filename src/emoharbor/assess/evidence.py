@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
+
+from ..simulate.conversation import Conversation
 
 WORD = re.compile(r"[a-z0-9']+")
 KINDS = ("quoted", "not_a_quote", "placeholder")
@@ -40,3 +43,10 @@ def evidence_kind(evidence: str, supporter_texts: Iterable[str]) -> str:
 
 def evidence_counts(evidence: dict[str, str], supporter_texts: list[str]) -> Counter[str]:
     return Counter(evidence_kind(e, supporter_texts) for e in evidence.values())
+
+
+def assessment_evidence(assessment: dict[str, Any] | None, conv: Conversation) -> Counter[str]:
+    """The evidence kinds of one assessment of ``conv`` (none when it is missing or unscored)."""
+    if assessment is None or assessment["unscored"]:
+        return Counter()
+    return evidence_counts(assessment["evidence"], [t.text for t in conv.turns if t.speaker == "supporter"])

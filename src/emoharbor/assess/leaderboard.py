@@ -13,7 +13,7 @@ from ..simulate.conversation import Conversation
 from ..stats.bootstrap import Estimate, bootstrap_ci
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
-from .evidence import KINDS, evidence_counts
+from .evidence import KINDS, assessment_evidence
 
 
 def _row_means(scores: list[dict[str, int | None]], dims: list[str]) -> list[float]:
@@ -57,9 +57,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str
         changes = [c.intensity_change for c in mine if c.intensity_change is not None]
         evidence: Counter[str] = Counter({k: 0 for k in KINDS})
         for c in mine:
-            a = assessments.get(c.id)
-            if a is not None and not a["unscored"]:
-                evidence.update(evidence_counts(a["evidence"], [t.text for t in c.turns if t.speaker == "supporter"]))
+            evidence.update(assessment_evidence(assessments.get(c.id), c))
         rows.append(
             {
                 "supporter": sup,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..assess.evidence import evidence_counts
+from ..assess.evidence import assessment_evidence
 from .html import esc, note, table
 from .runs import RunView
 
@@ -28,8 +28,7 @@ def scoring_table(view: RunView) -> str:
             retried = sum(1 for a in recs if a is not None and int(a.get("attempts", 1)) > 1)
             evidence: Counter[str] = Counter()
             for c, a in zip(mine, recs, strict=True):
-                if a is not None and not a["unscored"]:
-                    evidence += evidence_counts(a["evidence"], [t.text for t in c.turns if t.speaker == "supporter"])
+                evidence += assessment_evidence(a, c)
             rows.append(
                 [
                     esc(judge),
