@@ -8,13 +8,13 @@ template, so what the model is trained on is exactly what it sees when it is ser
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..data.esconv import EsconvDialog, load_esconv
+from ..data.jsonl import read_jsonl
 from ..errors import DataError
 from ..models.base import Message
 from ..models.hf import stop_token_ids
@@ -107,16 +107,8 @@ def general_examples(path: str) -> list[ChatExample]:
     """A JSONL file: ``{"messages": [...]}`` (loss on the last assistant message) or
     ``{"prompt"|"instruction", ["input"], "response"|"output"}``."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"general instruction file {p} not found")
     out: list[ChatExample] = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{p}: line {n}: not valid JSON ({e.msg})") from None
+    for n, rec in read_jsonl(p, "general instruction file"):
         msgs, reply = _general_record(rec, f"{p}: line {n}")
         out.append(ChatExample(f"{p.stem}:{n}", msgs, reply, "general"))
     if not out:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.jsonl import read_jsonl
 from ..errors import DataError
 from ..models.base import Message
 
@@ -82,16 +83,8 @@ def parse_pair(rec: Any, where: str) -> PreferencePair:
 
 def read_pairs(path: str | Path) -> list[PreferencePair]:
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"pair file {p} not found")
     out: list[PreferencePair] = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{p}: line {n}: not valid JSON ({e.msg})") from None
+    for n, rec in read_jsonl(p, "pair file"):
         out.append(parse_pair(rec, f"{p}: line {n}"))
     return out
 
