@@ -49,16 +49,28 @@ def test_validate_run_report_and_several_runs_side_by_side(runs: dict[str, Path]
 
 
 async def test_heart_and_unknown_runs_get_a_short_section(tmp_path: Path, runs: dict[str, Path]) -> None:
-    from heart_helpers import preferring, run_all, scripted
+    from heart_helpers import models, preferring, run_all, scripted
+    from test_heart_strategies import labeller
 
-    store, _ = await run_all(tmp_path, {"fair": scripted(preferring("here for you"))})
+    from emoharbor.heart import pipeline
+
+    store, config = await run_all(tmp_path, {"fair": scripted(preferring("here for you"))})
+    await pipeline.label(store, config, tmp_path, models({"scripted": scripted(labeller)}), progress=False)
     store.close()
     other = RunStore.create_or_resume(tmp_path / "other", "evolve", {}, "h")
     other.close()
     html = build_html([runs["eh"], tmp_path / "run", tmp_path / "other"])
     assert "not an EmoHarbor run" in html
-    assert "Order consistency" in html and "kind" in html  # the HEART ratings table
     assert "holds a &#x27;evolve&#x27; run" in html
+    heart = html[html.index("A HEART run") :]
+    assert "over 50 bootstrap resamples" in heart  # the run's own setting, as `heart ratings` uses
+    assert heart.count('class="data sortable heart-ratings"') == 6  # 2 variants x (all, regular, adversarial)
+    assert "overall W-T-L" in heart and "Order consistency" in heart
+    winrates = heart[heart.index("heart-winrates") : heart.index("</table>", heart.index("heart-winrates"))]
+    assert "<td>kind</td>" in winrates and "<td>blunt</td>" in winrates and "n=2" in winrates
+    assert "Judge biases" in heart and "first_shown_wins" in heart and "No human judgments imported" in heart
+    assert heart.count('class="data sortable heart-strategies"') == 3  # all, adversarial, regular
+    assert "Chit Chat" in heart and "candidates (competitor:status)" in heart
 
 
 def test_report_command_writes_html_and_leaderboard_formats(runs: dict[str, Path], tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ from .. import __version__
 from ..validate.replay import SUPPORTER
 from .breakdowns import breakdowns_html
 from .health import health_html
+from .heart_section import heart_html
 from .html import esc, est, note, section, table
 from .leaderboard_html import leaderboard_html, radars_html, trajectories_html
-from .other_sections import heart_html, not_emoharbor_html, validation_html
+from .other_sections import not_emoharbor_html, validation_html
 from .runs import EMOHARBOR, HEART, VALIDATE, RunView, load_run
 from .transcripts import transcripts_html
 

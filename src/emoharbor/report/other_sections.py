@@ -1,11 +1,11 @@
-"""Report sections for runs that are not EmoHarbor evaluations: validate runs, HEART runs, anything else."""
+"""Report sections for runs that are not EmoHarbor evaluations: validate runs and anything else (HEART runs:
+``heart_section``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from .html import dict_rows_table, esc, heat, note, table
+from .html import esc, heat, note, table
 from .runs import RunView
 
 
@@ -36,48 +36,6 @@ def validation_html(data: dict[str, Any], run_id: str) -> str:
         + table(header, rows, tid=f"{run_id}-validation", cls="validation")
         + f"<ul>{lines}</ul>"
     )
-
-
-def heart_html(folder: Path) -> str:
-    """The HEART ratings table and order consistency, from the heart package's own report data."""
-    try:
-        from ..heart.pipeline import read_run
-        from ..heart.reports import ratings_report
-
-        store, config, _ = read_run(folder)
-        try:
-            data = ratings_report(store, config, bootstrap=200)
-        finally:
-            store.close()
-    except Exception as e:  # the HEART package is optional to this report: say what went wrong, go on
-        return note(
-            f"This is a HEART run, but its ratings could not be read ({type(e).__name__}: {e}). "
-            f"Use `emoharbor heart report {folder}`."
-        )
-    parts = [
-        '<p class="hint">Bradley-Terry ratings (Elo scale) with 95% intervals; 200 bootstrap resamples here '
-        "(the HEART report command uses the run's own setting).</p>"
-    ]
-    scopes = list(dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]))
-    for judge, subset, variant in scopes:
-        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == (judge, subset, variant)]
-        dims = list(dict.fromkeys(r["dimension"] for r in rows))
-        comps = list(dict.fromkeys(r["competitor"] for r in rows))
-        by = {(r["competitor"], r["dimension"]): r for r in rows}
-        body = [[esc(c), *[_rating(by.get((c, d))) for d in dims]] for c in comps]
-        parts.append(f"<h4>{esc(variant)}: judge {esc(judge)}, histories {esc(subset)}</h4>")
-        parts.append(table(["competitor", *[esc(d) for d in dims]], body))
-    if not scopes:
-        parts.append(note("no pair was scored in both orders, so there is nothing to rate yet"))
-    parts.append("<h4>Order consistency</h4>" + dict_rows_table(data.get("order_consistency", [])))
-    return "".join(parts)
-
-
-def _rating(r: dict[str, Any] | None) -> str:
-    if r is None or r.get("rating") is None:
-        return '<span class="na">-</span>'
-    ci = f" <small>[{r['low']:.0f}, {r['high']:.0f}]</small>" if r.get("low") is not None else ""
-    return f'<span data-sort="{r["rating"]:.3f}">{r["rating"]:.0f}</span>{ci}'
 
 
 def not_emoharbor_html(view: RunView) -> str:

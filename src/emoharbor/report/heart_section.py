@@ -1,0 +1,110 @@
+"""The report's section for a HEART run: what `emoharbor heart ratings|agreement|strategies` print, as HTML
+tables (the run's own bootstrap setting, so the intervals match the command's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmoharborError
+from .html import dict_rows_table, esc, note, table
+
+
+def heart_html(folder: Path) -> str:
+    from ..heart.dimensions import OVERALL
+    from ..heart.pipeline import read_run
+    from ..heart.render import overview_md
+    from ..heart.reports import agreement_report, ratings_report, strategies_report
+
+    try:
+        store, config, base = read_run(folder)
+        try:
+            data = ratings_report(store, config)
+            agree = agreement_report(store, config, base)
+            labelled = store.get("stage", "strategies") is not None
+            strat = strategies_report(store, config, base) if labelled else None
+        finally:
+            store.close()
+    except EmoharborError as e:  # one unreadable run must not cost the report its other runs
+        return note(f"This is a HEART run, but its results could not be read: {e}")
+    keys: list[str] = data["dimensions"]
+    parts = [
+        f'<p class="hint">Bradley-Terry ratings (Elo scale, 1000 = geometric mean) with 95% intervals over '
+        f"{data['bootstrap']} bootstrap resamples of histories. plain: a pair verdict is one win; strength: "
+        "the winner's strength (1-5) counts as wins. A winner that flips with the order is a tie.</p>"
+    ]
+    scopes = list(dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]))
+    for judge, subset, variant in scopes:
+        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == (judge, subset, variant)]
+        by = {(r["competitor"], r["dimension"]): r for r in rows}
+        body = []
+        for c in dict.fromkeys(r["competitor"] for r in rows):
+            o = by.get((c, OVERALL)) or {"wins": 0, "ties": 0, "losses": 0}
+            body.append([esc(c), *[_rating(by.get((c, d))) for d in keys], f"{o['wins']}-{o['ties']}-{o['losses']}"])
+        parts.append(f"<h4>{esc(variant)}: judge {esc(judge)}, histories {esc(subset)}</h4>")
+        parts.append(table(["competitor", *[esc(d) for d in keys], "overall W-T-L"], body, cls="heart-ratings"))
+    if not scopes:
+        parts.append(note("no pair was scored in both orders, so there is nothing to rate yet"))
+    parts.append("<h4>Win rate against the human reply (ties count half)</h4>" + _win_rates(data, keys))
+    parts.append("<h4>Order consistency</h4>" + dict_rows_table(data.get("order_consistency", [])))
+    parts.append(
+        '<h4>Judge biases</h4><p class="hint">first_shown_wins: share of verdicts for the reply shown first; '
+        "longer_wins: for the longer reply (pairs of clearly different length); own_win_rate: the judge's "
+        "own model's replies.</p>" + dict_rows_table(agree["bias"])
+    )
+    if agree["human_judgments"]:
+        for title, key in [
+            ("Judge-human agreement", "judge_human"),
+            ("Human-human agreement (the ceiling)", "human_human"),
+            ("Krippendorff's alpha (nominal: a / b / tie)", "alpha"),
+        ]:
+            parts.append(f"<h4>{title}</h4>" + dict_rows_table(agree[key]))
+    else:
+        parts.append(note("No human judgments imported: `emoharbor heart agreement RUN --human FILE` adds them."))
+    parts.append("<h4>What rationales talk about</h4>" + dict_rows_table(agree["rationale_focus"]))
+    if strat is not None:
+        parts.append(_strategies(strat))
+    lines = overview_md(data["overview"], data["counts"]).splitlines()
+    parts.append("<h4>Counts</h4><ul>" + "".join(f"<li>{esc(ln.lstrip(' -'))}</li>" for ln in lines) + "</ul>")
+    return "".join(parts)
+
+
+def _rating(r: dict[str, Any] | None) -> str:
+    if r is None or r.get("rating") is None:
+        return '<span class="na">-</span>'
+    ci = f" <small>[{r['low']:.0f}, {r['high']:.0f}]</small>" if r.get("low") is not None else ""
+    return f'<span data-sort="{r["rating"]:.3f}">{r["rating"]:.0f}</span>{ci}'
+
+
+def _win_rates(data: dict[str, Any], keys: list[str]) -> str:
+    wr = data["win_rates_vs_human"]
+    rows = []
+    for g in dict.fromkeys((r["judge"], r["subset"], r["competitor"]) for r in wr):
+        by = {r["dimension"]: r for r in wr if (r["judge"], r["subset"], r["competitor"]) == g}
+        if not any(r["pairs"] for r in by.values()):
+            continue  # no history of this subset has a human reply
+        cells = []
+        for k in keys:
+            cells.append(f"{_share(by[k]['win_rate'])} <small>n={by[k]['pairs']}</small>")
+        rows.append([*[esc(x) for x in g], *cells])
+    if not rows:
+        return note("no pair with a human reply was scored in both orders")
+    return table(["judge", "histories", "competitor", *[esc(k) for k in keys]], rows, cls="heart-winrates")
+
+
+def _strategies(strat: dict[str, Any]) -> str:
+    out = [
+        f'<h4>Support strategies</h4><p class="hint">Share of each competitor\'s labelled sentences, labelled by '
+        f"{esc(strat['labeller'])}; sentences {strat['sentences']}, unlabelled {strat['unlabelled_sentences']}.</p>"
+    ]
+    for subset in dict.fromkeys(r["subset"] for r in strat["profiles"]):
+        rows = [r for r in strat["profiles"] if r["subset"] == subset]
+        body = [[esc(s), *[_share(r[s]) for r in rows]] for s in strat["strategies"]]
+        body += [[esc(k), *[esc(r[k]) for r in rows]] for k in ("replies", "sentences", "unlabelled")]
+        out.append(f"<p>histories: {esc(subset)}</p>")
+        out.append(table(["strategy", *[esc(r["competitor"]) for r in rows]], body, cls="heart-strategies"))
+    return "".join(out)
+
+
+def _share(v: float | None) -> str:
+    return '<span class="na">n/a</span>' if v is None else f'<span data-sort="{v:.4f}">{v:.2f}</span>'
