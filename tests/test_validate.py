@@ -118,6 +118,10 @@ async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
         opts = ValidateOptions(esconv=[path, raw], user=spec, judge=spec, max_supporter_turns=2)
         first = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
         requests = srv.requests
+        store = RunStore.open_existing(tmp_path / "run")
+        wall_first = float(store.meta()["wall_s"])
+        store.set_meta("wall_s", f"{wall_first + 1000:.1f}")  # as if the first session had taken 1000 s more
+        store.close()
         again = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
         assert srv.requests == requests  # nothing redone
     assert (first.conversations, first.newly_done, again.newly_done) == (5, 5, 0)
@@ -125,6 +129,7 @@ async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
     assert store.keys("replay") == {"mine:0", "mine:1", "mine:2", "failed_mine:0", "failed_mine:1"}
     assert len(store.keys("assessment")) == 10
     assert store.get("replay", "failed_mine:1")["esconv"]["from_failed_set"] is True  # type: ignore[index]
+    assert wall_first > 0 and float(store.meta()["wall_s"]) >= wall_first + 1000  # summed over sessions
     store.close()
 
 

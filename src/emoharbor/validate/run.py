@@ -162,6 +162,10 @@ async def run_validation(
     gate = asyncio.Semaphore(effective_concurrency(opts))
     errors = 0
     started = time.perf_counter()
+    before = float(store.meta().get("wall_s", "0"))  # earlier sessions of this run
+
+    def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
+        store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             user_model = await pool.get(opts.user, "user")
@@ -175,6 +179,7 @@ async def run_validation(
                         errors += 1
                     if not was_done:
                         bar.update(1)
+                        record_wall_time()
 
             async with asyncio.TaskGroup() as tg:
                 for d in dialogs:
@@ -182,7 +187,6 @@ async def run_validation(
         store.set_meta("status", "complete")
     finally:
         bar.close()
-        spent = float(store.meta().get("wall_s", "0")) + time.perf_counter() - started
-        store.set_meta("wall_s", f"{spent:.1f}")  # over every session of this run, resumes included
+        record_wall_time()
         store.close()
     return ValidateSummary(run_dir, len(dialogs), len(dialogs) - len(have), errors)
