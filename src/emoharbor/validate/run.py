@@ -166,6 +166,7 @@ async def run_validation(
 
     def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
         store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
+
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             user_model = await pool.get(opts.user, "user")
