@@ -58,8 +58,38 @@ def to_csv(data: dict[str, Any], report: str, table: str | None) -> str:
     return out.getvalue()
 
 
-def _interval(r: dict[str, Any]) -> str:
-    if r["rating"] is None:
+Row = dict[str, Any]
+
+
+def rating_tables(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], list[tuple[str, dict[str, Row], str]]]]:
+    """The ratings grouped as they are shown: one table per (judge, subset, variant), one row per competitor
+    holding its rows by dimension and its overall wins-ties-losses."""
+    out = []
+    for scope in dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]):
+        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == scope]
+        comps = []
+        for c in dict.fromkeys(r["competitor"] for r in rows):
+            by_dim = {r["dimension"]: r for r in rows if r["competitor"] == c}
+            o = by_dim.get(OVERALL) or {"wins": 0, "ties": 0, "losses": 0}
+            comps.append((c, by_dim, f"{o['wins']}-{o['ties']}-{o['losses']}"))
+        out.append((scope, comps))
+    return out
+
+
+def win_rate_rows(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], dict[str, Row]]]:
+    """Win rates against the human reply by (judge, subset, competitor), each with its rows by dimension;
+    groups whose histories have no human reply are left out."""
+    wr = data["win_rates_vs_human"]
+    out = []
+    for g in dict.fromkeys((r["judge"], r["subset"], r["competitor"]) for r in wr):
+        by_dim = {r["dimension"]: r for r in wr if (r["judge"], r["subset"], r["competitor"]) == g}
+        if any(r["pairs"] for r in by_dim.values()):
+            out.append((g, by_dim))
+    return out
+
+
+def _interval(r: Row | None) -> str:
+    if r is None or r["rating"] is None:
         return "not compared"
     if r["low"] is None:
         return cell(r["rating"])
@@ -78,32 +108,21 @@ def ratings_md(data: dict[str, Any]) -> str:
     parts += [f"- **{k}**: {v}" for k, v in data["variants"].items()]
     if not data["ratings"]:
         parts += ["", "**No pair was scored in both orders, so there is nothing to rate**: see the counts below."]
-    scopes = list(dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]))
-    for judge, subset, variant in scopes:
-        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == (judge, subset, variant)]
-        comps = list(dict.fromkeys(r["competitor"] for r in rows if r["dimension"] == OVERALL))
-        table = []
-        for c in comps:
-            by_dim = {r["dimension"]: r for r in rows if r["competitor"] == c}
-            o = by_dim[OVERALL]
-            table.append([c, *[_interval(by_dim[k]) for k in keys], f"{o['wins']}-{o['ties']}-{o['losses']}"])
+    for (judge, subset, variant), comps in rating_tables(data):
+        table = [[c, *[_interval(by_dim.get(k)) for k in keys], wtl] for c, by_dim, wtl in comps]
         parts += [
             "",
             f"## {variant} — judge: {judge}, histories: {subset}",
             "",
             md_table(["competitor", *keys, "overall W-T-L"], table),
         ]
-    if data["win_rates_vs_human"]:
+    wr = [
+        [*g, *[f"{cell(by_dim[k]['win_rate'])} (n={by_dim[k]['pairs']})" for k in keys]]
+        for g, by_dim in win_rate_rows(data)
+    ]
+    if wr:
         parts += ["", "## Win rate against the human reply (ties count half)", ""]
-        wr = data["win_rates_vs_human"]
-        groups = list(dict.fromkeys((r["judge"], r["subset"], r["competitor"]) for r in wr))
-        rows2 = []
-        for g in groups:
-            by_dim = {r["dimension"]: r for r in wr if (r["judge"], r["subset"], r["competitor"]) == g}
-            if not any(r["pairs"] for r in by_dim.values()):
-                continue  # no history of this subset has a human reply
-            rows2.append([*g, *[f"{cell(by_dim[k]['win_rate'])} (n={by_dim[k]['pairs']})" for k in keys]])
-        parts.append(md_table(["judge", "histories", "competitor", *keys], rows2))
+        parts.append(md_table(["judge", "histories", "competitor", *keys], wr))
     parts += [
         "",
         "## Order consistency (the winner did not flip when the order was swapped)",

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
+from ..heart.render import overview_md, rating_tables, win_rate_rows
 from .html import dict_rows_table, esc, note, table
 
 
 def heart_html(folder: Path) -> str:
-    from ..heart.dimensions import OVERALL
     from ..heart.pipeline import read_run
-    from ..heart.render import overview_md
     from ..heart.reports import agreement_report, ratings_report, strategies_report
 
     try:
@@ -33,14 +32,9 @@ def heart_html(folder: Path) -> str:
         f"{data['bootstrap']} bootstrap resamples of histories. plain: a pair verdict is one win; strength: "
         "the winner's strength (1-5) counts as wins. A winner that flips with the order is a tie.</p>"
     ]
-    scopes = list(dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]))
-    for judge, subset, variant in scopes:
-        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == (judge, subset, variant)]
-        by = {(r["competitor"], r["dimension"]): r for r in rows}
-        body = []
-        for c in dict.fromkeys(r["competitor"] for r in rows):
-            o = by.get((c, OVERALL)) or {"wins": 0, "ties": 0, "losses": 0}
-            body.append([esc(c), *[_rating(by.get((c, d))) for d in keys], f"{o['wins']}-{o['ties']}-{o['losses']}"])
+    scopes = rating_tables(data)
+    for (judge, subset, variant), comps in scopes:
+        body = [[esc(c), *[_rating(by_dim.get(d)) for d in keys], wtl] for c, by_dim, wtl in comps]
         parts.append(f"<h4>{esc(variant)}: judge {esc(judge)}, histories {esc(subset)}</h4>")
         parts.append(table(["competitor", *[esc(d) for d in keys], "overall W-T-L"], body, cls="heart-ratings"))
     if not scopes:
@@ -77,16 +71,13 @@ def _rating(r: dict[str, Any] | None) -> str:
 
 
 def _win_rates(data: dict[str, Any], keys: list[str]) -> str:
-    wr = data["win_rates_vs_human"]
-    rows = []
-    for g in dict.fromkeys((r["judge"], r["subset"], r["competitor"]) for r in wr):
-        by = {r["dimension"]: r for r in wr if (r["judge"], r["subset"], r["competitor"]) == g}
-        if not any(r["pairs"] for r in by.values()):
-            continue  # no history of this subset has a human reply
-        cells = []
-        for k in keys:
-            cells.append(f"{_share(by[k]['win_rate'])} <small>n={by[k]['pairs']}</small>")
-        rows.append([*[esc(x) for x in g], *cells])
+    rows = [
+        [
+            *[esc(x) for x in g],
+            *[f"{_share(by_dim[k]['win_rate'])} <small>n={by_dim[k]['pairs']}</small>" for k in keys],
+        ]
+        for g, by_dim in win_rate_rows(data)
+    ]
     if not rows:
         return note("no pair with a human reply was scored in both orders")
     return table(["judge", "histories", "competitor", *[esc(k) for k in keys]], rows, cls="heart-winrates")
