@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cli_helpers import count, emoharbor
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
 
@@ -37,16 +35,6 @@ def write_config(path: Path, url: str, **extra: Any) -> Path:
     return path
 
 
-def emoharbor(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "emoharbor.cli", *args],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
 def snapshot(run_dir: Path) -> dict[str, Any]:
     """Everything in the store that must not depend on timing or on having been interrupted."""
     store = RunStore.open_existing(run_dir)
@@ -64,17 +52,6 @@ def snapshot(run_dir: Path) -> dict[str, Any]:
         return {"results": results, "calls": calls, "events": events}
     finally:
         store.close()
-
-
-def count(run_dir: Path, kind: str) -> int:
-    db = run_dir / "run.sqlite"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=5) as c:
-            return int(c.execute("SELECT COUNT(*) FROM results WHERE kind=?", (kind,)).fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_run_prints_a_leaderboard_and_stores_everything(tmp_path: Path) -> None:

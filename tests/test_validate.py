@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from cli_helpers import count, emoharbor
 from emoharbor.config import ModelSpec
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import ConfigError, DataError
@@ -173,3 +176,32 @@ def test_validate_command_on_real_records_with_the_fake_server(tmp_path: Path) -
         timeout=60,
     )
     assert bad.returncode == 2 and "not found" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_killed_validate_run_keeps_its_wall_time_and_resumes(tmp_path: Path) -> None:
+    path = dialogs(tmp_path, [1, 2, 3, 4, 5, 2, 4, 3])
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    run_dir = tmp_path / "v"
+    args = ["validate", "--esconv", str(path), "--concurrency", "1", "--run-dir", str(run_dir), "--quiet"]
+    with FakeOpenAIServer(latency_s=0.05) as srv:
+        args += ["--model", "fake", "--base-url", srv.base_url, "--max-supporter-turns", "2"]
+        p = emoharbor(*args, env=env)
+        deadline = time.monotonic() + 120
+        while count(run_dir, "replay") < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)  # no chance to run its finally: only the per-conversation record
+        p.wait()
+        done = count(run_dir, "replay")
+        assert 2 <= done < 8, "the kill should land mid-run"
+        store = RunStore.open_existing(run_dir)
+        killed_wall = float(store.meta()["wall_s"])
+        assert store.meta().get("status") != "complete"
+        store.close()
+        assert killed_wall > 0
+        again = emoharbor(*args, env=env)
+        _out, err = again.communicate(timeout=180)
+    assert again.returncode == 0, err
+    assert f"{8 - done} new" in err
+    store = RunStore.open_existing(run_dir)
+    assert len(store.keys("replay")) == 8 and float(store.meta()["wall_s"]) > killed_wall
+    store.close()

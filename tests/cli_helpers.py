@@ -1,0 +1,30 @@
+"""Running the emoharbor command as a child process, and peeking at its store while it runs."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+
+def emoharbor(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "emoharbor.cli", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def count(run_dir: Path, kind: str) -> int:
+    """Results of one kind stored so far (0 while the store does not exist or is busy)."""
+    db = run_dir / "run.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=5) as c:
+            return int(c.execute("SELECT COUNT(*) FROM results WHERE kind=?", (kind,)).fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
