@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import yamlfile
 from .errors import ConfigError
 
 DEFAULT_MODEL = "local:qwen1.5b"
@@ -163,14 +163,7 @@ def _format_validation_error(path: str, err: ValidationError) -> str:
 
 def load_config(path: str | Path) -> RunConfig:
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file {p} not found: give the path to a YAML run config")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{p}: not valid YAML{line}: fix the syntax") from None
+    raw = yamlfile.read(p, "config file", hint=": give the path to a YAML run config")
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .. import yamlfile
 from ..config import ModelSpec
 from ..errors import ConfigError
 
@@ -131,13 +131,7 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
     if path is not None:
         p = Path(path)
         where = str(p)
-        if not p.is_file():
-            raise ConfigError(f"evolve config {p} not found")
-        try:
-            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            raise ConfigError(f"{p}: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from None
+        raw = yamlfile.read(p, "evolve config") or {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{p}: the top level must be a mapping of settings")
         base = p.parent

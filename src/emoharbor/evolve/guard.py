@@ -9,14 +9,12 @@ can be an evaluation history under another id.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .. import yamlfile
 from ..data.esconv import EsconvDialog
 from ..errors import DataError
 
@@ -96,12 +94,7 @@ def _add_file(guard: EvalGuard, path: Path) -> None:
         guard.history_ids.update(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#"))
         guard.profile_ids.update(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#"))
         return
-    try:
-        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise DataError(
-            f"{path}: not valid {path.suffix.lstrip('.').upper() or 'YAML'}: {str(e).splitlines()[0]}"
-        ) from None
+    raw = yamlfile.parse(path, text, DataError)
     if isinstance(raw, list):
         raw = {"profiles": raw, "histories": raw}
     if not isinstance(raw, dict):

@@ -9,8 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .. import yamlfile
 from ..errors import ConfigError
 from ..models.base import ChatModel, Message, ModelCallError
 from ..models.structured import ask_json
@@ -45,10 +44,7 @@ def load_principles(path: str | None) -> Prompt:
         text, name = p.read_text(encoding="utf-8"), f"principles:{p.name}"
         is_yaml = p.suffix.lower() in (".yaml", ".yml")
     if is_yaml:
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+        raw = yamlfile.parse(path or name, text)
         items = raw.get("principles") if isinstance(raw, dict) else None
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
             raise ConfigError(f"{path}: field 'principles' must be a non-empty list of sentences")

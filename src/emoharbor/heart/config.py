@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .. import yamlfile
 from ..config import ModelSpec, SupporterSpec, hash_config
 from ..errors import ConfigError
 from .dimensions import DIMENSION_KEYS
@@ -160,12 +160,5 @@ def parse_heart_config(raw: Any, where: str) -> HeartConfig:
 def load_heart_config(path: str | Path) -> tuple[HeartConfig, Path]:
     """The config and the folder its relative paths are read from."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file {p} not found: give the path to a YAML HEART run config")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{p}: not valid YAML{line}: fix the syntax") from None
+    raw = yamlfile.read(p, "config file", hint=": give the path to a YAML HEART run config")
     return parse_heart_config(raw, str(p)), p.resolve().parent

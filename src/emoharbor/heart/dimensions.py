@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import yamlfile
 from ..errors import DataError
 
 OVERALL = "overall"
@@ -94,12 +95,7 @@ def builtin_lexicon() -> Lexicon:
 def load_lexicon(path: Path | None) -> Lexicon:
     if path is None:
         return builtin_lexicon()
-    if not path.is_file():
-        raise DataError(f"lexicon file {path} not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError:
-        raise DataError(f"{path}: not valid YAML") from None
+    raw = yamlfile.read(path, "lexicon file", DataError)
     return parse_lexicon(raw, str(path))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from .. import yamlfile
 from ..errors import DataError
 from ..models.base import ChatModel, ModelCallError
 from ..models.structured import ask_json
@@ -45,12 +46,7 @@ def builtin_strategies() -> Strategies:
 def load_strategies(path: Path | None) -> Strategies:
     if path is None:
         return builtin_strategies()
-    if not path.is_file():
-        raise DataError(f"strategy file {path} not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError:
-        raise DataError(f"{path}: not valid YAML") from None
+    raw = yamlfile.read(path, "strategy file", DataError)
     return parse_strategies(raw, str(path))
 
 

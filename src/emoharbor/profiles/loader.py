@@ -4,15 +4,13 @@ file, the profile and the field."""
 from __future__ import annotations
 
 import fnmatch
-import json
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from .. import yamlfile
 from ..errors import DataError
 from .schema import Profile
 
@@ -20,20 +18,8 @@ BANK_PACKAGE = "emoharbor.profiles"
 BANK_FOLDER = "bank"
 
 
-def _read(path: Path, text: str) -> Any:
-    try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # the C loader is 10x faster
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        mark = getattr(e, "problem_mark", None)  # YAML errors say where; their first line is only the context
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise DataError(f"{path}: not valid {path.suffix.lstrip('.').upper() or 'YAML'}{where}: {what}") from None
-
-
 def parse_profiles(path: Path, text: str) -> list[Profile]:
-    raw = _read(path, text)
+    raw = yamlfile.parse(path, text, DataError)
     records = raw if isinstance(raw, list) else [raw]
     out: list[Profile] = []
     for i, rec in enumerate(records):
