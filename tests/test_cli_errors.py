@@ -38,6 +38,8 @@ def test_missing_config(tmp_path: Path) -> None:
 def test_malformed_yaml(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("roles: [unclosed\n")
     one_line_error(cli("config", "check", "bad.yaml", tmp=tmp_path), "not valid YAML", "line")
+    (tmp_path / "latin1.yaml").write_bytes("name: caf\xe9\n".encode("latin-1"))
+    one_line_error(cli("config", "check", "latin1.yaml", tmp=tmp_path), "latin1.yaml: not UTF-8 text")
 
 
 def test_bad_field(tmp_path: Path) -> None:
@@ -145,9 +147,12 @@ def test_an_interrupt_that_something_swallows_still_ends_the_process() -> None:
         "import emoharbor.cli as c\n"
         "c.FORCE_EXIT_S = 1.0\n"
         "signal.signal(signal.SIGINT, c._interrupt)\n"
-        "print('ready', flush=True)\n"
+        "ready = False\n"
         "while True:\n"
-        "    try:\n"
+        "    try:\n"  # 'ready' is said inside the try: the signal may come at once
+        "        if not ready:\n"
+        "            ready = True\n"
+        "            print('ready', flush=True)\n"
         "        time.sleep(10)\n"
         "    except KeyboardInterrupt:\n"
         "        pass  # a library that swallows the interrupt\n"
