@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from emoharbor.profiles.esconv_import import draft_profile
 from emoharbor.simulate.chain_user import ChainUser
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
-from emoharbor.validate.analysis import validation_table
+from emoharbor.validate.analysis import score_rows, validation_table
 from emoharbor.validate.render import render_validation
 from emoharbor.validate.replay import plan_replay, replay
 from emoharbor.validate.run import ValidateOptions, load_selection, replay_and_assess, run_validation, select
@@ -71,7 +72,19 @@ async def test_table_from_scripted_judges_gives_the_expected_figures(tmp_path: P
     for r in records:
         assert await replay_and_assess(store, r, opts, model, model)
     data = validation_table(store, n_boot=300)
+    store.put("replay", "late:0", store.get("replay", "mine:0"))  # replayed, not judged yet
+    flat = score_rows(store)
     store.close()
+    assert len(flat) == 15  # 7 conversations x 2 judges, and one row without a judge
+    assert [r["conversation"] for r in flat if "judge" not in r] == ["late:0"]
+    unscored = next(r for r in flat if r["seeker_empathy"] == 3 and r["judge"] == "user")
+    assert unscored["unscored"] is True and unscored["overall"] is None and unscored["validation"] is None
+    five = [r for r in flat if r["seeker_empathy"] == 5]
+    assert {(r["judge"], r["overall"], r["relief"]) for r in five} == {
+        ("user", 5.0, 5),
+        ("third_party:local:qwen1.5b", 1.0, 1),
+    }
+    assert all(r["failed"] is False and r["seeker_intensity_drop"] == 4 for r in five)
     rows = {(r["judge"], r["score"]): r["cells"] for r in data["rows"]}
     user, third = rows[("user", "overall")], rows[("third_party:local:qwen1.5b", "overall")]
     assert user["empathy"]["value"] == pytest.approx(1.0) and user["empathy"]["n"] == 6
@@ -205,3 +218,10 @@ def test_a_killed_validate_run_keeps_its_wall_time_and_resumes(tmp_path: Path) -
     store = RunStore.open_existing(run_dir)
     assert len(store.keys("replay")) == 8 and float(store.meta()["wall_s"]) > killed_wall
     store.close()
+    exported = emoharbor("export", str(run_dir), "--format", "csv", "--out", str(tmp_path / "x"), env=env)
+    out, err = exported.communicate(timeout=60)
+    assert exported.returncode == 0, err
+    with (tmp_path / "x" / "validate_scores.csv").open(encoding="utf-8") as f:
+        flat = list(csv.DictReader(f))
+    assert len(flat) == 16 and {r["judge"] for r in flat} == {"user", "third_party:fake"}
+    assert "validate_scores.csv" in out

@@ -123,10 +123,17 @@ async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, 
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for the files (default: RUN_DIR/export).")
 def export(run_dir: Path, fmt: str, out: Path | None) -> None:
-    """Export a run's results and call records to JSONL or CSV."""
+    """Export a run's results and call records to JSONL or CSV. A validate run also gets
+    validate_scores: one flat row per conversation and judge, beside the seeker's own ratings."""
     store = RunStore.open_existing(run_dir)
     try:
-        for path in export_run(store, out or run_dir / "export", fmt):
+        from ..validate.analysis import score_rows
+        from ..validate.run import KIND as VALIDATE_KIND
+
+        tables = {}
+        if store.meta().get("kind") == VALIDATE_KIND:
+            tables["validate_scores"] = score_rows(store)
+        for path in export_run(store, out or run_dir / "export", fmt, tables):
             click.echo(str(path))
     finally:
         store.close()

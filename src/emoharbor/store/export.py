@@ -1,4 +1,4 @@
-"""Exporting a run store to JSONL or CSV (one file per result kind, plus calls and events)."""
+"""Exporting a run store to JSONL or CSV (one file per result kind, plus calls, events and meta)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     return {k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v for k, v in row.items()}
 
 
-def _write(path: Path, rows: list[dict[str, Any]], fmt: str) -> Path:
+def write_rows(path: Path, rows: list[dict[str, Any]], fmt: str) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8", newline="") as f:
         if fmt == "jsonl":
@@ -33,14 +33,18 @@ def _write(path: Path, rows: list[dict[str, Any]], fmt: str) -> Path:
     return path
 
 
-def export_run(store: RunStore, out: Path, fmt: str) -> list[Path]:
+def export_run(
+    store: RunStore, out: Path, fmt: str, tables: dict[str, list[dict[str, Any]]] | None = None
+) -> list[Path]:
+    """Every result kind, the calls, the events and the meta; ``tables``: more files by name (a run kind's
+    own analysis tables)."""
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = [write_rows(out / f"{name}.{fmt}", rows, fmt) for name, rows in (tables or {}).items()]
     for kind in store.kinds():
         rows = [{"key": k, **d} for k, d in store.items(kind)]
-        written.append(_write(out / f"{kind}.{fmt}", rows, fmt))
-    written.append(_write(out / f"calls.{fmt}", store.calls(), fmt))
-    written.append(_write(out / f"events.{fmt}", store.events(), fmt))
+        written.append(write_rows(out / f"{kind}.{fmt}", rows, fmt))
+    written.append(write_rows(out / f"calls.{fmt}", store.calls(), fmt))
+    written.append(write_rows(out / f"events.{fmt}", store.events(), fmt))
     meta = {k: v for k, v in store.meta().items() if k != "config"}
-    written.append(_write(out / f"meta.{fmt}", [{**meta, "config": store.config()}], fmt))
+    written.append(write_rows(out / f"meta.{fmt}", [{**meta, "config": store.config()}], fmt))
     return written

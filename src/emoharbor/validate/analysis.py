@@ -177,3 +177,47 @@ def _difference_rows(
             cells[t] = diff_cell(triples, t, seed, n_boot)
         out.append({"judge": f"user - {other}", "score": "overall", "cells": cells})
     return out
+
+
+def score_rows(store: RunStore) -> list[dict[str, Any]]:
+    """One flat row per conversation and judge, for an analysis of one's own: the record, the seeker's
+    survey, the simulated user's intensity trajectory, and the judge's 10 scores with the group means
+    (empty where unscored; a conversation no judge has assessed yet has one row without a judge)."""
+    by_conv: dict[str, list[dict[str, Any]]] = {}
+    for _, a in store.items("assessment"):
+        by_conv.setdefault(a["conversation"], []).append(a)
+    out = []
+    for key, d in store.items("replay"):
+        e, states = d["esconv"], d["states"]
+        first, last = (states[0]["intensity"], states[-1]["intensity"]) if states else (None, None)
+        base = {
+            "conversation": key,
+            "source": e["source"],
+            "index": e["index"],
+            "problem_type": e.get("problem_type"),
+            "emotion_type": e.get("emotion_type"),
+            "failed": e["failed"],
+            "from_failed_set": e["from_failed_set"],
+            **{f"seeker_{k}": v for k, v in e["survey"].items()},
+            "seeker_intensity_drop": e.get("intensity_drop"),
+            "supporter_turns_replayed": e["supporter_turns_replayed"],
+            "supporter_turns_total": e["supporter_turns_total"],
+            "termination": d["termination"],
+            "simulated_intensity_first": first,
+            "simulated_intensity_last": last,
+        }
+        judged = sorted(by_conv.get(key, []), key=lambda a: (a["judge"] != "user", a["judge"]))
+        if not judged:
+            out.append(base)
+        for a in judged:
+            sc = {} if a["unscored"] else a["scores"]
+            out.append(
+                {
+                    **base,
+                    "judge": a["judge"],
+                    "unscored": a["unscored"],
+                    **{name: score_of(sc, name) for name in SCORES if name != "relief"},
+                    **{k: sc.get(k) for k in keys()},
+                }
+            )
+    return out
