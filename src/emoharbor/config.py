@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import yamlfile
+from . import userfiles
 from .errors import ConfigError
 
 DEFAULT_MODEL = "local:qwen1.5b"
@@ -163,7 +163,7 @@ def _format_validation_error(path: str, err: ValidationError) -> str:
 
 def load_config(path: str | Path) -> RunConfig:
     p = Path(path)
-    raw = yamlfile.read(p, "config file", hint=": give the path to a YAML run config")
+    raw = userfiles.read(p, "config file", hint=": give the path to a YAML run config")
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

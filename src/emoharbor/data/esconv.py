@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import userfiles
 from ..errors import DataError
 
 Speaker = Literal["seeker", "supporter"]
@@ -149,9 +150,7 @@ def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[Esc
     p = Path(path)
     if failed_set is None:
         failed_set = "failed" in p.name.lower()
-    if not p.is_file():
-        raise DataError(f"ESConv file {p} not found")
-    text = p.read_text(encoding="utf-8")
+    text = userfiles.read_text(p, "ESConv file", DataError)
     stripped = text.lstrip()
     records: list[Any]
     if stripped.startswith("["):

@@ -7,15 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import userfiles
 from ..errors import DataError
 
 
 def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
     """(line number, record) for every non-blank line; ``what`` names the file in the not-found error."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"{what} {p} not found")
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(userfiles.read_text(p, what, DataError).splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .. import yamlfile
+from .. import userfiles
 from ..config import ModelSpec
 from ..errors import ConfigError
 
@@ -131,7 +131,7 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
     if path is not None:
         p = Path(path)
         where = str(p)
-        raw = yamlfile.read(p, "evolve config") or {}
+        raw = userfiles.read(p, "evolve config") or {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{p}: the top level must be a mapping of settings")
         base = p.parent

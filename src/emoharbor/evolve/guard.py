@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import yamlfile
+from .. import userfiles
 from ..data.esconv import EsconvDialog
 from ..errors import DataError
 
@@ -89,12 +89,12 @@ def _add_run(guard: EvalGuard, folder: Path) -> None:
 
 
 def _add_file(guard: EvalGuard, path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
+    text = userfiles.read_text(path, "holdout file", DataError)
     if path.suffix.lower() == ".txt":
         guard.history_ids.update(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#"))
         guard.profile_ids.update(x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#"))
         return
-    raw = yamlfile.parse(path, text, DataError)
+    raw = userfiles.parse(path, text, DataError)
     if isinstance(raw, list):
         raw = {"profiles": raw, "histories": raw}
     if not isinstance(raw, dict):

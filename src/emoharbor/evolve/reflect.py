@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import yamlfile
+from .. import userfiles
 from ..errors import ConfigError
 from ..models.base import ChatModel, Message, ModelCallError
 from ..models.structured import ask_json
@@ -39,12 +39,10 @@ def load_principles(path: str | None) -> Prompt:
         name, is_yaml = "principles", True
     else:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"principles file {p} not found")
-        text, name = p.read_text(encoding="utf-8"), f"principles:{p.name}"
+        text, name = userfiles.read_text(p, "principles file"), f"principles:{p.name}"
         is_yaml = p.suffix.lower() in (".yaml", ".yml")
     if is_yaml:
-        raw = yamlfile.parse(path or name, text)
+        raw = userfiles.parse(path or name, text)
         items = raw.get("principles") if isinstance(raw, dict) else None
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
             raise ConfigError(f"{path}: field 'principles' must be a non-empty list of sentences")

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .. import userfiles
 from ..config import SupporterSpec
-from ..errors import ConfigError
 from ..models.base import ChatModel, Message, ModelCallError
 from ..prompts import load_prompt
 from .config import HUMAN, resolve_path
@@ -37,9 +37,7 @@ def system_prompt(spec: SupporterSpec, base_dir: Path) -> tuple[str, str]:
     text = spec.system_prompt
     if text.startswith("@"):
         path = resolve_path(base_dir, text[1:])
-        if not path.is_file():
-            raise ConfigError(f"candidate {spec.name}: system prompt file {path} not found")
-        text = path.read_text(encoding="utf-8")
+        text = userfiles.read_text(path, f"candidate {spec.name}: system prompt file")
     return text.strip(), f"custom@{hashlib.sha256(text.encode()).hexdigest()[:10]}"
 
 

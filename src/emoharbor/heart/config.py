@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .. import yamlfile
+from .. import userfiles
 from ..config import ModelSpec, SupporterSpec, hash_config
 from ..errors import ConfigError
 from .dimensions import DIMENSION_KEYS
@@ -160,5 +160,5 @@ def parse_heart_config(raw: Any, where: str) -> HeartConfig:
 def load_heart_config(path: str | Path) -> tuple[HeartConfig, Path]:
     """The config and the folder its relative paths are read from."""
     p = Path(path)
-    raw = yamlfile.read(p, "config file", hint=": give the path to a YAML HEART run config")
+    raw = userfiles.read(p, "config file", hint=": give the path to a YAML HEART run config")
     return parse_heart_config(raw, str(p)), p.resolve().parent

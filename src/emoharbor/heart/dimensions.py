@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from .. import yamlfile
+from .. import userfiles
 from ..errors import DataError
 
 OVERALL = "overall"
@@ -95,7 +95,7 @@ def builtin_lexicon() -> Lexicon:
 def load_lexicon(path: Path | None) -> Lexicon:
     if path is None:
         return builtin_lexicon()
-    raw = yamlfile.read(path, "lexicon file", DataError)
+    raw = userfiles.read(path, "lexicon file", DataError)
     return parse_lexicon(raw, str(path))
 
 

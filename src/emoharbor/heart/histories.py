@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import userfiles
 from ..errors import DataError
 
 SEEKER, SUPPORTER = "seeker", "supporter"
@@ -160,12 +161,7 @@ def parse_heart_item(item: Any, hid: str, subset: str, source: str, unknown: str
 def read_items(path: Path) -> list[tuple[int, Any, str]]:
     """The items of a JSON array or JSON-lines file: (0-based index, item, where it is). A JSON line
     that does not parse comes back as a ``Skip`` object, for the caller to count."""
-    if not path.is_file():
-        raise DataError(f"history file {path} not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text") from None
+    text = userfiles.read_text(path, "history file", DataError)
     try:
         whole: Any = json.loads(text)
     except json.JSONDecodeError as e:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import userfiles
 from ..errors import DataError
 from .dimensions import DIMENSIONS, OVERALL
 
@@ -56,9 +57,7 @@ def dimension_key(value: str) -> str | None:
 
 
 def _rows(path: Path) -> list[tuple[str, Any]]:
-    if not path.is_file():
-        raise DataError(f"human judgments file {path} not found")
-    text = path.read_text(encoding="utf-8-sig")
+    text = userfiles.read_text(path, "human judgments file", DataError)
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text))
         missing = [f for f in REQUIRED if f not in (reader.fieldnames or [])]

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .. import yamlfile
+from .. import userfiles
 from ..errors import DataError
 from ..models.base import ChatModel, ModelCallError
 from ..models.structured import ask_json
@@ -46,7 +46,7 @@ def builtin_strategies() -> Strategies:
 def load_strategies(path: Path | None) -> Strategies:
     if path is None:
         return builtin_strategies()
-    raw = yamlfile.read(path, "strategy file", DataError)
+    raw = userfiles.read(path, "strategy file", DataError)
     return parse_strategies(raw, str(path))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .. import yamlfile
+from .. import userfiles
 from ..errors import DataError
 from .schema import Profile
 
@@ -19,7 +19,7 @@ BANK_FOLDER = "bank"
 
 
 def parse_profiles(path: Path, text: str) -> list[Profile]:
-    raw = yamlfile.parse(path, text, DataError)
+    raw = userfiles.parse(path, text, DataError)
     records = raw if isinstance(raw, list) else [raw]
     out: list[Profile] = []
     for i, rec in enumerate(records):
@@ -40,9 +40,7 @@ def parse_profiles(path: Path, text: str) -> list[Profile]:
 
 def load_profile_file(path: str | Path) -> list[Profile]:
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"profile file {p} not found")
-    return parse_profiles(p, p.read_text(encoding="utf-8"))
+    return parse_profiles(p, userfiles.read_text(p, "profile file", DataError))
 
 
 def load_profile_folder(folder: Path) -> list[Profile]:

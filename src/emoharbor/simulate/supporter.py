@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import userfiles
 from ..errors import ConfigError
 from ..models.base import ChatModel, Message
 from ..prompts import Prompt, load_prompt
@@ -25,9 +26,7 @@ def supporter_prompt(spec: str | None) -> Prompt:
             ) from None
     if spec.startswith("@"):
         path = Path(spec[1:])
-        if not path.is_file():
-            raise ConfigError(f"supporter system prompt file {path} not found")
-        return Prompt(f"supporter_file:{path.name}", path.read_text(encoding="utf-8"))
+        return Prompt(f"supporter_file:{path.name}", userfiles.read_text(path, "supporter system prompt file"))
     return Prompt("supporter_inline", spec)
 
 

@@ -1,5 +1,6 @@
-"""Reading a user's YAML (or JSON) file, with an error that names the file, the line and the problem
-instead of a parser traceback."""
+"""Reading the files a user gives (configs, profiles, data): a missing file, a folder, text that is not
+UTF-8 or YAML/JSON that does not parse each get an error that names the file (and the line), never a
+traceback."""
 
 from __future__ import annotations
 
@@ -28,12 +29,18 @@ def parse(name: str | Path, text: str, error: type[EmoharborError] = ConfigError
         raise error(f"{name}: not valid YAML{where}: {what}") from None
 
 
-def read(path: Path, what: str, error: type[EmoharborError] = ConfigError, hint: str = "") -> Any:
-    """The parsed file; ``what`` names it in the error when it is missing ("config file", ...)."""
+def read_text(path: Path, what: str, error: type[EmoharborError] = ConfigError, hint: str = "") -> str:
+    """The file's text; ``what`` names it in the error when it is missing ("config file", ...)."""
+    if path.is_dir():
+        raise error(f"{what} {path} is a folder: give the path of a file")
     if not path.is_file():
         raise error(f"{what} {path} not found{hint}")
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark (Excel's CSV) is dropped
     except UnicodeDecodeError:
         raise error(f"{path}: not UTF-8 text: save it as UTF-8") from None
-    return parse(path, text, error)
+
+
+def read(path: Path, what: str, error: type[EmoharborError] = ConfigError, hint: str = "") -> Any:
+    """The parsed file (see ``parse``)."""
+    return parse(path, read_text(path, what, error, hint), error)
