@@ -45,6 +45,9 @@ def test_validate_run_report_and_several_runs_side_by_side(runs: dict[str, Path]
     assert "Agreement with real help-seekers" in html and 'id="run1-val-validation"' in html
     assert "rho vs seeker empathy" in html and "AUROC success vs failed" in html
     assert "seeker's survey: empathy" in html  # the real ratings beside each replayed conversation
+    assert html.count('class="chart scatter"') == 2  # one per judge: its score against the seeker's rating
+    assert html.count('class="dot"') == 8  # 4 conversations, each scored by both judges
+    assert "mine:3: seeker empathy 5, relevance 5, user overall 5.00" in html
     assert html.count('<details class="conv"') == 8
 
 

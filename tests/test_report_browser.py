@@ -39,6 +39,7 @@ def open_report(html: Path, shot: Path) -> dict[str, Any]:
             seen["radar_box"] = page.locator("svg.radar").first.bounding_box()
             seen["leaderboard_rows"] = page.locator("table.leaderboard tbody tr").count()
             seen["validation_rows"] = page.locator("table.validation tbody tr").count()
+            seen["scatter_dots"] = page.locator("svg.scatter circle.dot").count()
             seen["conversations"] = page.locator("details.conv").count()
             # sorting: the first leaderboard's "overall" column, twice
             th = page.locator("table.leaderboard").first.locator("th", has_text="overall")
@@ -68,6 +69,7 @@ def test_report_renders_in_chromium(tmp_path: Path) -> None:
     assert seen["radars"] == 2 and seen["trajectories"] == 5  # EmoHarbor: 1 + 2; validate: 1 + 1
     assert seen["radar_box"] is not None and seen["radar_box"]["width"] > 100
     assert seen["leaderboard_rows"] >= 2 and seen["validation_rows"] >= 10
+    assert seen["scatter_dots"] == 8  # validate: 4 conversations x 2 judges
     assert seen["conversations"] == 8
     assert (seen["sort_first"], seen["sort_second"]) == ("asc", "desc")
     assert seen["visible_after_filter"] == 2

@@ -16,7 +16,7 @@ from .health import health_html
 from .heart_section import heart_html
 from .html import esc, est, note, section, table
 from .leaderboard_html import leaderboard_html, radars_html, trajectories_html
-from .other_sections import not_emoharbor_html, validation_html
+from .other_sections import not_emoharbor_html, validation_html, validation_scatters
 from .runs import EMOHARBOR, HEART, VALIDATE, RunView, load_run
 from .transcripts import transcripts_html
 
@@ -45,6 +45,9 @@ def emoharbor_body(view: RunView, rid: str, seed: int) -> str:
 def validate_body(view: RunView, rid: str, seed: int) -> str:
     assert view.validation is not None
     parts = [section("Agreement with real help-seekers", validation_html(view.validation, rid), level=3)]
+    parts.append(
+        section("Judge scores against the seekers' ratings", validation_scatters(view.validation_scores), level=3)
+    )
     parts.append(
         section(
             "Simulated intensity while hearing the real supporter",

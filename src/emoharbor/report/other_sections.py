@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from .html import esc, heat, note, table
 from .runs import RunView
+from .svg import Point, scatter
+
+FAILED, SUCCEEDED = "#c0392b", "#2e86c1"
 
 
 def _cell(c: dict[str, Any], target: str, difference: bool = False) -> str | tuple[str, str]:
@@ -36,6 +40,39 @@ def validation_html(data: dict[str, Any], run_id: str) -> str:
         + table(header, rows, tid=f"{run_id}-validation", cls="validation")
         + f"<ul>{lines}</ul>"
     )
+
+
+def validation_scatters(rows: list[dict[str, Any]]) -> str:
+    """Per judge: its overall score against the seeker's own empathy rating, one dot per conversation,
+    coloured by ESConv's failed label (dots jittered sideways so that equal ratings do not hide each other)."""
+    charts = []
+    for judge in dict.fromkeys(r["judge"] for r in rows if "judge" in r):
+        points = [
+            Point(
+                r["seeker_empathy"] + (zlib.crc32(r["conversation"].encode()) % 41 - 20) / 100,
+                r["overall"],
+                FAILED if r["failed"] else SUCCEEDED,
+                f"{r['conversation']}: seeker empathy {r['seeker_empathy']}, relevance {r.get('seeker_relevance')}, "
+                f"{judge} overall {r['overall']:.2f}",
+            )
+            for r in rows
+            if r.get("judge") == judge and r["overall"] is not None and r.get("seeker_empathy") is not None
+        ]
+        if points:
+            charts.append(
+                scatter(
+                    points,
+                    title=f"{judge}: overall score (n={len(points)})",
+                    x_label="the seeker's own empathy rating",
+                    y_label="judge's overall score",
+                    x_ticks=[1, 2, 3, 4, 5],
+                    y_ticks=[1, 2, 3, 4, 5],
+                    keys=[(FAILED, "failed"), (SUCCEEDED, "not failed")],
+                )
+            )
+    if not charts:
+        return note("no conversation has both a judge's score and the seeker's empathy rating yet")
+    return f'<div class="charts">{"".join(charts)}</div>'
 
 
 def not_emoharbor_html(view: RunView) -> str:

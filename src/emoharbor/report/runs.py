@@ -31,6 +31,7 @@ class RunView:
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)  # conversation -> the replay's ESConv facts
     notes: list[str] = field(default_factory=list)
     validation: dict[str, Any] | None = None
+    validation_scores: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -79,7 +80,7 @@ def _load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
 
 
 def _load_validate(store: RunStore, view: RunView, seed: int) -> None:
-    from ..validate.analysis import validation_table  # the report does not need validate otherwise
+    from ..validate.analysis import score_rows, validation_table  # the report does not need validate otherwise
 
     records = dict(store.items("replay"))
     view.conversations = [Conversation.model_validate(d) for d in records.values()]
@@ -87,3 +88,4 @@ def _load_validate(store: RunStore, view: RunView, seed: int) -> None:
     view.extras = {k: d["esconv"] for k, d in records.items()}
     view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
     view.validation = validation_table(store, seed=seed)
+    view.validation_scores = score_rows(store)

@@ -1,4 +1,4 @@
-"""Inline SVG charts: a radar over the 10 dimensions and intensity trajectories with a band."""
+"""Inline SVG charts: a radar over the 10 dimensions, intensity trajectories with a band, and a scatter."""
 
 from __future__ import annotations
 
@@ -136,4 +136,60 @@ def trajectories(series: list[Series], *, title: str, width: int = 520, height: 
                 )
     parts.append("</svg>")
     legend = "".join(f'<span class="key"><i style="background:{s.colour}"></i>{esc(s.name)}</span>' for s in series)
+    return f'<figure class="chartbox">{"".join(parts)}<figcaption>{esc(title)} {legend}</figcaption></figure>'
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+    colour: str
+    tip: str
+
+
+def scatter(
+    points: list[Point],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    x_ticks: list[int],
+    y_ticks: list[int],
+    keys: list[tuple[str, str]],
+    width: int = 360,
+    height: int = 260,
+) -> str:
+    """One dot per point over integer ticks (the axes run half a step past the first and last tick);
+    ``keys``: (colour, meaning) for the legend."""
+    left, right, top, bottom = 40, 12, 12, 34
+    pw, ph = width - left - right, height - top - bottom
+    x0, x1, y0, y1 = x_ticks[0] - 0.5, x_ticks[-1] + 0.5, y_ticks[0] - 0.5, y_ticks[-1] + 0.5
+
+    def xy(x: float, y: float) -> tuple[float, float]:
+        return left + pw * (x - x0) / (x1 - x0), top + ph * (1 - (y - y0) / (y1 - y0))
+
+    parts = [
+        f'<svg class="chart scatter" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
+        f"<title>{esc(title)}</title>",
+    ]
+    for v in y_ticks:
+        _, y = xy(x0, v)
+        parts.append(
+            f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}"/>'
+            f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{v}</text>'
+        )
+    for v in x_ticks:
+        x, _ = xy(v, y0)
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{v}</text>')
+    parts.append(
+        f'<text class="tick" x="{left + pw / 2}" y="{height - 2}" text-anchor="middle">{esc(x_label)}</text>'
+        f'<text class="tick" transform="translate(10 {top + ph / 2}) rotate(-90)" text-anchor="middle">'
+        f"{esc(y_label)}</text>"
+    )
+    for p in points:
+        x, y = xy(p.x, p.y)
+        tip = f"<title>{esc(p.tip)}</title>"
+        parts.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{p.colour}">{tip}</circle>')
+    parts.append("</svg>")
+    legend = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(k)}</span>' for c, k in keys)
     return f'<figure class="chartbox">{"".join(parts)}<figcaption>{esc(title)} {legend}</figcaption></figure>'
