@@ -125,11 +125,11 @@ async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, 
 def export(run_dir: Path, fmt: str, out: Path | None) -> None:
     """Export a run's results and call records to JSONL or CSV. A validate run also gets
     validate_scores: one flat row per conversation and judge, beside the seeker's own ratings."""
+    from ..validate.analysis import score_rows
+    from ..validate.run import KIND as VALIDATE_KIND
+
     store = RunStore.open_existing(run_dir)
     try:
-        from ..validate.analysis import score_rows
-        from ..validate.run import KIND as VALIDATE_KIND
-
         tables = {}
         if store.meta().get("kind") == VALIDATE_KIND:
             tables["validate_scores"] = score_rows(store)
