@@ -8,13 +8,10 @@ Store kinds: ``conversation`` (key ``profile|supporter|repeat``) and ``assessmen
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-
-from tqdm import tqdm
 
 from .assess.dimensions import rubric_version
 from .assess.judge import USER_JUDGE, judge_as_user, judge_third_party
@@ -28,7 +25,7 @@ from .simulate.conversation import Conversation
 from .simulate.factory import make_supporter, make_user
 from .simulate.loop import converse
 from .store.run_store import RunStore, call_sink
-from .store.units import Events, unit
+from .store.units import Events, progress_bar, unit
 
 KIND = "emoharbor"
 T = TypeVar("T")
@@ -115,14 +112,7 @@ async def run_evaluation(
     store = RunStore.create_or_resume(run_dir, KIND, *run_record(cfg))
     jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
     have = store.keys("conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
-    bar = tqdm(
-        total=len(jobs),
-        initial=len(have),
-        desc="conversations",
-        disable=not progress,
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )
+    bar = progress_bar(len(jobs), len(have), "conversations", enabled=progress)
     errors = 0
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
@@ -184,7 +174,7 @@ async def reassess(run_dir: Path, judge_spec: Any, *, as_user: bool, progress: b
     try:
         async with ModelPool(sink=call_sink(store)) as pool:
             model = await pool.get(judge_spec, "judge")
-            bar = tqdm(total=len(convs), desc="assessments", disable=not progress, file=sys.stderr)
+            bar = progress_bar(len(convs), 0, "assessments", enabled=progress)
 
             async def one(c: Conversation) -> None:
                 await assess_unit(store, c, name, model, profiles[c.profile_id] if as_user else None)

@@ -22,6 +22,13 @@ Events = list[tuple[str, str]]
 Work = Callable[[], Awaitable[tuple[dict[str, Any], Events]]]
 
 
+def progress_bar(total: int, done: int, desc: str, *, enabled: bool, unit: str = "it") -> tqdm[Any]:
+    """The progress bar on stderr, starting at the units already done."""
+    return tqdm(
+        total=total, initial=done, desc=desc, unit=unit, disable=not enabled, file=sys.stderr, dynamic_ncols=True
+    )
+
+
 @dataclass
 class UnitsDone:
     skipped: int  # already in the store
@@ -53,15 +60,7 @@ async def run_units(
 ) -> UnitsDone:
     have = store.keys(kind)
     todo = [(k, w) for k, w in units if k not in have]
-    bar = tqdm(
-        total=len(units),
-        initial=len(units) - len(todo),
-        desc=label or kind,
-        unit=kind,
-        disable=not progress,
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )
+    bar = progress_bar(len(units), len(units) - len(todo), label or kind, enabled=progress, unit=kind)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(key: str, work: Work) -> None:

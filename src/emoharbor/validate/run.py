@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-import sys
 import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from ..assess.dimensions import rubric_version
 from ..assess.judge import USER_JUDGE
@@ -32,7 +29,7 @@ from ..prompts import all_versions
 from ..simulate.chain_user import ChainSettings, ChainUser
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, unit
+from ..store.units import Events, progress_bar, unit
 from .replay import esconv_facts, plan_replay, replay
 
 KIND = "validate"
@@ -151,14 +148,7 @@ async def run_validation(
     resolved = run_record(opts)
     store = RunStore.create_or_resume(run_dir, KIND, resolved, hash_config(resolved))
     have = store.keys("replay") & {d.id for d in dialogs}
-    bar = tqdm(
-        total=len(dialogs),
-        initial=len(have),
-        desc="conversations",
-        disable=not progress,
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )
+    bar = progress_bar(len(dialogs), len(have), "conversations", enabled=progress)
     gate = asyncio.Semaphore(effective_concurrency(opts))
     errors = 0
     started = time.perf_counter()
