@@ -71,11 +71,14 @@ async def test_agreement_bias_and_rationales_hand_computed(tmp_path: Path) -> No
     assert bias["fair"]["length_n"] == 7
     assert bias["fair"]["longer_wins"] == pytest.approx((5 + human_beats_blunt) / 7, abs=1e-4)
     assert bias["fair"]["first_shown_wins"] == 0.5 and bias["fair"]["position_n"] == 14
-    # self-preference (all scripted: every candidate is the judge's "own" model; the first is kind):
-    # fair gives kind 6/6; humans give kind 1 + 0 + 0.5 + 1 + 1 + 0 = 3.5 of 6
-    assert bias["fair"]["own_model"] == "kind" and bias["fair"]["own_win_rate"] == 1.0
-    assert bias["fair"]["humans_win_rate"] == pytest.approx(3.5 / 6, abs=1e-4)
-    assert bias["fair"]["self_preference"] == pytest.approx(1 - 3.5 / 6, abs=1e-4)
+    # self-preference (all scripted: kind and blunt are both served by the judge's own model, so only their
+    # pairs with the human count): fair's pairs with the human are kind x2 (won) and blunt on regular:0
+    # (the larger neutral id); humans give them kind 1 + 0 + tie 0.5 of 3 (the kind-blunt rows do not count)
+    own_rate = (3 - human_beats_blunt) / 3
+    assert bias["fair"]["own_model"] == "blunt, kind" and bias["fair"]["own_n"] == 3
+    assert bias["fair"]["own_win_rate"] == pytest.approx(own_rate, abs=1e-4)
+    assert bias["fair"]["humans_win_rate"] == pytest.approx(0.5)
+    assert bias["fair"]["self_preference"] == pytest.approx(own_rate - 0.5, abs=1e-4)
     assert bias["humans"]["position_n"] == 3 and bias["humans"]["first_shown_wins"] == pytest.approx(2 / 3, abs=1e-4)
 
     focus = {r["source"]: r for r in data["rationale_focus"]}

@@ -15,12 +15,14 @@ def _rate(hits: int, n: int) -> float | None:
     return round(hits / n, 4) if n else None
 
 
-def win_rate(verdicts: Iterable[PairVerdict], name: str) -> tuple[float | None, int]:
+def win_rate(verdicts: Iterable[PairVerdict], names: set[str]) -> tuple[float | None, int]:
+    """The win rate (ties count half) of the competitors ``names`` against all others: pairs with a
+    competitor of ``names`` on both sides say nothing about them and are left out."""
     score, n = 0.0, 0
     for v in verdicts:
-        if name in (v.a, v.b):
+        if (v.a in names) != (v.b in names):
             n += 1
-            score += 0.5 if v.outcome == TIE else float(v.winner() == name)
+            score += 0.5 if v.outcome == TIE else float(v.winner() in names)
     return (round(score / n, 4) if n else None), n
 
 
@@ -49,7 +51,8 @@ def bias_table(
 
     position: share of single-order overall verdicts won by the reply shown first (0.5 = none);
     length: share of decided overall verdicts won by the longer reply; self-preference: the judge's
-    win rate for its own model's replies minus the other judges' (else the humans') for the same model.
+    win rate for the replies of every candidate its own model serves (against the other competitors)
+    minus the other judges' (else the humans') for the same replies.
     """
     rows = []
     overall = [v for v in judge_vs if v.dimension == OVERALL]
@@ -64,15 +67,16 @@ def bias_table(
             "length_n": ln,
             "longer_wins": lp,
         }
-        for comp in own.get(judge, [])[:1]:
-            own_rate, own_n = win_rate([v for v in overall if v.rater == judge], comp)
-            other_rate, _ = win_rate([v for v in overall if v.rater != judge], comp)
-            human_rate, _ = win_rate(human_overall, comp)
+        comps = set(own.get(judge, []))
+        if comps:  # every candidate served by the judge's own model, whatever its prompt
+            own_rate, own_n = win_rate([v for v in overall if v.rater == judge], comps)
+            other_rate, _ = win_rate([v for v in overall if v.rater != judge], comps)
+            human_rate, _ = win_rate(human_overall, comps)
             base = other_rate if other_rate is not None else human_rate
             pref = round(own_rate - base, 4) if own_rate is not None and base is not None else None
             row.update(
                 {
-                    "own_model": comp,
+                    "own_model": ", ".join(sorted(comps)),
                     "own_n": own_n,
                     "own_win_rate": own_rate,
                     "other_judges_win_rate": other_rate,

@@ -43,8 +43,9 @@ def heart_html(folder: Path) -> str:
     parts.append("<h4>Order consistency</h4>" + dict_rows_table(data.get("order_consistency", [])))
     parts.append(
         '<h4>Judge biases</h4><p class="hint">first_shown_wins: share of verdicts for the reply shown first; '
-        "longer_wins: for the longer reply (pairs of clearly different length); own_win_rate: the judge's "
-        "own model's replies.</p>" + dict_rows_table(agree["bias"])
+        "longer_wins: for the longer reply (pairs whose replies differ in length); own_win_rate: for the "
+        "replies of the candidates served by the judge's own model, against the others.</p>"
+        + dict_rows_table(agree["bias"])
     )
     if agree["human_judgments"]:
         for title, key in [
