@@ -78,3 +78,20 @@ def test_candidate_system_prompts_and_reply_cleaning(tmp_path: Path) -> None:
         [("candidate_label_stripped", ""), ("candidate_quotes_stripped", "")],
     )
     assert clean_reply("  \n ") == ("", [])
+
+
+def test_candidate_system_prompts_builtin_file_and_text(tmp_path: Path) -> None:
+    from emoharbor.config import SupporterSpec
+    from emoharbor.heart.candidates import system_prompt
+
+    def prompt(sp: str | None) -> tuple[str, str]:
+        return system_prompt(SupporterSpec(name="c", model="scripted", system_prompt=sp), tmp_path)
+
+    assert prompt(None) == prompt("builtin:heart") and prompt(None)[1].startswith("heart_candidate_system@")
+    assert prompt("builtin:personal")[1].startswith("supporter_personal@")
+    (tmp_path / "p.txt").write_text("Be brief.\n", encoding="utf-8")
+    assert prompt("@p.txt")[0] == "Be brief." and prompt("@p.txt")[1].startswith("custom@")
+    text, version = prompt("Be kind.")
+    assert text == "Be kind." and version.startswith("custom@") and version != prompt("@p.txt")[1]
+    with pytest.raises(ConfigError, match=r"candidate c: no built-in supporter prompt 'nope'.*builtin:heart"):
+        prompt("builtin:nope")

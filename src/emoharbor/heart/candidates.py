@@ -9,8 +9,10 @@ from typing import Any
 
 from .. import userfiles
 from ..config import SupporterSpec
+from ..errors import ConfigError
 from ..models.base import ChatModel, Message, ModelCallError
 from ..prompts import load_prompt
+from ..simulate.supporter import supporter_prompt
 from .config import HUMAN, resolve_path
 from .histories import SEEKER, History
 
@@ -30,11 +32,19 @@ def context_line(history: History, show_situation: bool) -> str:
 
 
 def system_prompt(spec: SupporterSpec, base_dir: Path) -> tuple[str, str]:
-    """The candidate's system prompt and its version (part of the cache key)."""
-    if spec.system_prompt is None:
+    """The candidate's system prompt and its version (part of the cache key). None or ``builtin:heart``:
+    the HEART candidate prompt; ``builtin:default`` / ``builtin:personal``: the EmoHarbor supporter
+    prompts; ``@PATH``: a file (relative to the config); anything else: the text itself."""
+    if spec.system_prompt in (None, "builtin:heart"):
         p = load_prompt("heart_candidate_system")
         return p.text.strip(), p.version
     text = spec.system_prompt
+    if text.startswith("builtin:"):
+        try:
+            p = supporter_prompt(text)
+        except ConfigError as e:
+            raise ConfigError(f"candidate {spec.name}: {e}, or builtin:heart") from None
+        return p.text.strip(), p.version
     if text.startswith("@"):
         path = resolve_path(base_dir, text[1:])
         text = userfiles.read_text(path, f"candidate {spec.name}: system prompt file")
