@@ -107,3 +107,19 @@ def test_krippendorff_alpha_published_example() -> None:
     units = [[1, 1, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4], [4, 4, 4, 4],
              [1, 1, 2, 1], [2, 2, 2, 2], [5, 5, 5], [1, 1], [3]]  # fmt: skip
     assert krippendorff_alpha([[str(v) for v in u] for u in units]) == pytest.approx(0.743, abs=5e-4)
+
+
+def test_rating_tables_put_the_highest_overall_rating_first() -> None:
+    from emoharbor.heart.render import rating_tables
+
+    def row(c: str, dim: str, rating: float, wins: int = 0) -> dict[str, object]:
+        return {"judge": "j", "subset": "all", "variant": "plain", "competitor": c, "dimension": dim,
+                "rating": rating, "wins": wins, "ties": 1, "losses": 2}  # fmt: skip
+
+    # each dimension's rows come sorted by rating, as ratings_report writes them: a leads on attunement only
+    rows = [row("a", "attunement", 1100), row("b", "attunement", 900)]
+    rows += [row("b", "overall", 1050, wins=5), row("a", "overall", 950, wins=3)]
+    [(scope, comps)] = rating_tables({"ratings": rows})
+    assert scope == ("j", "all", "plain")
+    assert [(c, wtl) for c, _, wtl in comps] == [("b", "5-1-2"), ("a", "3-1-2")]
+    assert comps[1][1]["attunement"]["rating"] == 1100

@@ -63,12 +63,13 @@ Row = dict[str, Any]
 
 def rating_tables(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], list[tuple[str, dict[str, Row], str]]]]:
     """The ratings grouped as they are shown: one table per (judge, subset, variant), one row per competitor
-    holding its rows by dimension and its overall wins-ties-losses."""
+    (highest overall rating first) holding its rows by dimension and its overall wins-ties-losses."""
     out = []
     for scope in dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]):
         rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == scope]
         comps = []
-        for c in dict.fromkeys(r["competitor"] for r in rows):
+        by_overall = [r["competitor"] for r in rows if r["dimension"] == OVERALL]  # rows come sorted by rating
+        for c in dict.fromkeys([*by_overall, *(r["competitor"] for r in rows)]):
             by_dim = {r["dimension"]: r for r in rows if r["competitor"] == c}
             o = by_dim.get(OVERALL) or {"wins": 0, "ties": 0, "losses": 0}
             comps.append((c, by_dim, f"{o['wins']}-{o['ties']}-{o['losses']}"))
