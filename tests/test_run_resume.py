@@ -149,3 +149,25 @@ def test_assess_with_another_judge_then_leaderboard_and_export(tmp_path: Path) -
     with (tmp_path / "csv" / "assessment.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 24 and {r["judge"] for r in rows} == {"user", "third_party:fake", "third_party:other-judge"}
+
+
+def test_a_conversation_that_ended_on_a_failed_call_is_done_again(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer() as srv:
+        cfg = write_config(tmp_path / "c.yaml", srv.base_url, concurrency=1)
+        srv.faults.append("400")  # not retried: the first supporter call fails, and its conversation with it
+        first = emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env)
+        _, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+        store = RunStore.open_existing(tmp_path / "r")
+        errors = [k for k, c in store.items("conversation") if c["termination"] == "error"]
+        store.close()
+        assert len(errors) == 1
+        again = emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env)
+        _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    assert "1 new, 7 already done" in err
+    store = RunStore.open_existing(tmp_path / "r")
+    assert all(c["termination"] != "error" for _, c in store.items("conversation"))
+    assert len(store.keys("assessment")) == 16 and store.get("assessment", f"{errors[0]}|user") is not None
+    store.close()

@@ -149,6 +149,30 @@ async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
     store.close()
 
 
+async def test_units_that_ended_on_a_failed_model_call_are_done_again(tmp_path: Path) -> None:
+    path = dialogs(tmp_path, [1, 3, 5])
+    with FakeOpenAIServer() as srv:
+        spec = ModelSpec.model_validate(fake_spec(srv.base_url))
+        opts = ValidateOptions(esconv=[path], user=spec, judge=spec, max_supporter_turns=2, concurrency=1)
+        # a 400 is not retried: the first call (mine:0's Appraiser) fails, then mine:1's four chain calls
+        # pass and its user-judge call fails
+        srv.faults.extend(["400", "ok", "ok", "ok", "ok", "400"])
+        first = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+        store = RunStore.open_existing(tmp_path / "run")
+        assert store.get("replay", "mine:0")["termination"] == "error"  # type: ignore[index]
+        failed = store.get("assessment", "mine:1|user")
+        assert failed is not None and failed["unscored"] and failed["attempts"] == 0
+        assert store.get("assessment", "mine:1|third_party:fake")["unscored"] is False  # type: ignore[index]
+        store.close()
+        again = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+    assert (first.errors, again.errors, again.newly_done) == (1, 0, 1)
+    store = RunStore.open_existing(tmp_path / "run")
+    assert all(d["termination"] != "error" for _, d in store.items("replay"))
+    assert [k for k, a in store.items("assessment") if a["unscored"]] == []
+    assert len(store.keys("assessment")) == 6
+    store.close()
+
+
 @pytest.mark.skipif(not SHARED_ESCONV.is_dir(), reason="the ESConv data folder ../shared/data/esconv is absent")
 def test_validate_command_on_real_records_with_the_fake_server(tmp_path: Path) -> None:
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}

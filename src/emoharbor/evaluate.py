@@ -25,7 +25,7 @@ from .simulate.conversation import Conversation
 from .simulate.factory import make_supporter, make_user
 from .simulate.loop import converse
 from .store.run_store import RunStore, call_sink
-from .store.units import Events, progress_bar, unit
+from .store.units import Events, finished, progress_bar, unit
 
 KIND = "emoharbor"
 T = TypeVar("T")
@@ -102,7 +102,7 @@ async def assess_unit(
         events = [("unscored", f"{judge}: {rec['error'][:160]}")] if rec["unscored"] else []
         return {**rec, "judge": judge, "conversation": conv.id}, events
 
-    return await unit(store, "assessment", f"{conv.id}|{judge}", work)
+    return await unit(store, "assessment", f"{conv.id}|{judge}", work, redo_failed_calls=True)
 
 
 async def run_evaluation(
@@ -111,7 +111,7 @@ async def run_evaluation(
     profiles = resolve_profiles(cfg.profiles)
     store = RunStore.create_or_resume(run_dir, KIND, *run_record(cfg))
     jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
-    have = store.keys("conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
+    have = finished(store, "conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
     bar = progress_bar(len(jobs), len(have), "conversations", enabled=progress)
     errors = 0
     try:
@@ -123,7 +123,7 @@ async def run_evaluation(
             async def one(i: int, profile: Profile, spec: Any, repeat: int) -> None:
                 nonlocal errors
                 key = conversation_key(profile.id, spec.name, repeat)
-                was_done = store.has("conversation", key)
+                was_done = key in have
 
                 async def talk() -> tuple[dict[str, Any], Events]:
                     conv = Conversation(
@@ -144,7 +144,7 @@ async def run_evaluation(
                     events = [*conv.events, ("termination", conv.termination)]
                     return conv.model_dump(mode="json"), events
 
-                conv = Conversation.model_validate(await unit(store, "conversation", key, talk))
+                conv = Conversation.model_validate(await unit(store, "conversation", key, talk, redo_failed_calls=True))
                 if conv.termination == "error":
                     errors += 1
                 else:

@@ -35,10 +35,25 @@ class UnitsDone:
     done: int
 
 
-async def unit(store: RunStore, kind: str, key: str, work: Work) -> dict[str, Any]:
-    """Do one unit unless the store has it; write its record, calls and events in one transaction."""
+def failed_call(record: dict[str, Any]) -> bool:
+    """Whether a stored conversation or assessment ended on a model call that failed for good (the
+    endpoint was down, a timeout outlived the retries): such a unit is done again by the next run. Output
+    that did not parse is kept as it is: the same calls would come back from the cache."""
+    if record.get("termination") == "error":
+        return any(ev[0] == "model_error" for ev in record.get("events", []))
+    return bool(record.get("unscored")) and record.get("attempts") == 0 and bool(record.get("error"))
+
+
+def finished(store: RunStore, kind: str) -> set[str]:
+    """The keys of ``kind`` that a resumed run does not do again."""
+    return {k for k, d in store.items(kind) if not failed_call(d)}
+
+
+async def unit(store: RunStore, kind: str, key: str, work: Work, *, redo_failed_calls: bool = False) -> dict[str, Any]:
+    """Do one unit unless the store has it (with ``redo_failed_calls``: unless it has it and the unit did
+    not end on a failed model call); write its record, calls and events in one transaction."""
     have = store.get(kind, key)
-    if have is not None:
+    if have is not None and not (redo_failed_calls and failed_call(have)):
         return have
     token = unit_calls.set([])
     try:

@@ -29,7 +29,7 @@ from ..prompts import all_versions
 from ..simulate.chain_user import ChainSettings, ChainUser
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, progress_bar, unit
+from ..store.units import Events, finished, progress_bar, unit
 from .replay import esconv_facts, plan_replay, replay
 
 KIND = "validate"
@@ -133,7 +133,7 @@ async def replay_and_assess(
         }
         return record, [*conv.events, ("replay", "error" if conv.termination == "error" else "done")]
 
-    conv = Conversation.model_validate(await unit(store, "replay", dialog.id, work))
+    conv = Conversation.model_validate(await unit(store, "replay", dialog.id, work, redo_failed_calls=True))
     if conv.termination == "error":
         return False
     await assess_unit(store, conv, USER_JUDGE, user_model, profile)
@@ -147,7 +147,7 @@ async def run_validation(
     dialogs = load_selection(opts)
     resolved = run_record(opts)
     store = RunStore.create_or_resume(run_dir, KIND, resolved, hash_config(resolved))
-    have = store.keys("replay") & {d.id for d in dialogs}
+    have = finished(store, "replay") & {d.id for d in dialogs}
     bar = progress_bar(len(dialogs), len(have), "conversations", enabled=progress)
     gate = asyncio.Semaphore(effective_concurrency(opts))
     errors = 0
@@ -165,7 +165,7 @@ async def run_validation(
             async def one(d: EsconvDialog) -> None:
                 nonlocal errors
                 async with gate:
-                    was_done = store.has("replay", d.id)
+                    was_done = d.id in have
                     if not await replay_and_assess(store, d, opts, user_model, judge_model):
                         errors += 1
                     if not was_done:
