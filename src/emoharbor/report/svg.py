@@ -134,9 +134,13 @@ def trajectories(series: list[Series], *, title: str, width: int = 520, height: 
                     f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{s.colour}"><title>{esc(s.name)}, '
                     f"turn {t}: mean {m:.1f} (n={n})</title></circle>"
                 )
-    parts.append("</svg>")
-    legend = "".join(f'<span class="key"><i style="background:{s.colour}"></i>{esc(s.name)}</span>' for s in series)
-    return f'<figure class="chartbox">{"".join(parts)}<figcaption>{esc(title)} {legend}</figcaption></figure>'
+    return _figure(parts, title, [(s.colour, s.name) for s in series])
+
+
+def _figure(parts: list[str], title: str, keys: list[tuple[str, str]]) -> str:
+    """The chart's SVG parts closed and framed, with the title and a legend of (colour, meaning)."""
+    legend = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(k)}</span>' for c, k in keys)
+    return f'<figure class="chartbox">{"".join(parts)}</svg><figcaption>{esc(title)} {legend}</figcaption></figure>'
 
 
 @dataclass
@@ -190,6 +194,4 @@ def scatter(
         x, y = xy(p.x, p.y)
         tip = f"<title>{esc(p.tip)}</title>"
         parts.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{p.colour}">{tip}</circle>')
-    parts.append("</svg>")
-    legend = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(k)}</span>' for c, k in keys)
-    return f'<figure class="chartbox">{"".join(parts)}<figcaption>{esc(title)} {legend}</figcaption></figure>'
+    return _figure(parts, title, keys)
