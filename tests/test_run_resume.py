@@ -167,6 +167,11 @@ def test_a_conversation_that_ended_on_a_failed_call_is_done_again(tmp_path: Path
         _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert "1 new, 7 already done" in err
+    # the endpoint is gone: a finished run prints its leaderboard again without reaching any model
+    third = emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env)
+    out, err = third.communicate(timeout=120)
+    assert third.returncode == 0, err
+    assert "0 new, 8 already done" in err and "overall" in out
     store = RunStore.open_existing(tmp_path / "r")
     assert all(c["termination"] != "error" for _, c in store.items("conversation"))
     assert len(store.keys("assessment")) == 16 and store.get("assessment", f"{errors[0]}|user") is not None

@@ -25,7 +25,7 @@ from .simulate.conversation import Conversation
 from .simulate.factory import make_supporter, make_user
 from .simulate.loop import converse
 from .store.run_store import RunStore, call_sink
-from .store.units import Events, finished, progress_bar, unit
+from .store.units import Events, failed_call, finished, progress_bar, unit
 
 KIND = "emoharbor"
 T = TypeVar("T")
@@ -105,15 +105,39 @@ async def assess_unit(
     return await unit(store, "assessment", f"{conv.id}|{judge}", work, redo_failed_calls=True)
 
 
+def work_left(store: RunStore, kind: str, keys: list[str], judges: tuple[str, ...]) -> tuple[set[str], int]:
+    """For a resumed run: the conversations (``kind`` "conversation" or "replay") with work left (not
+    stored, ended on a failed model call, or missing a judge's finished assessment), and how many of the
+    others ended in error."""
+    assessed = finished(store, "assessment")
+    todo, errors = set(), 0
+    for key in keys:
+        conv = store.get(kind, key)
+        if conv is None or failed_call(conv):
+            todo.add(key)
+        elif conv.get("termination") == "error":
+            errors += 1
+        elif not all(f"{key}|{j}" in assessed for j in judges):
+            todo.add(key)
+    return todo, errors
+
+
 async def run_evaluation(
     cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> RunSummary:
     profiles = resolve_profiles(cfg.profiles)
     store = RunStore.create_or_resume(run_dir, KIND, *run_record(cfg))
     jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
-    have = finished(store, "conversation") & {conversation_key(p.id, s.name, r) for _, p, s, r in jobs}
+    keys = [conversation_key(p.id, s.name, r) for _, p, s, r in jobs]
+    have = finished(store, "conversation") & set(keys)
+    judges = (USER_JUDGE, third_party_name(cfg.roles.judge.model)) if cfg.third_party_judge else (USER_JUDGE,)
+    pending, errors = work_left(store, "conversation", keys, judges)
+    todo = [job for job, key in zip(jobs, keys, strict=True) if key in pending]
+    if not todo:  # nothing to do: no model is reached, no server started
+        store.set_meta("status", "complete")
+        store.close()
+        return RunSummary(run_dir, len(jobs), 0, errors)
     bar = progress_bar(len(jobs), len(have), "conversations", enabled=progress)
-    errors = 0
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             user_model = await pool.get(cfg.roles.user, "user")
@@ -154,7 +178,7 @@ async def run_evaluation(
                 if not was_done:
                     bar.update(1)
 
-            await in_workers(jobs, lambda job: one(*job), effective_concurrency(cfg))
+            await in_workers(todo, lambda job: one(*job), effective_concurrency(cfg))
         store.set_meta("status", "complete")
     finally:
         bar.close()

@@ -21,7 +21,7 @@ from ..assess.judge import USER_JUDGE
 from ..config import ModelSpec, hash_config
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
-from ..evaluate import assess_unit, third_party_name
+from ..evaluate import assess_unit, third_party_name, work_left
 from ..models.base import ChatModel
 from ..models.pool import ModelPool
 from ..profiles.esconv_import import draft_profile
@@ -148,9 +148,15 @@ async def run_validation(
     resolved = run_record(opts)
     store = RunStore.create_or_resume(run_dir, KIND, resolved, hash_config(resolved))
     have = finished(store, "replay") & {d.id for d in dialogs}
+    judges = (USER_JUDGE, third_party_name(opts.judge.model))
+    pending, errors = work_left(store, "replay", [d.id for d in dialogs], judges)
+    todo = [d for d in dialogs if d.id in pending]
+    if not todo:  # nothing to do: no model server is started
+        store.set_meta("status", "complete")
+        store.close()
+        return ValidateSummary(run_dir, len(dialogs), 0, errors)
     bar = progress_bar(len(dialogs), len(have), "conversations", enabled=progress)
     gate = asyncio.Semaphore(effective_concurrency(opts))
-    errors = 0
     started = time.perf_counter()
     before = float(store.meta().get("wall_s", "0"))  # earlier sessions of this run
 
@@ -173,7 +179,7 @@ async def run_validation(
                         record_wall_time()
 
             async with asyncio.TaskGroup() as tg:
-                for d in dialogs:
+                for d in todo:
                     tg.create_task(one(d))
         store.set_meta("status", "complete")
     finally:
