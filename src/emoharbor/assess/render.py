@@ -42,7 +42,7 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
             "generic",
             "personal",
             "gap (gen-pers)",
-            "intensity change",
+            "intensity change (end - start)",
         ],
         [
             [

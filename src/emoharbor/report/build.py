@@ -82,7 +82,17 @@ def comparison_table(views: list[RunView]) -> str:
                     est(r["intensity_change"], 1),
                 ]
             )
-    header = ["run", "kind", "supporter", "conversations", "overall", "generic", "personal", "gap", "intensity change"]
+    header = [
+        "run",
+        "kind",
+        "supporter",
+        "conversations",
+        "overall",
+        "generic",
+        "personal",
+        "gap",
+        "intensity change (end - start)",
+    ]
     return table(header, rows, tid="runs-compared")
 
 

@@ -21,7 +21,7 @@ def summary_table(board: dict[str, Any], tid: str = "") -> str:
         "generic",
         "personal",
         "gap (generic - personal)",
-        "intensity change",
+        "intensity change (end - start)",
     ]
     rows = [
         [
@@ -57,7 +57,9 @@ def leaderboard_html(boards: dict[str, dict[str, Any]], run_id: str) -> str:
         parts.append(f"<h3>Judge: {esc(who)}</h3>")
         parts.append(
             '<p class="hint">mean [95% bootstrap interval] n; scores 1-5; click a column to sort. '
-            "The gap is generic minus personal: a large gap is empathy that does not fit the person.</p>"
+            "The gap is generic minus personal: a large gap is empathy that does not fit the person. "
+            "The intensity change is the simulated user's emotion intensity (0-100) at the end minus at the "
+            "start: below 0 is relief.</p>"
         )
         parts.append(summary_table(board, tid=f"{run_id}-lb-{judge}"))
         parts.append("<details open><summary>Every dimension</summary>" + dimension_table(board) + "</details>")
