@@ -109,6 +109,7 @@ def test_a_different_config_is_refused(tmp_path: Path) -> None:
         _, err = p.communicate(timeout=60)
     assert p.returncode == 2
     assert "was started with a different config" in err and "Traceback" not in err
+    assert "it differs in max_turns)" in err  # names what changed, and only that
 
 
 def test_assess_with_another_judge_then_leaderboard_and_export(tmp_path: Path) -> None:

@@ -38,6 +38,19 @@ CREATE TABLE IF NOT EXISTS events (
 unit_calls: contextvars.ContextVar[list[CallRecord] | None] = contextvars.ContextVar("unit_calls", default=None)
 
 
+def config_differences(old: Any, new: Any, most: int = 6) -> list[str]:
+    """The dotted paths at which two resolved configs differ (the first ``most``, then "..."), so a refused
+    resume can say what changed: a prompt's version, a model, a setting."""
+
+    def walk(a: Any, b: Any, path: str) -> list[str]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return [p for k in sorted(set(a) | set(b), key=str) for p in walk(a.get(k), b.get(k), f"{path}{k}.")]
+        return [] if a == b else [path.rstrip(".") or "(the whole config)"]
+
+    found = walk(old, new, "")
+    return [*found[:most], "..."] if len(found) > most else found
+
+
 class RunStore:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
@@ -66,9 +79,12 @@ class RunStore:
                 f"{store.folder} holds a '{have.get('kind')}' run, not a '{kind}' run: use another folder"
             )
         elif have.get("config_hash") != config_hash:
+            differs = config_differences(json.loads(have.get("config", "{}")), resolved)
+            where = f"; it differs in {', '.join(differs)}" if differs else ""
+            store.close()
             raise EmoharborError(
                 f"{store.folder} was started with a different config (hash {have.get('config_hash')}, "
-                f"this one is {config_hash}): resume it with the same config, or give a new run folder"
+                f"this one is {config_hash}{where}): resume it with the same config, or give a new run folder"
             )
         return store
 
