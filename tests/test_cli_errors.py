@@ -162,3 +162,40 @@ def test_an_interrupt_that_something_swallows_still_ends_the_process() -> None:
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130 and "exiting now; finished work is saved" in err
+
+
+SHUTDOWN_AFTER_INTERRUPT = """
+import asyncio, os, signal, sys
+import emoharbor.cli as c
+if sys.argv[1] == "handled":
+    c.handle_interrupts()
+else:
+    signal.signal(signal.SIGINT, c._interrupt)
+
+async def connect_attempt():
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:  # as a client library's connect attempt cut off mid-way
+        raise ExceptionGroup("connect", [OSError("connection refused")])
+
+async def main():
+    asyncio.get_running_loop().call_later(0.2, os.kill, os.getpid(), signal.SIGINT)
+    await connect_attempt()
+
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["bare", "handled"])
+def test_no_traceback_from_tasks_that_fail_while_an_interrupt_cancels_them(mode: str) -> None:
+    p = subprocess.run(
+        [sys.executable, "-c", SHUTDOWN_AFTER_INTERRUPT, mode], capture_output=True, text=True, timeout=60
+    )
+    assert p.stdout.strip() == "interrupted"
+    if mode == "bare":  # the situation is real: asyncio prints a traceback for it
+        assert "unhandled exception during asyncio.run() shutdown" in p.stderr and "Traceback" in p.stderr
+    else:
+        assert p.stderr == ""

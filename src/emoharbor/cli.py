@@ -4,6 +4,7 @@ under ``emoharbor.commands``."""
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -69,9 +70,27 @@ def _force_exit() -> None:
     os._exit(130)
 
 
-def main(argv: list[str] | None = None) -> None:
+SHUTDOWN_NOISE = "unhandled exception during asyncio.run() shutdown"
+
+
+class _QuietShutdown(logging.Filter):
+    """After Ctrl-C or SIGTERM, asyncio cancels the tasks still running and logs, with a traceback, any
+    that ended in an error instead (a client library's connect attempt cut off mid-way raises an
+    exception group). Those errors are the interrupt's own doing, so they are not shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_stopping.is_set() and record.getMessage().startswith(SHUTDOWN_NOISE))
+
+
+def handle_interrupts() -> None:
+    """Ctrl-C and SIGTERM stop emoharbor cleanly: see ``_interrupt``."""
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
+    logging.getLogger("asyncio").addFilter(_QuietShutdown())
+
+
+def main(argv: list[str] | None = None) -> None:
+    handle_interrupts()
     try:
         cli.main(args=argv, prog_name="emoharbor", standalone_mode=False)
     except EmoharborError as e:
