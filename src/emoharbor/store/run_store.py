@@ -75,6 +75,7 @@ class RunStore:
                 }.items():
                     db.execute("INSERT INTO meta VALUES (?, ?)", (k, v))
         elif have.get("kind") != kind:
+            store.close()
             raise EmoharborError(
                 f"{store.folder} holds a '{have.get('kind')}' run, not a '{kind}' run: use another folder"
             )
