@@ -44,6 +44,7 @@ class ReflectScripted:
         max_tokens: int | None = None,
         seed: int | None = None,
         prompt_version: str = "",
+        top_logprobs: int = 0,
     ) -> ChatResult:
         if json_schema is not None:
             return ChatResult(text=REFLECTION, finish_reason="stop")

@@ -9,6 +9,16 @@ Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token, its log-probability and the most likely alternatives at its position
+    (``top``: (token, log-probability) pairs, the token itself among them where the backend says so)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -32,6 +42,9 @@ class ChatResult:
     endpoint: str = ""
     retries: int = 0
     finish_reason: str = ""
+    # per generated token, when the call asked for ``top_logprobs`` and the backend returned them; None
+    # otherwise (never an empty list standing in for "not returned")
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +70,9 @@ class ChatModel(Protocol):
     ``json_schema``: when given, the reply must be a JSON object (the backend is asked for JSON
     with that schema where it supports it). ``seed`` distinguishes repeats of the same call, and
     is part of the cache key. ``prompt_version`` names the version of the prompt files that built
-    ``messages``; it too is part of the cache key.
+    ``messages``; it too is part of the cache key. ``top_logprobs`` > 0 asks for each generated token's
+    log-probability and that many alternatives (``ChatResult.logprobs``); a backend that cannot give them
+    returns ``logprobs=None``, and the caller decides what that means.
     """
 
     name: str
@@ -70,6 +85,7 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         seed: int | None = None,
         prompt_version: str = "",
+        top_logprobs: int = 0,
     ) -> ChatResult: ...
 
     async def aclose(self) -> None: ...

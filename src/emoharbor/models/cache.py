@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .base import ChatResult, Usage
+from .base import ChatResult, TokenLogprob, Usage
 
 
 def default_cache_dir() -> Path:
@@ -28,6 +28,12 @@ def default_cache_dir() -> Path:
 def cache_key(**parts: Any) -> str:
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _logprobs_from(raw: Any) -> tuple[TokenLogprob, ...] | None:
+    if raw is None:
+        return None
+    return tuple(TokenLogprob(t, float(lp), tuple((a, float(b)) for a, b in top)) for t, lp, top in raw)
 
 
 class CallCache:
@@ -57,12 +63,13 @@ class CallCache:
             model=d["model"],
             endpoint=d["endpoint"],
             finish_reason=d.get("finish_reason", ""),
+            logprobs=_logprobs_from(d.get("logprobs")),
         )
 
     def put(self, key: str, r: ChatResult) -> None:
         if self._db is None:
             return
-        d = {
+        d: dict[str, Any] = {
             "text": r.text,
             "prompt_tokens": r.usage.prompt_tokens,
             "completion_tokens": r.usage.completion_tokens,
@@ -70,6 +77,8 @@ class CallCache:
             "endpoint": r.endpoint,
             "finish_reason": r.finish_reason,
         }
+        if r.logprobs is not None:
+            d["logprobs"] = [[t.token, t.logprob, [list(a) for a in t.top]] for t in r.logprobs]
         self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, json.dumps(d)))
 
     async def get_or_call(self, key: str, call: Callable[[], Awaitable[ChatResult]]) -> ChatResult:

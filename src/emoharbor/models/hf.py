@@ -246,6 +246,7 @@ class HFChatModel:
         max_tokens: int | None = None,
         seed: int | None = None,
         prompt_version: str = "",
+        top_logprobs: int = 0,
     ) -> ChatResult:
         async with self._lock:
             return await asyncio.to_thread(self._generate, messages, max_tokens or self.max_tokens, seed, json_schema)

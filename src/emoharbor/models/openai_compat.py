@@ -17,7 +17,7 @@ import openai
 
 from ..config import ModelSpec
 from ..errors import ConfigError
-from .base import ChatResult, Message, ModelCallError, Usage
+from .base import ChatResult, Message, ModelCallError, TokenLogprob, Usage
 from .cache import CallCache, cache_key
 from .retry import EmptyReply, backoff_s, describe, is_retryable, raise_if_cancelled, retry_after_s
 
@@ -72,7 +72,12 @@ class OpenAIChatModel:
         return min(pool, key=lambda e: e.outstanding)
 
     def _request(
-        self, messages: list[Message], json_schema: dict[str, Any] | None, max_tokens: int | None, seed: int | None
+        self,
+        messages: list[Message],
+        json_schema: dict[str, Any] | None,
+        max_tokens: int | None,
+        seed: int | None,
+        top_logprobs: int = 0,
     ) -> dict[str, Any]:
         s = self.spec
         req: dict[str, Any] = {
@@ -85,6 +90,9 @@ class OpenAIChatModel:
             req["top_p"] = s.top_p
         if seed is not None:
             req["seed"] = seed
+        if top_logprobs > 0:
+            req["logprobs"] = True
+            req["top_logprobs"] = top_logprobs
         if json_schema is not None:
             if self.json_mode == "json_schema":
                 req["response_format"] = {
@@ -105,8 +113,9 @@ class OpenAIChatModel:
         max_tokens: int | None = None,
         seed: int | None = None,
         prompt_version: str = "",
+        top_logprobs: int = 0,
     ) -> ChatResult:
-        req = self._request(messages, json_schema, max_tokens, seed)
+        req = self._request(messages, json_schema, max_tokens, seed, top_logprobs)
         key = cache_key(
             identity=self.identity,
             request={k: v for k, v in req.items() if k != "model"},
@@ -133,6 +142,7 @@ class OpenAIChatModel:
                     endpoint=ep.url,
                     retries=attempt,
                     finish_reason=result[2],
+                    logprobs=result[3],
                 )
             except asyncio.CancelledError:
                 raise
@@ -156,7 +166,9 @@ class OpenAIChatModel:
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _call_once(self, ep: Endpoint, req: dict[str, Any]) -> tuple[str, Usage, str]:
+    async def _call_once(
+        self, ep: Endpoint, req: dict[str, Any]
+    ) -> tuple[str, Usage, str, tuple[TokenLogprob, ...] | None]:
         resp = await ep.client.chat.completions.create(**req)
         if not getattr(resp, "choices", None) or resp.choices[0].message is None:
             raise EmptyReply("the server answered with no choices")
@@ -167,11 +179,29 @@ class OpenAIChatModel:
         ct = int(getattr(u, "completion_tokens", 0) or 0) if u else 0
         price = self.spec.price
         cost = (pt * price.input_per_mtok + ct * price.output_per_mtok) / 1e6
-        return text, Usage(pt, ct, cost), str(choice.finish_reason or "")
+        lp = token_logprobs(choice) if req.get("logprobs") else None
+        return text, Usage(pt, ct, cost), str(choice.finish_reason or ""), lp
 
     async def aclose(self) -> None:
         for e in self.endpoints:
             await e.client.close()
+
+
+def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
+    """The generated tokens' log-probabilities as the OpenAI API gives them (``choice.logprobs.content``,
+    each with ``top_logprobs``); vLLM, SGLang and llama.cpp's server answer in the same form. None when the
+    server sent none."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return tuple(
+        TokenLogprob(
+            str(t.token),
+            float(t.logprob),
+            tuple((str(a.token), float(a.logprob)) for a in (getattr(t, "top_logprobs", None) or [])),
+        )
+        for t in content
+    )
 
 
 def make_endpoints(spec: ModelSpec, urls: list[str] | None = None, concurrency: int | None = None) -> list[Endpoint]:

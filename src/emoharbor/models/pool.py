@@ -39,10 +39,16 @@ class RoleModel:
         max_tokens: int | None = None,
         seed: int | None = None,
         prompt_version: str = "",
+        top_logprobs: int = 0,
     ) -> ChatResult:
         try:
             r = await self.inner.chat(
-                messages, json_schema=json_schema, max_tokens=max_tokens, seed=seed, prompt_version=prompt_version
+                messages,
+                json_schema=json_schema,
+                max_tokens=max_tokens,
+                seed=seed,
+                prompt_version=prompt_version,
+                top_logprobs=top_logprobs,
             )
         except ModelCallError as e:
             if self.sink:

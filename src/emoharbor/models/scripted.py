@@ -29,6 +29,7 @@ class ScriptedModel:
         max_tokens: int | None = None,
         seed: int | None = None,
         prompt_version: str = "",
+        top_logprobs: int = 0,
     ) -> ChatResult:
         self.calls.append(messages)
         if self.latency_s:

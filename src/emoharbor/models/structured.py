@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 
-from .base import ChatModel, Message, ModelCallError, Usage
+from .base import ChatModel, Message, ModelCallError, TokenLogprob, Usage
 
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
@@ -26,6 +26,7 @@ class Structured:
     error: str = ""
     raw: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    logprobs: tuple[TokenLogprob, ...] | None = None  # of the reply that parsed, when asked for
 
     @property
     def ok(self) -> bool:
@@ -72,6 +73,7 @@ async def ask_json(
     seed: int = 0,
     prompt_version: str = "",
     max_tokens: int | None = None,
+    top_logprobs: int = 0,
 ) -> Structured:
     """Ask ``model`` for a JSON object matching ``schema``; up to ``retries`` re-asks on bad output.
 
@@ -82,13 +84,19 @@ async def ask_json(
     for attempt in range(retries + 1):
         out.attempts = attempt + 1
         r = await model.chat(
-            convo, json_schema=schema, seed=seed + attempt, prompt_version=prompt_version, max_tokens=max_tokens
+            convo,
+            json_schema=schema,
+            seed=seed + attempt,
+            prompt_version=prompt_version,
+            max_tokens=max_tokens,
+            top_logprobs=top_logprobs,
         )
         out.usage = out.usage + r.usage
         out.raw.append(r.text)
         try:
             out.data = parse_json_object(r.text, schema)
             out.error = ""
+            out.logprobs = r.logprobs
             return out
         except ValueError as e:
             out.error = str(e)

@@ -6,6 +6,10 @@ JSON object that fits the request's schema. Faults can be queued: each request t
 Faults: ``ok``, ``400``, ``429`` (with Retry-After), ``500``, ``hang`` (never answers in time),
 ``truncated`` (the body stops short of its Content-Length), ``invalid_json`` (200 with a broken body),
 ``bad_output`` (200 with text that is not the requested JSON).
+
+Asked for ``logprobs`` (with ``logprobs=True`` here, the default), it returns them in the OpenAI form: the
+reply cut into tokens (runs of letters, single digits, single other characters), each digit 1-5 with a
+fixed distribution over the digits 1-5 (``digit_probs``) and every other token with probability 1.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
+import re
 import socket
 import threading
 import time
@@ -54,10 +60,37 @@ def default_reply(messages: list[dict[str, Any]], schema: dict[str, Any] | None)
     return " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))) + f" ({digest.hex()[:6]})"
 
 
+TOKEN = re.compile(r"[A-Za-z]+|\d|\s+|.", re.DOTALL)
+
+
+def digit_probs(chosen: int) -> dict[int, float]:
+    """The fake's distribution over 1-5 where it wrote ``chosen``: 0.5 on it, the rest on its neighbours
+    and beyond (0.2 on each neighbour, what is left spread over the others)."""
+    near = {v: 0.2 for v in (chosen - 1, chosen + 1) if 1 <= v <= 5}
+    far = [v for v in range(1, 6) if v != chosen and v not in near]
+    rest = 0.5 - sum(near.values())
+    return {chosen: 0.5, **near, **{v: rest / len(far) for v in far}}
+
+
+def logprobs_of(text: str, top: int) -> dict[str, Any]:
+    content = []
+    for tok in TOKEN.findall(text):
+        if tok in "12345" and len(tok) == 1:
+            alts = sorted(digit_probs(int(tok)).items(), key=lambda kv: -kv[1])[: max(top, 1)]
+            top_lp = [{"token": str(v), "logprob": math.log(p), "bytes": None} for v, p in alts]
+            content.append({"token": tok, "logprob": math.log(0.5), "bytes": None, "top_logprobs": top_lp})
+        else:
+            content.append(
+                {"token": tok, "logprob": 0.0, "bytes": None, "top_logprobs": [{"token": tok, "logprob": 0.0}]}
+            )
+    return {"content": content}
+
+
 class FakeOpenAIServer:
-    def __init__(self, latency_s: float = 0.0, reply: Reply = default_reply) -> None:
+    def __init__(self, latency_s: float = 0.0, reply: Reply = default_reply, *, logprobs: bool = True) -> None:
         self.latency_s = latency_s
         self.reply = reply
+        self.logprobs = logprobs
         self.faults: deque[str] = deque()
         self.requests = 0
         self.completed = 0
@@ -138,6 +171,13 @@ class FakeOpenAIServer:
         text = "this is not json at all" if fault == "bad_output" else self.reply(req.get("messages", []), schema)
         self.completed += 1
         pt = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }
+        if req.get("logprobs") and self.logprobs:
+            choice["logprobs"] = logprobs_of(text, int(req.get("top_logprobs") or 0))
         await _send(
             send,
             200,
@@ -147,9 +187,7 @@ class FakeOpenAIServer:
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": req.get("model", "fake"),
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                    ],
+                    "choices": [choice],
                     "usage": {
                         "prompt_tokens": pt,
                         "completion_tokens": len(text.split()),
