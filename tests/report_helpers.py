@@ -85,9 +85,9 @@ class ValidateScript:
             down = "zest" in _latest_supporter_line(messages)
             return json.dumps(
                 {
-                    "intensity_change": -15 if down else 5,
-                    "trust_change": 10 if down else 0,
                     "thought": "they are kind" if down else "hm",
+                    "feel_better": 15 if down else -5,
+                    "trust_change": 10 if down else 0,
                 }
             )
         kinds = text.count("zest")
@@ -139,10 +139,11 @@ async def make_runs(base: Path) -> dict[str, Path]:
     with FakeOpenAIServer() as srv:
         await small_run(base / "eh", srv)
     path = write_jsonl(base / "mine.jsonl", [invented_record(e) for e in (1, 2, 4, 5)])
-    opts = ValidateOptions(esconv=[path], max_supporter_turns=2)
+    opts = ValidateOptions(esconv=[path], judges=["user", "third_party"], max_supporter_turns=2)
     store = RunStore.create_or_resume(base / "val", "validate", opts.resolved(), "h")
     model = ScriptedModel(ValidateScript())
+    judges = opts.make_judges()
     for d in load_esconv(path):
-        await replay_and_assess(store, d, opts, model, model)
+        await replay_and_assess(store, d, opts, model, judges, {j.name: model for j in judges})
     store.close()
     return {"eh": base / "eh", "val": base / "val"}

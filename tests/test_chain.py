@@ -9,12 +9,21 @@ from typing import Any
 
 import pytest
 
+from emoharbor.assess.cards import load_card
 from emoharbor.assess.dimensions import keys
-from emoharbor.assess.judge import judge_as_user, judge_third_party
+from emoharbor.assess.judge import judge_conversation
 from emoharbor.models.base import ChatResult, Message
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.profiles.loader import load_profile_file
-from emoharbor.simulate.chain_user import ChainSettings, ChainUser, disclosure_count, story_facts
+from emoharbor.simulate.chain_user import (
+    ChainSettings,
+    ChainUser,
+    disclosure_count,
+    feel_scale,
+    feel_schema,
+    steps,
+    story_facts,
+)
 from emoharbor.simulate.conversation import Conversation
 from emoharbor.simulate.loop import converse
 from emoharbor.simulate.supporter import Supporter, supporter_prompt
@@ -68,7 +77,7 @@ class ChainScript:
                 }
             )
         if role == "feel":
-            return json.dumps({"intensity_change": -10, "trust_change": 10, "thought": "ok, maybe"})
+            return json.dumps({"thought": "ok, maybe", "feel_better": 10, "trust_change": 10})
         if role == "express":
             return json.dumps(
                 {"message": f"Message number {n} about the night shift {'x' * n}.", "decision": "continue"}
@@ -101,16 +110,54 @@ async def test_a_whole_conversation_with_inner_records() -> None:
 
 async def test_state_steps_are_bounded_even_when_the_model_overshoots() -> None:
     # the schema's enum refuses 90; the retries fail too, so the step is unscored and the state holds
-    big = ChainScript(feel=json.dumps({"intensity_change": 90, "trust_change": -90, "thought": "x"}))
+    big = ChainScript(feel=json.dumps({"thought": "x", "feel_better": 90, "trust_change": -90}))
     conv = await talk(big, max_turns=2)
     assert [s.intensity for s in conv.states] == [75, 75, 75]
     assert sum(1 for ev, _ in conv.events if ev == "parse_failure:feel") == 2
     # the bound is configurable: a step of 15 is refused when the bound is 5
-    ok = ChainScript(feel=json.dumps({"intensity_change": -15, "trust_change": 5, "thought": "x"}))
+    ok = ChainScript(feel=json.dumps({"thought": "x", "feel_better": 15, "trust_change": 5}))
     conv = await talk(ok, max_turns=1, intensity_step=5, trust_step=5)
     assert conv.states[1].intensity == 75 and ("parse_failure:feel" in [ev for ev, _ in conv.events])
     conv = await talk(ok, max_turns=1, intensity_step=15, trust_step=5)
     assert conv.states[1].intensity == 60 and conv.states[1].trust == 45
+
+
+def test_the_feeler_writes_its_thought_first_then_how_much_better_it_feels() -> None:
+    schema = feel_schema(ChainSettings())
+    assert list(schema["properties"]) == ["thought", "feel_better", "trust_change"]
+    assert schema["required"] == ["thought", "feel_better", "trust_change"]
+    assert schema["properties"]["feel_better"]["enum"] == [-15, -10, -5, 0, 5, 10, 15]
+    assert feel_scale(15) == (
+        "15 = much better, 10 = clearly better, 5 = a little better, 0 = no different, "
+        "-5 = a little worse, -10 = clearly worse, -15 = much worse"
+    )
+    assert feel_scale(5) == "5 = better, 0 = no different, -5 = worse"
+    assert steps(7) == [-5, 0, 5] and steps(3) == [-3, 0, 3]  # always symmetric, 0 among them
+
+
+async def test_intensity_follows_from_feeling_better_or_worse() -> None:
+    better = [10, -5, 0, 15]
+    script = ChainScript(
+        feel=lambda n: json.dumps({"thought": f"thought {n}", "feel_better": better[n], "trust_change": -5})
+    )
+    model = ScriptedModel(script)
+    conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
+    await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=4, seed=1)
+    assert [s.intensity for s in conv.states] == [75, 65, 70, 70, 55]  # better lowers intensity, worse raises it
+    assert [s.trust for s in conv.states] == [40, 35, 30, 25, 20]
+    replies = [t.inner for t in conv.turns[2::2]]
+    assert [r["feeling"] for r in replies if r] == [
+        {"feel_better": b, "intensity_change": -b, "trust_change": -5} for b in better
+    ]
+    assert [r["state"]["thought"] for r in replies if r] == [f"thought {n}" for n in range(4)]
+    feel_prompt = next(c[-1]["content"] for c in model.calls if role_of(c) == "feel")
+    assert "10 = clearly better" in feel_prompt and "-10 = clearly worse" in feel_prompt
+    # clamped at 0: feeling much better at intensity 10 leaves 0
+    calm = PROFILE.model_copy(update={"emotional_state": PROFILE.emotional_state.model_copy(update={"intensity": 10})})
+    model = ScriptedModel(ChainScript(feel=json.dumps({"thought": "x", "feel_better": 15, "trust_change": 0})))
+    conv = Conversation(id="c", profile_id=calm.id, supporter="s")
+    await converse(conv, ChainUser(model, calm), supporter(model), max_turns=1, seed=1)
+    assert [s.intensity for s in conv.states] == [10, 0]
 
 
 @pytest.mark.parametrize(
@@ -169,9 +216,9 @@ async def test_disclosure_reaches_the_expresser_prompt() -> None:
 async def test_parse_failures_become_unscored_and_are_counted() -> None:
     conv = await talk(ChainScript(), max_turns=2)
     model = ScriptedModel(lambda m, s: "not json")
-    rec = await judge_as_user(model, PROFILE, conv)
+    rec = await judge_conversation(load_card("user"), model, "user", conv, PROFILE)
     assert rec["unscored"] and all(v is None for v in rec["scores"].values()) and rec["attempts"] == 3
-    good = await judge_third_party(ScriptedModel(ChainScript()), "third_party:x", conv)
+    good = await judge_conversation(load_card("third_party"), ScriptedModel(ChainScript()), "third_party:x", conv, None)
     assert not good["unscored"] and set(good["scores"].values()) == {4}
 
 
@@ -202,6 +249,53 @@ def test_text_checks() -> None:
     assert breaks_character("I appreciate the supporter's concern.")
     assert not breaks_character("I don't know how to help myself.")
     assert clean_message('User: "hello there"') == "hello there"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Let me know if you have any more questions.",
+        "I'm glad you feel better!",
+        "Glad to hear you're feeling a bit better.",
+        "I hope this helps.",
+        "Hope that helps you.",
+        "Is there anything else I can help with?",
+        "Is there anything else I can help you with today?",
+        "Take care of yourself and reach out anytime.",
+        "You can reach out whenever you need to.",
+        "I'm glad I could help.",
+        "Don't hesitate to reach out.",
+        "I'm always here for you.",
+        "Is there anything else you'd like to talk about?",
+        "I hope that was helpful.",
+    ],
+)
+def test_slipping_into_the_supporters_role_breaks_character(said: str) -> None:
+    assert breaks_character(said)
+    assert [k for k, _ in user_text_events(said, [], "Darnell Brooks")] == ["user_broke_character"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I'm glad I talked to you.",
+        "I'm glad you listened, it means a lot.",
+        "I'm glad you understand.",
+        "I'm glad you feel that way about it.",
+        "Is there anything else I can do? I've tried everything.",
+        "I'll try writing it down. I hope it helps.",
+        "I hope this helps me sleep.",
+        "I feel a bit better, thank you.",
+        "Let me know what you think I should do.",
+        "I don't know if I can reach out to my sister.",
+        "I know I can reach out anytime I need.",
+        "Feel free to ask me anything.",
+        "I'm here for my kids, but who is here for me?",
+        "Thanks, take care.",
+    ],
+)
+def test_what_a_seeker_says_does_not_break_character(said: str) -> None:
+    assert not breaks_character(said)
 
 
 def test_a_user_naming_itself_is_flagged() -> None:

@@ -1,11 +1,13 @@
-"""A run's health: how conversations ended, what went unscored, retries, errors, tokens and cost per role."""
+"""A run's health: how conversations ended, what went unscored, whether the simulated user's inner state
+agrees with itself, retries, errors, tokens and cost per role."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from ..assess.evidence import assessment_evidence
-from .html import esc, note, table
+from ..simulate.coherence import total_coherence
+from .html import esc, note, num, table
 from .runs import RunView
 
 
@@ -48,6 +50,20 @@ def scoring_table(view: RunView) -> str:
     return table(header, rows) + note(
         "Evidence per dimension score: quoted (four words in a row from a supporter message), not a quote "
         '(a paraphrase or a note of what was missing), placeholder ("..." or empty).'
+    )
+
+
+def coherence_table(view: RunView) -> str:
+    sups = sorted({c.supporter for c in view.conversations})
+    counts = {s: total_coherence(c for c in view.conversations if c.supporter == s) for s in sups}
+    if not any(k.checked for k in counts.values()):
+        return note("no inner state to check (no supporter turn with a good or poor fit and a parsed feeling)")
+    rows = [[esc(s), f"{k.incoherent} / {k.checked}", num(k.rate)] for s, k in counts.items()]
+    header = ["supporter", "inner state coherence: incoherent turns / turns checked", "share incoherent"]
+    return table(header, rows) + note(
+        "A turn is incoherent when the simulated user's appraisal and its emotion intensity disagree: a good "
+        "fit after which intensity rose, or a poor fit after which it fell. Checked: turns with a good or poor "
+        "fit and a parsed feeling."
     )
 
 
@@ -96,6 +112,8 @@ def health_html(view: RunView) -> str:
         termination_table(view),
         "<h3>Scoring</h3>",
         scoring_table(view),
+        "<h3>Inner state coherence</h3>",
+        coherence_table(view),
         "<h3>Tokens, cost, retries and errors per role</h3>",
         usage_table(view),
         "<h3>Events (parse failures, repetitions, retries, ...)</h3>",

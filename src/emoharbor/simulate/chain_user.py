@@ -2,7 +2,8 @@
 
 - Appraiser (perception): what the supporter understood, which needs it met or missed, whether it was
   about me or generic, whether it did something I dislike.
-- Feeler (affect): moves emotion intensity and trust by a bounded step and writes an inner thought.
+- Feeler (affect): writes an inner thought, then how much better or worse it feels (better is positive;
+  intensity falls by that much) and how trust moves, each by a bounded step.
 - Expresser (behaviour): my next message in my voice, revealing my story at my pace, and whether I go on,
   end satisfied, or disengage.
 
@@ -71,7 +72,12 @@ def disclosure_count(pace: str, trust: int, turn: int, n_facts: int) -> int:
 
 
 def steps(bound: int, unit: int = 5) -> list[int]:
-    return list(range(-bound, bound + 1, unit)) if bound >= unit else [-bound, 0, bound]
+    """The steps a state may move by: multiples of ``unit`` up to ``bound`` each way, 0 among them
+    (``bound`` 15: -15..15 by 5; 7: -5, 0, 5); a bound under one unit is its own step."""
+    if bound < unit:
+        return [-bound, 0, bound]
+    n = bound // unit
+    return [unit * k for k in range(-n, n + 1)]
 
 
 APPRAISAL_SCHEMA: dict[str, Any] = {
@@ -103,15 +109,33 @@ OPEN_SCHEMA: dict[str, Any] = {
 
 
 def feel_schema(s: ChainSettings) -> dict[str, Any]:
+    """The Feeler's answer. It says how much better (positive) or worse (negative) the person feels, not
+    how intensity moves: small models do not keep straight that a higher intensity is worse, and wrote
+    "I feel a bit better" beside a rising intensity. The thought comes first on purpose: a model writes
+    the fields in this order (llama.cpp's grammar keeps the schema's order), so the number is written
+    after, and follows from, the words it has just written, instead of the words justifying a number."""
     return {
         "type": "object",
         "properties": {
-            "intensity_change": {"type": "integer", "enum": steps(s.intensity_step)},
-            "trust_change": {"type": "integer", "enum": steps(s.trust_step)},
             "thought": {"type": "string"},
+            "feel_better": {"type": "integer", "enum": steps(s.intensity_step)},
+            "trust_change": {"type": "integer", "enum": steps(s.trust_step)},
         },
-        "required": ["intensity_change", "trust_change", "thought"],
+        "required": ["thought", "feel_better", "trust_change"],
     }
+
+
+def feel_scale(bound: int) -> str:
+    """The Feeler's steps in words, best first: "15 = much better, 10 = clearly better, 5 = a little better,
+    0 = no different, -5 = a little worse, ..." for a bound of 15. No "+" sign: "+10" is not a JSON number."""
+    up = [v for v in steps(bound) if v > 0]
+
+    def how(k: int) -> str:  # the k-th step up from 0 (k = 0 the smallest)
+        return "" if len(up) == 1 else ["a little ", "clearly ", "much "][round(k * 2 / (len(up) - 1))]
+
+    better = [f"{v} = {how(k)}better" for k, v in enumerate(up)]
+    worse = [f"{-v} = {how(k)}worse" for k, v in enumerate(up)]
+    return ", ".join([*reversed(better), "0 = no different", *worse])
 
 
 def transcript(turns: list[Turn]) -> str:
@@ -188,7 +212,7 @@ class ChainUser:
             intensity=prev.intensity,
             trust=prev.trust,
             appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
-            intensity_steps=steps(self.s.intensity_step),
+            feel_scale=feel_scale(self.s.intensity_step),
             trust_steps=steps(self.s.trust_step),
         )
         feeling = await ask_json(
@@ -203,10 +227,10 @@ class ChainUser:
             step.events.append(("parse_failure:feel", feeling.error))
         f = feeling.data or {}
         # the schema's enums bound each step; an unparsed feeling leaves the state as it was
-        d_int, d_trust = int(f.get("intensity_change", 0)), int(f.get("trust_change", 0))
+        better, d_trust = int(f.get("feel_better", 0)), int(f.get("trust_change", 0))
         self.state = UserState(
             turn=prev.turn + 1,
-            intensity=clamp(prev.intensity + d_int, 0, 100),
+            intensity=clamp(prev.intensity - better, 0, 100),
             trust=clamp(prev.trust + d_trust, 0, 100),
             needs_met=[str(x) for x in a.get("needs_met", [])],
             needs_missed=[str(x) for x in a.get("needs_missed", [])],
@@ -216,7 +240,7 @@ class ChainUser:
         step.safety_escalation = bool(a.get("crisis_referral")) and self.profile.risk_level in ("elevated", "high")
         step.inner = {
             "appraisal": a or None,
-            "feeling": {"intensity_change": d_int, "trust_change": d_trust} if f else None,
+            "feeling": {"feel_better": better, "intensity_change": -better, "trust_change": d_trust} if f else None,
         }
         return step
 

@@ -1,4 +1,5 @@
-"""Checks on what a small model wrote as the simulated user: repetition and broken character."""
+"""Checks on what a small model wrote as the simulated user: repetition and broken character (an
+assistant's voice, or the supporter's)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,28 @@ ASSISTANT_TELLS = re.compile(
     r"\b(as an ai|language model|how can i (?:help|assist) you|i'?m here to help|i am here to help|"
     r"i'?m an assistant|as your (?:supporter|assistant|therapist)|feel free to reach out to me|"
     r"let me know if (?:there'?s|there is) anything|anything else you need|the supporter(?:'s)?)\b",
+    re.IGNORECASE,
+)
+# the supporter's lines: the help-seeker slipping into the other role (offering help, signing off as the one
+# who helped). Narrow on purpose, for a seeker says much the same about itself: "I'm glad I talked to you",
+# "is there anything else I can do?" (about its problem), "I hope it helps", "I hope this helps me".
+SUPPORTER_TELLS = re.compile(
+    r"\b(let me know if (?:you have any (?:more |other |further )?questions|you need anything|i can help)|"
+    r"if you have any (?:more |other |further )questions|"
+    r"glad (?:to hear )?(?:that )?you(?:'re| are)? (?:feel|felt|feeling) (?:a (?:bit|little) )?better|"
+    r"(?:glad|happy) (?:i|we) (?:could|was able to|were able to) help|"
+    r"glad (?:i|we) (?:could be|was|were) (?:helpful|of help)|"
+    r"(?:glad|happy) to (?:help you|be of help)|"
+    r"hope (?:this|that|my (?:advice|answer|reply|message)) (?:helps|helped)(?! me| us| my| our)|"
+    r"hope (?:this|that) (?:was|is) helpful|"
+    r"anything else i can (?:help|assist) you with|is there anything else i can (?:help|assist) with|"
+    r"anything else i can do for you|(?:how|what) else can i (?:help|do for you)|"
+    r"(?:can|may) i help you with anything|"
+    r"is there anything else you(?:'d| would)? (?:like|want) to (?:talk about|share|discuss)|"
+    r"reach out (?:to me )?(?:anytime|any time|whenever) you|"
+    r"(?:please|and|,) reach out (?:to me )?(?:anytime|any time)|"
+    r"(?:don'?t hesitate|feel free) to (?:reach out|contact me)|"
+    r"i'?m (?:always )?here for you|i am (?:always )?here for you)\b",
     re.IGNORECASE,
 )
 WORD = re.compile(r"[a-z0-9']+")
@@ -38,8 +61,8 @@ def repeats(message: str, earlier: list[str], ratio: float = REPEAT_RATIO) -> bo
 
 
 def breaks_character(message: str) -> bool:
-    """Whether the simulated help-seeker talks like an assistant."""
-    return bool(ASSISTANT_TELLS.search(message))
+    """Whether the simulated help-seeker talks like an assistant, or like the supporter it talks to."""
+    return bool(ASSISTANT_TELLS.search(message) or SUPPORTER_TELLS.search(message))
 
 
 def names_self(message: str, name: str) -> bool:
