@@ -1,4 +1,5 @@
-"""``emoharbor heart generate|judge|ratings|agreement|strategies``: the HEART comparison, stage by stage."""
+"""``emoharbor heart generate|judge|ratings|agreement|strategies|strategy-check``: the HEART comparison, stage
+by stage, and a check of the strategy labeller against ESConv's annotators."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import Any, TypeVar
 import click
 
 from ..config import ModelSpec
-from ..heart import pipeline, render, reports
+from ..data.esconv import load_esconv
+from ..heart import pipeline, render, reports, strategy_check
 from ..heart.config import load_heart_config
 from ..heart.running import GetModel
+from ..heart.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
 from ..models.pool import ModelPool, check_model_spec
 from ..store.run_store import RunStore, call_sink
+from .core import model_spec
 
 T = TypeVar("T")
 FORMATS = click.Choice(["md", "json", "csv"])
@@ -176,9 +180,79 @@ def strategies_cmd(
             )
             click.echo(f"strategies: {json.dumps(summary, sort_keys=True)}", err=True)
         data = reports.strategies_report(store, cfg, base)
+        data["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], data["strategies"])
     finally:
         store.close()
-    _show(data, fmt, "strategies", table, render.strategies_md, out)
+    _show(data, fmt, "strategies", table, _strategies_md, out)
+
+
+def _strategies_md(data: dict[str, Any]) -> str:
+    return render.strategies_md(data) + strategy_check.patterns_md(data["label_patterns"])
+
+
+@heart.command("strategy-check")
+@click.argument("esconv_file", metavar="ESCONV", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--model", required=True, help="the labeller: local:NAME, scripted, or a model served at --base-url")
+@click.option("--base-url", help="OpenAI-compatible base URL of --model")
+@click.option("--api-key-env", help="environment variable holding the API key for --base-url")
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option(
+    "--strategy-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="strategies and their esconv: table (default: the built-in one)",
+)
+@click.option(
+    "--limit", type=click.IntRange(1), default=None, help="a seeded sample of N messages (a larger N adds to a smaller)"
+)
+@click.option("--seed", default=0, show_default=True, help="seed of the sample, the model calls and the bootstrap")
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="run folder (default: runs/strategy-check-HASH)",
+)
+@progress_opt
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@out_opt
+def strategy_check_cmd(
+    esconv_file: Path,
+    model: str,
+    base_url: str | None,
+    api_key_env: str | None,
+    temperature: float,
+    strategy_file: Path | None,
+    limit: int | None,
+    seed: int,
+    run_dir: Path | None,
+    no_progress: bool,
+    fmt: str,
+    out: Path | None,
+) -> None:
+    """Label ESConv's annotated supporter messages with the HEART labeller and compare it with the
+    annotators: accuracy, kappa, the majority-class baseline, confusion (resumable)."""
+    spec = ModelSpec.model_validate({**model_spec(model, base_url, api_key_env), "temperature": temperature})
+    check_model_spec(spec)
+    table = load_strategy_file(strategy_file)
+    items, counts = strategy_check.esconv_items(load_esconv(esconv_file), table)
+    settings = strategy_check.CheckSettings(labeller=spec, seed=seed)
+    config = strategy_check.check_config(esconv_file, table, settings)
+    folder = run_dir or strategy_check.default_folder(config)
+    store = strategy_check.open_check(folder, config)
+    try:
+        chosen = strategy_check.select(items, limit, seed)
+        summary = asyncio.run(
+            _with_pool(
+                store,
+                lambda get: strategy_check.label_items(store, chosen, table, settings, get, progress=not no_progress),
+            )
+        )
+        click.echo(f"strategy-check: {json.dumps(summary, sort_keys=True)}; run folder: {folder}", err=True)
+        data = strategy_check.check_report(store, esconv_file, chosen, counts, table, settings)
+    finally:
+        store.close()
+    _emit(render.to_json(data) if fmt == "json" else strategy_check.check_md(data), out)
 
 
 COMMANDS = [heart]

@@ -14,6 +14,7 @@ from .html import dict_rows_table, esc, note, table
 def heart_html(folder: Path) -> str:
     from ..heart.pipeline import read_run
     from ..heart.reports import agreement_report, ratings_report, strategies_report
+    from ..heart.strategies import label_patterns
 
     try:
         store, config, base = read_run(folder)
@@ -22,6 +23,8 @@ def heart_html(folder: Path) -> str:
             agree = agreement_report(store, config, base)
             labelled = store.get("stage", "strategies") is not None
             strat = strategies_report(store, config, base) if labelled else None
+            if strat is not None:
+                strat["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], strat["strategies"])
         finally:
             store.close()
     except EmoharborError as e:  # one unreadable run must not cost the report its other runs
@@ -95,6 +98,14 @@ def _strategies(strat: dict[str, Any]) -> str:
         body += [[esc(k), *[esc(r[k]) for r in rows]] for k in ("replies", "sentences", "unlabelled")]
         out.append(f"<p>histories: {esc(subset)}</p>")
         out.append(table(["strategy", *[esc(r["competitor"]) for r in rows]], body, cls="heart-strategies"))
+    p = strat["label_patterns"]
+    out.append(
+        f'<p class="hint">Most common label of first sentences: {esc(p["most_common_first"])} '
+        f"({_share(p['most_common_first_share'])} of {p['first_sentences']}); adjacent sentences labelled with "
+        f"the next strategy of the list: {_share(p['next_in_list_share'])} of {p['adjacent_pairs']} (by chance "
+        f"about {_share(p['next_in_list_by_chance'])}).</p>"
+    )
+    out += [note(f"Warning: {w}. Check the labeller (emoharbor heart strategy-check).") for w in p["warnings"]]
     return "".join(out)
 
 
