@@ -10,11 +10,18 @@ import pytest
 from emoharbor.stats.correlation import (
     auroc,
     auroc_ci,
+    auroc_rows,
+    bootstrap_many,
+    bootstrap_rows,
+    columns_rows,
+    minus_best_rows,
+    order_codes,
     paired_bootstrap,
     rank_rows,
     rankdata,
     spearman,
     spearman_ci,
+    spearman_rows,
 )
 
 
@@ -79,7 +86,7 @@ def test_bootstrap_interval_on_a_fixed_seed_is_the_percentile_of_those_resamples
     lo = rhos[int(pos)] + (pos - int(pos)) * (rhos[int(pos) + 1] - rhos[int(pos)])
     assert est.value == pytest.approx(1 - 6 * 6 / (6 * 35))  # d^2 = 1 each: 1 - 36/210
     assert est.lo == pytest.approx(lo)
-    assert est.hi is not None and est.hi <= 1.0 and est.lo is not None and est.lo < est.value
+    assert est.hi is not None and est.hi <= 1.0 and est.lo is not None and est.value is not None and est.lo < est.value
     assert paired_bootstrap(spearman, x, y, n_boot=200, seed=11) == est  # same seed, same interval
 
 
@@ -109,3 +116,75 @@ def test_vectorised_bootstrap_matches_the_plain_one_on_the_same_seed() -> None:
     d = auroc_ci(x.tolist(), labels.tolist(), n_boot=300, seed=9)
     assert d.value == pytest.approx(c.value) and d.lo == pytest.approx(c.lo) and d.hi == pytest.approx(c.hi)
     assert rank_rows(np.array([[10, 20, 20, 30], [3, 1, 3, 3]])).tolist() == [[1, 2.5, 2.5, 4], [3, 1, 3, 3]]
+
+
+def pairwise_ranks(x: np.ndarray) -> np.ndarray:
+    """The earlier O(n^2) definition: (values below) + (values equal, itself included, + 1) / 2."""
+    below = (x[:, None, :] < x[:, :, None]).sum(-1)
+    equal = (x[:, None, :] == x[:, :, None]).sum(-1)
+    return np.asarray(below + (equal + 1) / 2, dtype=float)
+
+
+def test_sorted_and_counted_ranks_match_the_pairwise_definition_with_ties() -> None:
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 60):
+        few = rng.integers(0, 4, size=(30, n)).astype(float)  # many ties
+        spread = np.round(rng.normal(size=(30, n)), 1)  # some ties, negative values
+        for x in (few, spread):
+            assert np.array_equal(rank_rows(x), pairwise_ranks(x))
+            codes = order_codes(x.reshape(-1)).reshape(x.shape)  # integers: ranked by counting
+            assert codes.dtype.kind == "i" and np.array_equal(rank_rows(codes), pairwise_ranks(x))
+    cube = rng.integers(0, 3, size=(4, 5, 9))
+    assert np.array_equal(rank_rows(cube), pairwise_ranks(cube.reshape(20, 9)).reshape(4, 5, 9))
+    assert rankdata([2.5, -1, 2.5]).tolist() == [2.5, 1.0, 2.5]
+
+
+def test_order_codes_keep_every_rank_statistic() -> None:
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=50), rng.integers(1, 6, size=50).astype(float)
+    assert spearman(order_codes(x), order_codes(y)) == pytest.approx(spearman(x, y))
+    m = np.stack([x, y], axis=1)
+    assert order_codes(m)[:, 1].tolist() == (y - 1).astype(int).tolist()
+    a = spearman_ci(x.tolist(), y.tolist(), n_boot=200, seed=4)
+    b = bootstrap_rows(spearman_rows, order_codes(x), order_codes(y), n_boot=200, seed=4)
+    assert (b.value, b.lo, b.hi) == pytest.approx((a.value, a.lo, a.hi))
+
+
+def test_several_columns_at_once_give_what_each_gives_alone() -> None:
+    rng = np.random.default_rng(3)
+    m = rng.integers(1, 6, size=(40, 3)).astype(float)
+    y = m[:, 0] + rng.integers(-2, 3, size=40)
+    many = bootstrap_many(columns_rows(spearman_rows), m, y, n_boot=300, seed=8)
+    for j in range(3):
+        one = spearman_ci(m[:, j].tolist(), y.tolist(), n_boot=300, seed=8)
+        assert (many[j].value, many[j].lo, many[j].hi) == pytest.approx((one.value, one.lo, one.hi))
+    assert bootstrap_many(columns_rows(spearman_rows), np.zeros((0, 2)), np.zeros(0)) == []
+
+
+def test_the_margin_over_the_best_baseline_picks_the_best_in_every_resample() -> None:
+    rng = np.random.default_rng(6)
+    n, n_boot = 30, 400
+    y = rng.random(n) < 0.5
+    judge = y + rng.normal(size=n)
+    base = np.stack([y + rng.normal(size=n) * 2, rng.normal(size=n), np.ones(n)], axis=1)  # one constant
+    stat = minus_best_rows(auroc_rows)
+    est = bootstrap_rows(stat, judge, base, y, n_boot=n_boot, seed=1)
+    best = max(auroc(base[:, j], y) for j in range(3))  # type: ignore[type-var]
+    assert est.value == pytest.approx(auroc(judge, y) - best)  # type: ignore[operator]
+    # by hand: the same draws, the best baseline of each resample
+    idx = np.random.default_rng(1).integers(0, n, size=(n_boot, n))
+    boots = []
+    for i in idx:
+        if y[i].all() or not y[i].any():
+            continue
+        boots.append(auroc(judge[i], y[i]) - max(auroc(base[i, j], y[i]) for j in range(3)))  # type: ignore[operator,type-var]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    assert (est.lo, est.hi) == pytest.approx((lo, hi))
+    # several judge columns against the same baselines: the margins of each alone
+    two = bootstrap_many(stat, np.stack([judge, -judge], axis=1), base, y, n_boot=n_boot, seed=1)
+    assert (two[0].value, two[0].lo, two[0].hi) == pytest.approx((est.value, est.lo, est.hi))
+    alone = bootstrap_rows(stat, -judge, base, y, n_boot=n_boot, seed=1)
+    assert (two[1].value, two[1].lo, two[1].hi) == pytest.approx((alone.value, alone.lo, alone.hi))
+    # a constant baseline has no rho: it is passed over, not taken as the best
+    rho = bootstrap_rows(minus_best_rows(spearman_rows), judge, base[:, 2:], y.astype(float), n_boot=50)
+    assert rho.value is None
