@@ -52,6 +52,26 @@ async def test_smollm2_chat_and_json_through_the_server(tmp_path: Path) -> None:
     assert [c["role"] for c in calls] == ["supporter"] * len(calls) and calls[0]["completion_tokens"] > 0
 
 
+async def test_probability_weighted_scores_on_the_embedded_server(tmp_path: Path) -> None:
+    """llama.cpp's server returns log-probabilities under its JSON grammar (from the logits before the
+    grammar: the alternatives include tokens that are not scores, which the renormalisation drops)."""
+    from emoharbor.assess.cards import load_card
+    from emoharbor.assess.judge import check_logprobs, judge_conversation
+    from emoharbor.simulate.conversation import Conversation, Turn
+
+    card = load_card("third_party_overall")
+    turns = [Turn(speaker="user", text="I failed my exam."), Turn(speaker="supporter", text="That must hurt.")]
+    conv = Conversation(id="c", profile_id="p", supporter="s", turns=turns)
+    async with ModelPool(cache_path=None) as pool:
+        model = await pool.get(ModelSpec(model="local:smollm2", temperature=0.0), "judge")
+        await check_logprobs(card, model)
+        rec = await judge_conversation(card, model, "third_party_overall:local:smollm2", conv, None)
+    assert not rec["unscored"] and rec["expected_error"] == ""
+    probs = rec["probs"]["overall"]
+    assert set(probs) <= {1, 2, 3, 4, 5} and sum(probs.values()) == pytest.approx(1.0)
+    assert 1.0 <= rec["expected"]["overall"] <= 5.0 and rec["scores"]["overall"] in probs
+
+
 def test_server_stops_when_emoharbor_is_interrupted(tmp_path: Path) -> None:
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache"), "PYTHONFAULTHANDLER": "1"}
     p = subprocess.Popen(

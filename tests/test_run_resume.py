@@ -119,10 +119,13 @@ def test_assess_with_another_judge_then_leaderboard_and_export(tmp_path: Path) -
         cfg = write_config(tmp_path / "c.yaml", srv.base_url)
         assert emoharbor("run", str(cfg), "--run-dir", run_dir, "--quiet", env=env).wait(120) == 0
         before = srv.requests
-        p = emoharbor("assess", run_dir, "--judge", "other-judge", "--base-url", srv.base_url, "--quiet", env=env)
+        p = emoharbor(
+            "assess", run_dir, "--judge", "third_party", "--judge-model", "other-judge",
+            "--base-url", srv.base_url, "--quiet", env=env,
+        )  # fmt: skip
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-        assert "scored 8 conversations with third_party:other-judge" in out
+        assert "made 8 assessments with third_party" in out
         assert srv.requests - before == 8  # one call per conversation: no new conversations
         assert all(b["model"] == "other-judge" for b in srv.bodies[before:])
 

@@ -66,11 +66,12 @@ async def test_table_from_scripted_judges_gives_the_expected_figures(tmp_path: P
     for r in records:  # make the e=3 transcript unparsable for the user-judge
         if r.survey["empathy"] == 3:
             r.turns[0] = type(r.turns[0])(r.turns[0].speaker, r.turns[0].text + " NOPE")
-    opts = ValidateOptions(esconv=[path], max_supporter_turns=2)
+    opts = ValidateOptions(esconv=[path], judges=["user", "third_party"], max_supporter_turns=2)
     model = ScriptedModel(ValidateScript(unparsable_marker="NOPE"))
     store = RunStore.create_or_resume(tmp_path / "run", "validate", opts.resolved(), "h")
+    judges = opts.make_judges()
     for r in records:
-        assert await replay_and_assess(store, r, opts, model, model)
+        assert await replay_and_assess(store, r, opts, model, judges, {j.name: model for j in judges})
     data = validation_table(store, n_boot=300)
     store.put("replay", "late:0", store.get("replay", "mine:0"))  # replayed, not judged yet
     flat = score_rows(store)
@@ -131,7 +132,9 @@ async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
     raw.write_text("[" + ",".join(json.dumps(invented_record(2, raw=True)) for _ in range(2)) + "]")
     with FakeOpenAIServer() as srv:
         spec = ModelSpec.model_validate(fake_spec(srv.base_url))
-        opts = ValidateOptions(esconv=[path, raw], user=spec, judge=spec, max_supporter_turns=2)
+        opts = ValidateOptions(
+            esconv=[path, raw], user=spec, judge=spec, judges=["user", "third_party"], max_supporter_turns=2
+        )
         first = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
         requests = srv.requests
         store = RunStore.open_existing(tmp_path / "run")
@@ -155,7 +158,9 @@ async def test_units_that_ended_on_a_failed_model_call_are_done_again(tmp_path: 
     path = dialogs(tmp_path, [1, 3, 5])
     with FakeOpenAIServer() as srv:
         spec = ModelSpec.model_validate(fake_spec(srv.base_url))
-        opts = ValidateOptions(esconv=[path], user=spec, judge=spec, max_supporter_turns=2, concurrency=1)
+        opts = ValidateOptions(
+            esconv=[path], user=spec, judge=spec, judges=["user", "third_party"], max_supporter_turns=2, concurrency=1
+        )
         # a 400 is not retried: the first call (mine:0's Appraiser) fails, then mine:1's four chain calls
         # pass and its user-judge call fails
         srv.faults.extend(["400", "ok", "ok", "ok", "ok", "400"])
@@ -205,7 +210,7 @@ def test_validate_command_on_real_records_with_the_fake_server(tmp_path: Path) -
         p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "6 conversations (6 new" in p.stderr
-    assert "| judge | score | rho vs seeker empathy" in p.stdout
+    assert "| judge | score | scoring | rho vs seeker empathy" in p.stdout
     assert "valid 3" in p.stdout and "failed_dev 3" in p.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "emoharbor.cli", "validate", "--esconv", str(tmp_path / "none.json")],
@@ -249,5 +254,5 @@ def test_a_killed_validate_run_keeps_its_wall_time_and_resumes(tmp_path: Path) -
     assert exported.returncode == 0, err
     with (tmp_path / "x" / "validate_scores.csv").open(encoding="utf-8") as f:
         flat = list(csv.DictReader(f))
-    assert len(flat) == 16 and {r["judge"] for r in flat} == {"user", "third_party:fake"}
+    assert len(flat) == 24 and {r["judge"] for r in flat} == {"user", "profile_aware:fake", "third_party:fake"}
     assert "validate_scores.csv" in out

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "emoharbor.commands.report",
     "emoharbor.commands.study",
     "emoharbor.commands.evolve",
+    "emoharbor.commands.judges",
 ]
 
 

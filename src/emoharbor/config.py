@@ -140,7 +140,8 @@ class RunConfig(BaseModel):
     trust_step: int = Field(default=20, ge=1, le=50)
     initial_trust: int = Field(default=40, ge=0, le=100)
     min_turns: int = Field(default=2, ge=0)  # supporter replies before the user may end
-    third_party_judge: bool = True
+    # judge cards (built-in names or YAML paths): the user-judge and a third-party judge by default
+    judges: list[str] = Field(default_factory=lambda: ["user", "third_party"])
 
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

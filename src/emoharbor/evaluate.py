@@ -8,14 +8,17 @@ Store kinds: ``conversation`` (key ``profile|supporter|repeat``) and ``assessmen
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .assess.cards import JudgeCard, judge_model, load_card
 from .assess.dimensions import rubric_version
-from .assess.judge import USER_JUDGE, judge_as_user, judge_third_party
-from .config import RunConfig, hash_config
+from .assess.judge import check_logprobs, judge_conversation
+from .config import ModelSpec, RunConfig, hash_config
+from .errors import ConfigError
 from .models.base import ChatModel, ModelCallError
 from .models.pool import ModelPool
 from .profiles.loader import resolve_profiles
@@ -31,8 +34,38 @@ KIND = "emoharbor"
 T = TypeVar("T")
 
 
-def third_party_name(model: str) -> str:
-    return f"third_party:{model}"
+@dataclass(frozen=True)
+class Judge:
+    """A judge card as a run uses it: the card, the model it runs on, its name in the records."""
+
+    card: JudgeCard
+    model: ModelSpec
+    name: str
+
+    @property
+    def role(self) -> str:  # the user-judge on the user's own model shares the user's server and prefix
+        return "user" if self.name == "user" else "judge"
+
+
+def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
+    """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
+    A user-kind card runs on the simulated user's model unless it names its own."""
+    out: list[Judge] = []
+    for ref in refs:
+        card = load_card(ref).with_options(**options)
+        spec = judge_model(card, user if card.kind == "user" else judge)
+        if card.kind == "heart_pairwise":
+            raise ConfigError(f"judge card {card.name} is a HEART pairwise judge: give it to `emoharbor heart judge`")
+        out.append(Judge(card, spec, card.judge_id(spec.model, user.model)))
+    names = [j.name for j in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"two judges have the same name {dup}: give the cards different names")
+    return out
+
+
+def judges_record(judges: list[Judge]) -> dict[str, Any]:
+    return {j.name: j.card.record(j.model) for j in judges}
 
 
 async def in_workers(items: list[T], work: Callable[[T], Awaitable[None]], workers: int) -> None:
@@ -49,15 +82,28 @@ async def in_workers(items: list[T], work: Callable[[T], Awaitable[None]], worke
             tg.create_task(worker())
 
 
+def run_judges(cfg: RunConfig) -> list[Judge]:
+    return make_judges(cfg.judges, cfg.roles.judge, cfg.roles.user)
+
+
 def run_record(cfg: RunConfig) -> tuple[dict[str, Any], str]:
-    """The resolved config with the versions of the prompts and the rubric, and its hash."""
-    resolved = {**cfg.resolved(), "prompt_versions": all_versions(), "rubric_version": rubric_version()}
+    """The resolved config with the versions of the prompts, the rubric and the judge cards, and its hash."""
+    resolved = {
+        **cfg.resolved(),
+        "prompt_versions": all_versions(),
+        "rubric_version": rubric_version(),
+        "judge_cards": judges_record(run_judges(cfg)),
+    }
     return resolved, hash_config(resolved)
 
 
 def config_of(store: RunStore) -> RunConfig:
     return RunConfig.model_validate(
-        {k: v for k, v in store.config().items() if not k.endswith("_version") and k != "prompt_versions"}
+        {
+            k: v
+            for k, v in store.config().items()
+            if not k.endswith("_version") and k not in ("prompt_versions", "judge_cards")
+        }
     )
 
 
@@ -86,23 +132,38 @@ def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
 
 
 async def assess_unit(
-    store: RunStore, conv: Conversation, judge: str, model: ChatModel, profile: Profile | None
+    store: RunStore,
+    conv: Conversation,
+    judge: Judge,
+    model: ChatModel,
+    profile: Profile | None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score ``conv`` with ``judge``: the user's own view when a profile is given, else a third party's."""
+    """Score ``conv`` with ``judge`` (``profile``: the user's, for the kinds that are shown it); ``extra``
+    goes into the record (a validate run says there what the judge saw)."""
+    name = judge.name
 
     async def work() -> tuple[dict[str, Any], Events]:
         try:
-            if profile is not None:
-                rec = await judge_as_user(model, profile, conv, seed=conv.seed)
-            else:
-                rec = await judge_third_party(model, judge, conv, seed=conv.seed)
+            rec = await judge_conversation(judge.card, model, name, conv, profile, seed=conv.seed)
         except ModelCallError as e:
             rec = {"scores": {}, "evidence": {}, "unscored": True, "error": str(e), "attempts": 0}
-            return {**rec, "judge": judge, "conversation": conv.id}, [("model_error", str(e)[:200])]
-        events = [("unscored", f"{judge}: {rec['error'][:160]}")] if rec["unscored"] else []
-        return {**rec, "judge": judge, "conversation": conv.id}, events
+            return {**rec, "judge": name, "conversation": conv.id, **(extra or {})}, [("model_error", str(e)[:200])]
+        events = [("unscored", f"{name}: {rec['error'][:160]}")] if rec["unscored"] else []
+        if rec.get("expected_error") and not rec["unscored"]:
+            events.append(("expected_unscored", f"{name}: {rec['expected_error'][:160]}"))
+        return {**rec, "conversation": conv.id, **(extra or {})}, events
 
-    return await unit(store, "assessment", f"{conv.id}|{judge}", work, redo_failed_calls=True)
+    return await unit(store, "assessment", f"{conv.id}|{name}", work, redo_failed_calls=True)
+
+
+async def judge_models(pool: ModelPool, judges: list[Judge]) -> dict[str, ChatModel]:
+    """Each judge's model, after checking that the cards set to ``scoring: expected`` get log-probabilities."""
+    models: dict[str, ChatModel] = {}
+    for j in judges:
+        models[j.name] = await pool.get(j.model, j.role)
+        await check_logprobs(j.card, models[j.name])
+    return models
 
 
 def work_left(store: RunStore, kind: str, keys: list[str], judges: tuple[str, ...]) -> tuple[set[str], int]:
@@ -130,8 +191,9 @@ async def run_evaluation(
     jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
     keys = [conversation_key(p.id, s.name, r) for _, p, s, r in jobs]
     have = finished(store, "conversation") & set(keys)
-    judges = (USER_JUDGE, third_party_name(cfg.roles.judge.model)) if cfg.third_party_judge else (USER_JUDGE,)
-    pending, errors = work_left(store, "conversation", keys, judges)
+    judges = run_judges(cfg)
+    check_judges(store, judges)
+    pending, errors = work_left(store, "conversation", keys, tuple(j.name for j in judges))
     todo = [job for job, key in zip(jobs, keys, strict=True) if key in pending]
     if not todo:  # nothing to do: no model is reached, no server started
         store.set_meta("status", "complete")
@@ -141,7 +203,7 @@ async def run_evaluation(
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             user_model = await pool.get(cfg.roles.user, "user")
-            judge_model = await pool.get(cfg.roles.judge, "judge") if cfg.third_party_judge else None
+            models = await judge_models(pool, judges)
             sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
 
             async def one(i: int, profile: Profile, spec: Any, repeat: int) -> None:
@@ -172,9 +234,8 @@ async def run_evaluation(
                 if conv.termination == "error":
                     errors += 1
                 else:
-                    await assess_unit(store, conv, USER_JUDGE, user_model, profile)
-                    if judge_model is not None:
-                        await assess_unit(store, conv, third_party_name(cfg.roles.judge.model), judge_model, None)
+                    for j in judges:
+                        await assess_unit(store, conv, j, models[j.name], profile)
                 if not was_done:
                     bar.update(1)
 
@@ -186,26 +247,49 @@ async def run_evaluation(
     return RunSummary(run_dir, len(jobs), len(jobs) - len(have), errors)
 
 
-async def reassess(run_dir: Path, judge_spec: Any, *, as_user: bool, progress: bool = True) -> int:
-    """Score every conversation of an existing run with another judge; returns how many were scored now."""
+async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True) -> int:
+    """Score every conversation of an existing run with more judges (cards); returns how many assessments
+    were made now. A judge whose name the run already used with another card is refused."""
     store = RunStore.open_existing(run_dir)
+    try:
+        check_judges(store, judges)
+    except ConfigError:
+        store.close()
+        raise
     cfg = config_of(store)
     profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
-    name = f"user:{judge_spec.model}" if as_user else third_party_name(judge_spec.model)
     convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     convs = [c for c in convs if c.termination != "error"]
-    before = sum(store.has("assessment", f"{c.id}|{name}") for c in convs)
+    jobs = [(c, j) for c in convs for j in judges]
+    before = sum(store.has("assessment", f"{c.id}|{j.name}") for c, j in jobs)
     try:
         async with ModelPool(sink=call_sink(store)) as pool:
-            model = await pool.get(judge_spec, "judge")
-            bar = progress_bar(len(convs), 0, "assessments", enabled=progress)
+            models = await judge_models(pool, judges)
+            bar = progress_bar(len(jobs), before, "assessments", enabled=progress)
 
-            async def one(c: Conversation) -> None:
-                await assess_unit(store, c, name, model, profiles[c.profile_id] if as_user else None)
+            async def one(job: tuple[Conversation, Judge]) -> None:
+                c, j = job
+                await assess_unit(store, c, j, models[j.name], profiles.get(c.profile_id))
                 bar.update(1)
 
-            await in_workers(convs, one, cfg.concurrency)
+            todo = [(c, j) for c, j in jobs if not store.has("assessment", f"{c.id}|{j.name}")]
+            await in_workers(todo, one, cfg.concurrency)
             bar.close()
     finally:
         store.close()
-    return len(convs) - before
+    return len(jobs) - before
+
+
+def check_judges(store: RunStore, judges: list[Judge]) -> None:
+    """Record more judges in a run (``judges`` in its meta), refusing a name used before with another card."""
+    have: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+    for j in judges:
+        old = have.get(j.name)
+        new = j.card.record(j.model)
+        if old is not None and old["version"] != new["version"]:
+            raise ConfigError(
+                f"{store.folder}: judge {j.name} was used with card {old['version']}, not {new['version']}: "
+                "give the changed card another name"
+            )
+        have[j.name] = new
+    store.set_meta("judges", json.dumps(have, sort_keys=True))

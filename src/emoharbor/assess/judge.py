@@ -1,19 +1,25 @@
-"""User-as-a-Judge and the third-party judge: 10 dimension scores (1-5) with evidence.
+"""Rating a conversation with a judge card: 10 dimension scores (or the card's rubric) with evidence.
 
-The user-judge sees its own profile, its state trajectory and the transcript. The third-party judge
-sees the transcript only. An output that never parses is unscored: every score None, counted.
+What each kind is shown (see ``cards.py``): the user-judge its persona, its state trajectory and the
+transcript; the profile-aware judge the persona and the transcript; the third-party judge the transcript.
+An output that never parses is unscored: every score None, counted. With ``scoring: expected`` the
+probability-weighted scores are stored beside the written integers (``expected``, ``probs``); a dimension
+whose probabilities cannot be read is None there and counted in ``expected_error``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ..models.base import ChatModel
-from ..models.structured import ask_json
+from ..errors import ConfigError
+from ..models.base import ChatModel, Message, ModelCallError
+from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from ..simulate.conversation import Conversation
-from .dimensions import keys, rubric_text, scores_schema
+from .cards import JudgeCard
+from .expected import expected_scores
 
 USER_JUDGE = "user"
 
@@ -27,36 +33,91 @@ def trajectory_text(conv: Conversation) -> str:
     return "\n".join(rows) or "(no inner record)"
 
 
-def assessment_record(judge: str, data: dict[str, Any] | None, error: str, attempts: int) -> dict[str, Any]:
-    return {
+def answer_text(card: JudgeCard) -> str:
+    keys = card.rubric_file().keys()
+    example = json.dumps(dict.fromkeys(keys, 3))
+    return card.answer_prompt().render(keys=", ".join(keys), example=example).strip()
+
+
+def judge_messages(card: JudgeCard, conv: Conversation, profile: Profile | None) -> tuple[list[Message], str]:
+    """The messages a card sends about ``conv``, and the prompt version for the cache key."""
+    p = card.prompt_file()
+    common = {"rubric": card.rubric_file().prompt_text(), "answer": answer_text(card)}
+    if card.kind in ("user", "profile_aware") and profile is None:
+        raise ValueError(f"judge card {card.name} ({card.kind}) needs the user's profile")
+    if card.kind == "user":
+        assert profile is not None
+        system = load_prompt("user_system").render(persona=profile.persona_card(), transcript=conv.transcript("You"))
+        text = p.render(trajectory=trajectory_text(conv), **common)
+        msgs: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": text}]
+    elif card.kind == "profile_aware":
+        assert profile is not None
+        transcript = conv.transcript("Seeker", "Supporter")
+        msgs = [{"role": "user", "content": p.render(persona=profile.persona_card(), transcript=transcript, **common)}]
+    else:
+        msgs = [{"role": "user", "content": p.render(transcript=conv.transcript("Seeker", "Supporter"), **common)}]
+    return msgs, f"{card.version}+{p.version}"
+
+
+def assessment_record(card: JudgeCard, judge: str, got: Structured) -> dict[str, Any]:
+    rubric = card.rubric_file()
+    keys, data = rubric.keys(), got.data
+
+    def score(k: str) -> int | None:
+        if data is None:
+            return None
+        v = data[k]
+        return int(v["score"] if isinstance(v, dict) else v)
+
+    rec: dict[str, Any] = {
         "judge": judge,
-        "scores": {k: (int(data[k]["score"]) if data else None) for k in keys()},
-        "evidence": {k: (str(data[k].get("evidence", "")) if data else "") for k in keys()},
+        "card": card.version,
+        "scores": {k: score(k) for k in keys},
+        "evidence": {k: (str(data[k].get("evidence", "")) if data and isinstance(data[k], dict) else "") for k in keys},
         "unscored": data is None,
-        "error": error,
-        "attempts": attempts,
+        "error": got.error,
+        "attempts": got.attempts,
     }
+    if card.scoring == "expected":
+        if data is None:
+            rec.update(expected=dict.fromkeys(keys), probs={}, expected_error="unscored")
+        else:
+            ex = expected_scores(got.raw[-1], got.logprobs, keys, rubric.values())
+            rec.update(expected=ex.expected, probs=ex.probs, expected_error=ex.error)
+    return rec
 
 
-async def judge_as_user(model: ChatModel, profile: Profile, conv: Conversation, seed: int = 0) -> dict[str, Any]:
-    p = load_prompt("user_judge")
-    system = load_prompt("user_system").render(persona=profile.persona_card(), transcript=conv.transcript("You"))
-    text = p.render(trajectory=trajectory_text(conv), rubric=rubric_text(), keys=", ".join(keys()))
-    r = await ask_json(
+async def judge_conversation(
+    card: JudgeCard, model: ChatModel, judge: str, conv: Conversation, profile: Profile | None, seed: int = 0
+) -> dict[str, Any]:
+    """One assessment of ``conv`` by ``card`` on ``model``, recorded under the name ``judge``."""
+    messages, version = judge_messages(card, conv, profile)
+    got = await ask_json(
         model,
-        [{"role": "system", "content": system}, {"role": "user", "content": text}],
-        scores_schema(),
+        messages,
+        card.rubric_file().schema(card.evidence),
         seed=seed,
-        prompt_version=p.version,
-        max_tokens=900,
+        prompt_version=version,
+        max_tokens=card.max_tokens,
+        top_logprobs=card.top_logprobs if card.scoring == "expected" else 0,
     )
-    return assessment_record(USER_JUDGE, r.data, r.error, r.attempts)
+    return assessment_record(card, judge, got)
 
 
-async def judge_third_party(model: ChatModel, name: str, conv: Conversation, seed: int = 0) -> dict[str, Any]:
-    p = load_prompt("third_party_judge")
-    text = p.render(transcript=conv.transcript("Seeker", "Supporter"), rubric=rubric_text(), keys=", ".join(keys()))
-    r = await ask_json(
-        model, [{"role": "user", "content": text}], scores_schema(), seed=seed, prompt_version=p.version, max_tokens=900
-    )
-    return assessment_record(name, r.data, r.error, r.attempts)
+async def check_logprobs(card: JudgeCard, model: ChatModel) -> None:
+    """Before a run: a card set to ``scoring: expected`` needs a backend that returns log-probabilities.
+    One short call finds out (cached like any other); a backend that gives none is a configuration error,
+    never a silent fall-back to the written integers."""
+    if card.scoring != "expected":
+        return
+    schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["score"]}
+    probe: list[Message] = [{"role": "user", "content": 'Reply with only {"score": 2}.'}]
+    try:
+        r = await model.chat(probe, json_schema=schema, max_tokens=12, seed=0, top_logprobs=card.top_logprobs)
+    except ModelCallError as e:
+        raise ConfigError(f"judge card {card.name}: the log-probability check on {model.name} failed: {e}") from None
+    if not r.logprobs:
+        raise ConfigError(
+            f"judge card {card.name} has scoring: expected, but {model.name} returned no token log-probabilities; "
+            "use a backend that returns them (OpenAI, vLLM, SGLang, llama.cpp) or scoring: argmax"
+        )

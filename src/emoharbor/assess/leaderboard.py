@@ -14,6 +14,7 @@ from ..stats.bootstrap import Estimate, bootstrap_ci
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
 from .evidence import KINDS, assessment_evidence
+from .expected import scores_for
 
 
 def _row_means(scores: list[dict[str, int | None]], dims: list[str]) -> list[float]:
@@ -39,17 +40,18 @@ def _usage_by_supporter(store: RunStore) -> dict[str, dict[str, dict[str, float]
     return out
 
 
-def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str, Any]:
+def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: str = "argmax") -> dict[str, Any]:
+    """``scoring``: the judge's written integers, or its probability-weighted scores (``expected``; an
+    assessment without them counts as unscored here)."""
     convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     assessments = {d["conversation"]: d for _, d in store.items("assessment") if d["judge"] == judge}
+    under = {k: scores_for(a, scoring) for k, a in assessments.items()}
     usage = _usage_by_supporter(store)
     generic, personal = group_keys("generic"), group_keys("personal")
     rows: list[dict[str, Any]] = []
     for sup in sorted({c.supporter for c in convs}):
         mine = [c for c in convs if c.supporter == sup]
-        scored = [
-            assessments[c.id]["scores"] for c in mine if c.id in assessments and not assessments[c.id]["unscored"]
-        ]
+        scored = [s for c in mine if (s := under.get(c.id)) is not None]
         dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in keys()}
         g = bootstrap_ci(_row_means(scored, generic), seed=seed)
         p = bootstrap_ci(_row_means(scored, personal), seed=seed)
@@ -63,7 +65,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str
                 "supporter": sup,
                 "conversations": len(mine),
                 "scored": len(scored),
-                "unscored": sum(1 for c in mine if c.id in assessments and assessments[c.id]["unscored"]),
+                "unscored": sum(1 for c in mine if c.id in assessments and under[c.id] is None),
                 "not_assessed": sum(1 for c in mine if c.id not in assessments),
                 "dimensions": {d: _est(e) for d, e in dims.items()},
                 "generic": _est(g),
@@ -81,6 +83,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0) -> dict[str
     judges = sorted({d["judge"] for _, d in store.items("assessment")})
     return {
         "judge": judge,
+        "scoring": scoring,
         "judges": judges,
         "rows": rows,
         "usage_by_role": store.usage_by_role(),

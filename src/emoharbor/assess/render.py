@@ -88,7 +88,8 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
     head = "##" if md else "#"
     return "\n\n".join(
         [
-            f"{head} Leaderboard (judge: {board['judge']}; mean [95% bootstrap interval], scores 1-5)",
+            f"{head} Leaderboard (judge: {board['judge']}, {board.get('scoring', 'argmax')} scores; "
+            "mean [95% bootstrap interval], 1-5)",
             summary,
             f"{head} Dimensions",
             dims,

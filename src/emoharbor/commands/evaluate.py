@@ -12,14 +12,23 @@ from ..assess.leaderboard import leaderboard
 from ..assess.render import render
 from ..config import ModelSpec, RunConfig, load_config
 from ..errors import EmoharborError
-from ..evaluate import reassess, run_evaluation, run_record
+from ..evaluate import config_of, make_judges, reassess, run_evaluation, run_record
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
+from ..validate.run import KIND as VALIDATE_KIND
 from .core import model_spec
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
     return Path("runs") / f"{cfg.name}-{run_record(cfg)[1][:8]}"
+
+
+def config_from(run_dir: Path) -> RunConfig:
+    store = RunStore.open_existing(run_dir)
+    try:
+        return config_of(store)
+    finally:
+        store.close()
 
 
 def print_conversation(store: RunStore) -> None:
@@ -87,29 +96,61 @@ def demo(run_dir: Path | None, quiet: bool) -> None:
 
 @click.command("assess")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--judge", "judge_model", required=True, help="The judge model (local:NAME, or a served model).")
-@click.option("--base-url")
-@click.option("--api-key-env")
-@click.option("--as-user", is_flag=True, help="Judge as the simulated user (with its profile), not a third party.")
+@click.option(
+    "--judge",
+    "cards",
+    multiple=True,
+    required=True,
+    help="A judge card: a built-in name (user, profile_aware, third_party, third_party_overall) or a YAML "
+    "file; repeat for several.",
+)
+@click.option("--judge-model", help="The model of the cards that name none (default: the run's judge model).")
+@click.option("--base-url", help="OpenAI-compatible base URL for --judge-model.")
+@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
+@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="Override the cards' scoring.")
 @click.option("--quiet", is_flag=True)
 def assess(
-    run_dir: Path, judge_model: str, base_url: str | None, api_key_env: str | None, as_user: bool, quiet: bool
+    run_dir: Path,
+    cards: tuple[str, ...],
+    judge_model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    scoring: str | None,
+    quiet: bool,
 ) -> None:
-    """Re-score an existing run's conversations with another judge (no new conversations)."""
-    spec = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env))
-    n = asyncio.run(reassess(run_dir, spec, as_user=as_user, progress=not quiet))
-    click.echo(f"scored {n} conversations with {'user:' if as_user else 'third_party:'}{judge_model}")
+    """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
+    EmoHarbor run's conversations, or a validate run's replays)."""
+    spec = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env)) if judge_model else None
+    store = RunStore.open_existing(run_dir)
+    kind = store.meta().get("kind")
+    store.close()
+    if kind == VALIDATE_KIND:
+        from ..validate.run import rejudge
+
+        n = asyncio.run(rejudge(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
+    else:
+        cfg = config_from(run_dir)
+        judges = make_judges(list(cards), spec or cfg.roles.judge, cfg.roles.user, scoring=scoring)
+        n = asyncio.run(reassess(run_dir, judges, progress=not quiet))
+    click.echo(f"made {n} assessments with {', '.join(cards)} in {run_dir}")
 
 
 @click.command("leaderboard")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--judge", default="user", show_default=True, help="Whose scores: user, third_party:MODEL, user:MODEL.")
+@click.option("--judge", default="user", show_default=True, help="Whose scores: user, or CARD:MODEL.")
+@click.option(
+    "--scoring",
+    type=click.Choice(["argmax", "expected"]),
+    default="argmax",
+    show_default=True,
+    help="The integers the judge wrote, or its probability-weighted scores (cards with scoring: expected).",
+)
 @FORMAT
-def leaderboard_cmd(run_dir: Path, judge: str, fmt: str) -> None:
+def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, fmt: str) -> None:
     """Print a run's leaderboard."""
     store = RunStore.open_existing(run_dir)
     try:
-        board = leaderboard(store, judge)
+        board = leaderboard(store, judge, scoring=scoring)
         if judge not in board["judges"] and board["judges"]:
             raise EmoharborError(
                 f"no assessments by judge '{judge}' in {run_dir}; judges: {', '.join(board['judges'])}"

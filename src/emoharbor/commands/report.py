@@ -20,7 +20,7 @@ from ..errors import EmoharborError
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table
 from ..validate.render import render_validation
-from ..validate.run import ValidateOptions, run_validation
+from ..validate.run import DEFAULT_JUDGES, ValidateOptions, run_validation
 from .core import model_spec
 
 
@@ -124,7 +124,25 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
     show_default=True,
     help="The simulated user's model (it is also the user-judge).",
 )
-@click.option("--judge", "judge_model", help="The third-party judge's model (default: --model).")
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    help="A judge card: a built-in name (user, profile_aware, third_party, third_party_overall) or a YAML "
+    "file; repeat for several. Default: user, profile_aware and third_party. On a finished run folder, "
+    "another card makes only that judge's calls.",
+)
+@click.option("--judge-model", help="The model of the judge cards that name none (default: --model).")
+@click.option(
+    "--scoring",
+    type=click.Choice(["argmax", "expected"]),
+    help="Override the cards' scoring: the integer written, or also the probability-weighted score.",
+)
+@click.option(
+    "--judge-sees",
+    type=click.Choice(["replayed", "all"]),
+    help="Override what the cards' judges see: the replayed turns, or the whole conversation (the cards' default).",
+)
 @click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
 @click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
 @click.option(
@@ -133,7 +151,7 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
     show_default=True,
     type=click.IntRange(0, None),
     help="Replay each conversation up to this many supporter turns (0: all). ESConv dialogs have ~11 "
-    "supporter turns; every one costs two model calls, and the judges see the same part.",
+    "supporter turns; every one costs two model calls (only when a user-kind judge is asked for).",
 )
 @click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/validate-HASH).")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
@@ -145,7 +163,10 @@ def validate(
     sample: int | None,
     seed: int,
     user_model: str,
+    judges: tuple[str, ...],
     judge_model: str | None,
+    scoring: str | None,
+    judge_sees: str | None,
     base_url: str | None,
     api_key_env: str | None,
     max_supporter_turns: int,
@@ -154,9 +175,9 @@ def validate(
     fmt: str,
     quiet: bool,
 ) -> None:
-    """How well the user-judge agrees with real help-seekers: replay real ESConv conversations through the
-    simulated user, rate them by it and by a third-party judge, and compare with the seekers' own survey
-    (Spearman rho, AUROC failed vs not, bootstrap 95% intervals). Resumes in the same run folder."""
+    """How well judges agree with real help-seekers: replay real ESConv conversations through the simulated
+    user, rate them by judge cards, and compare with the seekers' own survey (Spearman rho, AUROC failed vs
+    not, bootstrap 95% intervals), beside baselines that need no model. Resumes in the same run folder."""
     user = ModelSpec.model_validate(model_spec(user_model, base_url, api_key_env))
     judge = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env)) if judge_model else user
     opts = ValidateOptions(
@@ -166,6 +187,9 @@ def validate(
         seed=seed,
         user=user,
         judge=judge,
+        judges=list(judges) or list(DEFAULT_JUDGES),
+        scoring=scoring,
+        judge_sees=judge_sees,
         max_supporter_turns=max_supporter_turns,
         concurrency=concurrency,
     )

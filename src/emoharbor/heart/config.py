@@ -12,8 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .. import userfiles
+from ..assess.cards import load_card
 from ..config import ModelSpec, SupporterSpec, hash_config
-from ..errors import ConfigError
+from ..errors import ConfigError, EmoharborError
 from .dimensions import DIMENSION_KEYS
 
 HUMAN = "human"
@@ -50,6 +51,17 @@ class HistorySource(BaseModel):
 
 class JudgeSpec(ModelSpec):
     name: str = ""
+    card: str = "heart_pairwise"  # a judge card of kind heart_pairwise: a built-in name or a YAML file
+
+    @model_validator(mode="after")
+    def _card_kind(self) -> JudgeSpec:
+        try:
+            kind = load_card(self.card).kind
+        except EmoharborError as e:
+            raise ValueError(str(e)) from None
+        if kind != "heart_pairwise":
+            raise ValueError(f"judge card {self.card!r} is of kind {kind}, not heart_pairwise")
+        return self
 
 
 def _coerce(value: Any) -> Any:
@@ -130,7 +142,8 @@ class HeartConfig(BaseModel):
         return self.labeller or self.judges[0]
 
     def resolved(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The config as written, with the version of every judge's card (its prompt's text included)."""
+        return {**self.model_dump(mode="json"), "judge_cards": {j.name: load_card(j.card).version for j in self.judges}}
 
     def config_hash(self) -> str:
         return hash_config(self.resolved())

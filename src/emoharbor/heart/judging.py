@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..assess.cards import JudgeCard
+from ..assess.expected import expected_scores
 from ..models.base import ChatModel, Message, ModelCallError
 from ..models.structured import ask_json
 from ..prompts import load_prompt
@@ -58,11 +60,11 @@ def judge_schema(dimensions: list[str], ids: tuple[str, str]) -> dict[str, Any]:
 
 
 def judge_messages(
-    history: History, first: Shown, second: Shown, dimensions: list[str], show_situation: bool
+    history: History, first: Shown, second: Shown, dimensions: list[str], show_situation: bool, card: JudgeCard
 ) -> tuple[list[Message], str]:
     ids = sorted([first.id, second.id])
     system = load_prompt("heart_judge_system")
-    user = load_prompt("heart_judge_user")
+    user = card.prompt_file()
     sys_text = system.render(dimensions=describe(dimensions))  # the same for every call: a cacheable prefix
     user_text = user.render(
         context=context_line(history, show_situation),
@@ -79,7 +81,7 @@ def judge_messages(
         {"role": "system", "content": sys_text.strip()},
         {"role": "user", "content": user_text.strip()},
     ]
-    return messages, f"{system.version}+{user.version}"
+    return messages, f"{system.version}+{card.version}"
 
 
 def read_verdicts(data: dict[str, Any], keys: list[str], by_id: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -107,9 +109,11 @@ async def judge_pair(
     retries: int,
     seed: int,
     show_situation: bool,
+    card: JudgeCard,
 ) -> tuple[dict[str, Any], Events]:
     """One judgement of ``first`` against ``second``; ``a`` is the pair's first competitor, ``order``
-    "ab" when it is shown first, "ba" otherwise."""
+    "ab" when it is shown first, "ba" otherwise. With a card set to ``scoring: expected`` each verdict
+    also gets ``strength_expected``, the probability-weighted strength (None where it cannot be read)."""
     b = second.name if first.name == a else first.name
     by_id = {first.id: first.name, second.id: second.name}
     ids = {first.name: first.id, second.name: second.id}
@@ -124,11 +128,22 @@ async def judge_pair(
         "first": first.name,
         "ids": ids,
         "words": words,
+        "card": card.version,
     }
-    messages, version = judge_messages(history, first, second, dimensions, show_situation)
+    messages, version = judge_messages(history, first, second, dimensions, show_situation, card)
     schema = judge_schema(dimensions, (first.id, second.id))
+    expected = card.scoring == "expected"
     try:
-        got = await ask_json(model, messages, schema, retries=retries, seed=seed, prompt_version=version)
+        got = await ask_json(
+            model,
+            messages,
+            schema,
+            retries=retries,
+            seed=seed,
+            prompt_version=version,
+            max_tokens=card.max_tokens,
+            top_logprobs=card.top_logprobs if expected else 0,
+        )
     except ModelCallError as e:
         return {**rec, "status": "error", "error": str(e)[:500]}, [("judge_error", str(e)[:200])]
     events: Events = [("judge_retried", judge)] if got.attempts > 1 else []
@@ -141,5 +156,12 @@ async def judge_pair(
             "attempts": got.attempts,
             "raw": got.raw[-1][:1000] if got.raw else "",
         }, events
-    verdicts = read_verdicts(got.data, verdict_keys(dimensions), by_id)
+    keys = verdict_keys(dimensions)
+    verdicts = read_verdicts(got.data, keys, by_id)
+    if expected:
+        ex = expected_scores(got.raw[-1], got.logprobs, keys, STRENGTHS, field="strength")
+        for k in keys:
+            verdicts[k]["strength_expected"] = ex.expected[k]
+        if ex.error:
+            events.append(("expected_unscored", f"{judge}: {ex.error[:160]}"))
     return {**rec, "status": "scored", "verdicts": verdicts, "attempts": got.attempts}, events

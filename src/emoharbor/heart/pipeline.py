@@ -13,6 +13,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from ..assess.cards import load_card
+from ..assess.judge import check_logprobs
 from ..config import SupporterSpec
 from ..errors import EmoharborError
 from ..store.run_store import RunStore
@@ -38,7 +40,18 @@ def read_run(folder: Path) -> tuple[RunStore, HeartConfig, Path]:
     store = RunStore.open_existing(folder)
     if store.meta().get("kind") != KIND:
         raise EmoharborError(f"{folder} holds a '{store.meta().get('kind')}' run, not a HEART run")
-    config = parse_heart_config(store.config(), f"{folder} (stored config)")
+    stored = store.config()
+    cards = stored.pop("judge_cards", {})
+    config = parse_heart_config(stored, f"{folder} (stored config)")
+    now = config.resolved()["judge_cards"]
+    changed = sorted(name for name, version in cards.items() if now.get(name) != version)
+    if changed:
+        store.close()
+        raise EmoharborError(
+            f"{folder}: the card of judge {', '.join(changed)} changed since the run started "
+            f"({', '.join(cards[n] for n in changed)} then, {', '.join(str(now.get(n)) for n in changed)} now): "
+            "put the old card back or start a new run folder"
+        )
     return store, config, Path(store.meta().get("heart_config_dir", "."))
 
 
@@ -133,6 +146,10 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
         raise EmoharborError(f"{store.folder}: no histories yet: run 'emoharbor heart generate' first")
     pairs, counts = pairs_to_judge(store, config)
     models = LazyModels(get_model)
+    cards = {spec.name: load_card(spec.card) for spec in config.judges}
+    for spec in config.judges:  # a card set to scoring: expected needs log-probabilities: found out now
+        if cards[spec.name].scoring == "expected":
+            await check_logprobs(cards[spec.name], await models.get(spec.name, spec, "judge"))
 
     def judge_work(spec: JudgeSpec, h: History, a: str, first: Shown, second: Shown, order: str) -> Work:
         async def work() -> Result:
@@ -149,6 +166,7 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
                 retries=config.judge_retries,
                 seed=config.seed,
                 show_situation=config.show_situation,
+                card=cards[spec.name],
             )
 
         return work

@@ -1,7 +1,9 @@
 """From single judgements to pair verdicts: the two orders of a pair combined, a flip made a tie.
 
 A pair verdict needs both orders scored; a pair with one order scored is counted and left out (its
-only verdict would carry the judge's position bias).
+only verdict would carry the judge's position bias). A judge whose card reads probability-weighted scores
+(``strength_expected`` in its verdicts) weighs wins by that strength; a verdict whose expected strength
+could not be read leaves the pair's dimension out, counted as ``verdicts_strength_unreadable``.
 """
 
 from __future__ import annotations
@@ -67,8 +69,12 @@ def combine_orders(comparisons: Iterable[dict[str, Any]]) -> tuple[list[PairVerd
             wins = [c["verdicts"][dim] for c in scored]
             names = {w["winner"] for w in wins}
             outcome = TIE if len(names) > 1 else (A if a in names else B)
-            wa = sum(float(w["strength"]) for w in wins if w["winner"] == a)
-            wb = sum(float(w["strength"]) for w in wins if w["winner"] == b)
+            strengths = [w.get("strength_expected", w["strength"]) for w in wins]
+            if any(v is None for v in strengths):
+                counts["verdicts_strength_unreadable"] += 1
+                continue
+            wa = sum(float(v) for w, v in zip(wins, strengths, strict=True) if w["winner"] == a)
+            wb = sum(float(v) for w, v in zip(wins, strengths, strict=True) if w["winner"] == b)
             out.append(
                 PairVerdict(
                     hid,

@@ -23,20 +23,29 @@ def _cell(c: dict[str, Any], target: str, difference: bool = False) -> str | tup
 
 
 def validation_html(data: dict[str, Any], run_id: str) -> str:
-    from ..validate.render import summary_lines
+    from ..validate.render import all_rows, is_difference, summary_lines
 
     targets = data["targets"]
-    header = ["judge", "score", *[esc(data["target_labels"][t]) for t in targets]]
+    header = ["judge", "score", "scoring", *[esc(data["target_labels"][t]) for t in targets]]
     rows = [
-        [esc(r["judge"]), esc(r["score"]), *[_cell(r["cells"][t], t, r in data["differences"]) for t in targets]]
-        for r in [*data["rows"], *data["differences"]]
+        [
+            esc(r["judge"]),
+            esc(r["score"]),
+            esc(r.get("scoring", "")),
+            *[_cell(r["cells"][t], t, is_difference(data, r)) for t in targets],
+        ]
+        for r in all_rows(data)
     ]
     lines = "".join(f"<li>{esc(x)}</li>" for x in summary_lines(data))
     return (
         '<p class="hint">Spearman rho of each judge score with the seekers\' own ratings, and AUROC for telling '
         "successful from failed conversations (0.5 = chance); paired bootstrap 95% intervals and n per cell. "
-        "Green: agrees with the seekers; red: the opposite. The last rows are the user-judge minus the "
-        "third-party judge on the same conversations.</p>"
+        "Green: agrees with the seekers; red: the opposite. Scoring: argmax, the scores the judge wrote; "
+        "expected, its probability-weighted scores. The baseline rows need no model (message lengths, turns, "
+        "reply similarity, from the turns the judges saw); the best-baseline rows are a judge minus the best "
+        "of them on the conversations it scored: a judge whose margin interval does not lie above 0 has not "
+        "shown it measures more than message length. The last rows are the user-judge minus the third-party "
+        "judge on the same conversations.</p>"
         + table(header, rows, tid=f"{run_id}-validation", cls="validation")
         + f"<ul>{lines}</ul>"
     )

@@ -49,11 +49,21 @@ def finished(store: RunStore, kind: str) -> set[str]:
     return {k for k, d in store.items(kind) if not failed_call(d)}
 
 
-async def unit(store: RunStore, kind: str, key: str, work: Work, *, redo_failed_calls: bool = False) -> dict[str, Any]:
+async def unit(
+    store: RunStore,
+    kind: str,
+    key: str,
+    work: Work,
+    *,
+    redo_failed_calls: bool = False,
+    redo_if: Callable[[dict[str, Any]], bool] | None = None,
+) -> dict[str, Any]:
     """Do one unit unless the store has it (with ``redo_failed_calls``: unless it has it and the unit did
-    not end on a failed model call); write its record, calls and events in one transaction."""
+    not end on a failed model call; with ``redo_if``: unless that says the stored record must be done
+    again); write its record, calls and events in one transaction."""
     have = store.get(kind, key)
-    if have is not None and not (redo_failed_calls and failed_call(have)):
+    redo = have is not None and ((redo_failed_calls and failed_call(have)) or (redo_if is not None and redo_if(have)))
+    if have is not None and not redo:
         return have
     token = unit_calls.set([])
     try:

@@ -12,22 +12,44 @@ dimensions, the generic and personal group means, and ``relief``), against the s
 
 Each cell: the estimate, a paired bootstrap 95% interval (conversations resampled, fixed seed) and n, the
 conversations where both the score and that survey field exist. Unscored conversations are left out and
-counted. A row for the simulated user's own intensity drop (first minus last state, the Chain-of-Agent's
-trajectory) checks the inner state, and "difference" rows give the user-judge minus the third-party judge
-on the conversations both scored.
+counted. A judge whose assessments carry probability-weighted scores (``expected``) gets its rows twice:
+scoring ``argmax`` (the integers it wrote) and ``expected``. Beside the judges:
+
+- ``baselines``: what the turns a judge saw predict with no model at all (``baselines.py``: message
+  lengths, turns, reply similarity), one row each per view some judge used, on every conversation;
+- ``margins``: each judge's statistic minus the best baseline's (of the view that judge saw), on the
+  conversations that judge scored, the best chosen anew in every resample;
+- the simulated user's own intensity drop (first minus last state, the Chain-of-Agent's trajectory), a
+  check of the inner state, and ``differences``: the user-judge minus the third-party judge on the
+  conversations both scored.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from ..assess.dimensions import group_keys, keys
+from ..assess.expected import scores_for
+from ..simulate.coherence import total_coherence
+from ..simulate.conversation import Conversation
 from ..stats.bootstrap import Estimate
-from ..stats.correlation import RowStat, auroc_rows, bootstrap_rows, spearman_rows
+from ..stats.correlation import (
+    RowStat,
+    auroc_rows,
+    bootstrap_many,
+    bootstrap_rows,
+    columns_rows,
+    difference_rows,
+    minus_best_rows,
+    order_codes,
+    spearman_rows,
+)
 from ..store.run_store import RunStore
+from .baselines import FEATURES, Features, baseline_features, view_of, views_used
 
 TARGETS = ["empathy", "relevance", "intensity_drop", "not_failed"]
 TARGET_LABELS = {
@@ -37,21 +59,39 @@ TARGET_LABELS = {
     "not_failed": "AUROC success vs failed",
 }
 SCORES = ["overall", "generic", "personal", "relief"]
+SCORINGS = ["argmax", "expected"]  # the integers a judge wrote; the probability-weighted scores
 CHAIN_ROW = ("user (inner state)", "simulated intensity drop")
 
-
-def _mean(scores: dict[str, int | None], dims: list[str]) -> float | None:
-    vals = [scores[d] for d in dims if scores.get(d) is not None]
-    return float(np.mean(vals)) if vals else None  # type: ignore[arg-type]
+Judged = dict[str, dict[str, dict[str, Any]]]  # judge -> conversation -> assessment
 
 
-def score_of(scores: dict[str, int | None], name: str) -> float | None:
+def _mean(scores: dict[str, Any], dims: list[str]) -> float | None:
+    vals = [float(scores[d]) for d in dims if scores.get(d) is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def score_of(scores: dict[str, Any], name: str) -> float | None:
+    """``overall``: the mean of every dimension the judge's rubric has (one, for a one-question card)."""
     if name == "overall":
-        return _mean(scores, keys())
+        return _mean(scores, list(scores))
     if name in ("generic", "personal"):
         return _mean(scores, group_keys(name))
     v = scores.get(name)
     return None if v is None else float(v)
+
+
+def scores_of(assessment: dict[str, Any], scoring: str) -> dict[str, Any]:
+    """The judge's scores under ``scoring`` (see ``assess.expected.scores_for``); empty where it has none."""
+    return scores_for(assessment, scoring) or {}
+
+
+def has_expected(assessment: dict[str, Any]) -> bool:
+    return any(v is not None for v in (assessment.get("expected") or {}).values())
+
+
+def scorings_of(assessments: list[dict[str, Any]]) -> list[str]:
+    """``argmax``, and ``expected`` too where some assessment has a probability-weighted score."""
+    return SCORINGS if any(has_expected(a) for a in assessments) else SCORINGS[:1]
 
 
 def target_of(facts: dict[str, Any], name: str) -> float | None:
@@ -67,60 +107,93 @@ def _stat(target: str) -> RowStat:
     return spearman_rows
 
 
-def cell(pairs: list[tuple[float, float]], target: str, seed: int, n_boot: int) -> dict[str, Any]:
-    if not pairs:
+def _target_column(values: list[float], target: str) -> np.ndarray:
+    # a rank correlation depends on the order of the values alone: order codes give the same, faster
+    return np.array(values) if target == "not_failed" else order_codes(values)
+
+
+def cell(stat: RowStat, items: list[tuple[Any, ...]], target: str, seed: int, n_boot: int) -> dict[str, Any]:
+    """``stat`` on the items' columns (each item a tuple, the target last), with its paired bootstrap interval."""
+    if not items:
         return _est(Estimate(None, None, None, 0))
-    s, t = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-    return _est(bootstrap_rows(_stat(target), s, t, seed=seed, n_boot=n_boot))
-
-
-def diff_cell(triples: list[tuple[float, float, float]], target: str, seed: int, n_boot: int) -> dict[str, Any]:
-    """The user-judge's statistic minus the third-party judge's, on the same conversations."""
-    stat = _stat(target)
-
-    def diff(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return stat(a, t) - stat(b, t)
-
-    if not triples:
-        return _est(Estimate(None, None, None, 0))
-    cols = [np.array([p[i] for p in triples]) for i in range(3)]
-    return _est(bootstrap_rows(diff, *cols, seed=seed, n_boot=n_boot))
+    columns = [order_codes([it[i] for it in items]) for i in range(len(items[0]) - 1)]
+    columns.append(_target_column([it[-1] for it in items], target))
+    return _est(bootstrap_rows(stat, *columns, seed=seed, n_boot=n_boot))
 
 
 def _est(e: Estimate) -> dict[str, Any]:
     return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": e.n}
 
 
-def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
+def _row(judge: str, score: str, scoring: str, cells: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"judge": judge, "score": score, "scoring": scoring, "cells": cells}
+
+
+Column = dict[str, float]  # conversation -> value (a conversation without one is left out)
+Baselines = dict[str, tuple[float, ...]]  # conversation -> the baseline values beside a column's score
+
+
+def column_cells(
+    ok: dict[str, Any], columns: list[Column], seed: int, n_boot: int, baselines: list[Baselines] | None = None
+) -> list[dict[str, dict[str, Any]]]:
+    """Each column's cell for every target: its statistic on the conversations with a value and the target
+    (and, given ``baselines``, the column's statistic minus the best baseline's, on the conversations with
+    baseline values). Columns on the same conversations are bootstrapped together: the same resamples as
+    one by one (the draws depend on n and the seed alone), each computed once."""
+    out: list[dict[str, dict[str, Any]]] = [{} for _ in columns]
+    for t in TARGETS:
+        targets = {k: v for k in ok if (v := target_of(ok[k]["esconv"], t)) is not None}
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, col in enumerate(columns):
+            base = baselines[i] if baselines is not None else {}
+            convs = [k for k in col if k in targets and (baselines is None or k in base)]
+            groups.setdefault(tuple((k, base.get(k)) for k in convs), []).append(i)
+        for key, members in groups.items():
+            convs = [k for k, _ in key]
+            x = order_codes(np.array([[columns[i][k] for i in members] for k in convs]))
+            y = _target_column([targets[k] for k in convs], t)
+            if baselines is None:
+                got = bootstrap_many(columns_rows(_stat(t)), x, y, seed=seed, n_boot=n_boot)
+            else:
+                b = order_codes(np.array([v for _, v in key]))
+                got = bootstrap_many(minus_best_rows(_stat(t)), x, b, y, seed=seed, n_boot=n_boot)
+            for i, e in zip(members, got or [Estimate(None, None, None, 0)] * len(members), strict=True):
+                out[i][t] = _est(e)
+    return out
+
+
+def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embedding: bool = True) -> dict[str, Any]:
+    """The agreement table of a validate run. ``embedding=False`` leaves the reply-similarity baseline out
+    (its rows stay, without values, and a note says so)."""
     replays = {k: d for k, d in store.items("replay")}
     ok = {k: d for k, d in replays.items() if d["termination"] != "error"}
-    by_judge: dict[str, dict[str, dict[str, Any]]] = {}
+    by_judge: Judged = {}
     for _, a in store.items("assessment"):
         by_judge.setdefault(a["judge"], {})[a["conversation"]] = a
     judges = sorted(by_judge, key=lambda j: (j != "user", j))
-    rows: list[dict[str, Any]] = []
+    views = views_used([a for j in judges for a in by_judge[j].values()])
+    features, notes = baseline_features(replays, views, embedding=embedding)  # as score_rows: encoded once
+    usable = [f for f in FEATURES if any(v.get(f) is not None for per in features.values() for v in per.values())]
+
+    labels: list[tuple[str, str, str]] = []  # (judge, score, scoring) of each judge column
+    columns: list[Column] = []
+    beside: list[Baselines] = []
     for judge in judges:
-        scored = {k: a["scores"] for k, a in by_judge[judge].items() if not a["unscored"] and k in ok}
-        for name in SCORES:
-            cells = {}
-            for t in TARGETS:
-                pairs = [
-                    (s, y)
-                    for k, sc in scored.items()
-                    if (s := score_of(sc, name)) is not None and (y := target_of(ok[k]["esconv"], t)) is not None
-                ]
-                cells[t] = cell(pairs, t, seed, n_boot)
-            rows.append({"judge": judge, "score": name, "cells": cells})
-    sim_cells = {}
-    for t in TARGETS:
-        pairs = [
-            (float(d["states"][0]["intensity"] - d["states"][-1]["intensity"]), y)
-            for d in ok.values()
-            if len(d["states"]) >= 2 and (y := target_of(d["esconv"], t)) is not None
-        ]
-        sim_cells[t] = cell(pairs, t, seed, n_boot)
-    rows.append({"judge": CHAIN_ROW[0], "score": CHAIN_ROW[1], "cells": sim_cells})
-    diffs = _difference_rows(by_judge, ok, judges, seed, n_boot)
+        judged = {k: a for k, a in by_judge[judge].items() if k in ok}
+        for scoring in scorings_of(list(judged.values())):
+            for name in SCORES:
+                col = {k: v for k, a in judged.items() if (v := score_of(scores_of(a, scoring), name)) is not None}
+                labels.append((judge, name, scoring))
+                columns.append(col)
+                beside.append(_baselines_of(col, judged, features, usable))
+    states = {k: d["states"] for k, d in ok.items() if len(d["states"]) >= 2}
+    chain = {k: float(s[0]["intensity"] - s[-1]["intensity"]) for k, s in states.items()}
+    shown = [(view, f) for view in views for f in FEATURES]
+    base_cols = [{k: v for k, fs in features[view].items() if (v := fs.get(f)) is not None} for view, f in shown]
+    cells = column_cells(ok, [*columns, chain, *base_cols], seed, n_boot)
+    margin_cells = column_cells(ok, columns, seed, n_boot, beside)
+    rows = [_row(*label, c) for label, c in zip(labels, cells[: len(columns)], strict=True)]
+    rows.append(_row(*CHAIN_ROW, "", cells[len(columns)]))
     counts = {
         "conversations": len(replays),
         "replay_errors": len(replays) - len(ok),
@@ -129,6 +202,9 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> d
         "supporter_turns_replayed": sum(d["esconv"]["supporter_turns_replayed"] for d in ok.values()),
         "supporter_turns_total": sum(d["esconv"]["supporter_turns_total"] for d in ok.values()),
         "by_source": dict(Counter(k.rsplit(":", 1)[0] for k in ok)),
+        "coherence": asdict(
+            total_coherence(Conversation.model_validate(d) for d in ok.values() if d.get("perceived", True))
+        ),
         "judges": {
             j: {
                 "scored": sum(1 for k, a in by_judge[j].items() if k in ok and not a["unscored"]),
@@ -137,12 +213,23 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> d
             }
             for j in judges
         },
+        "saw": {j: views_used(list(by_judge[j].values())) for j in judges},
+        "views": views,
+        "margin_baselines": usable,
+        "notes": notes,
     }
     return {
         "targets": TARGETS,
         "target_labels": TARGET_LABELS,
         "rows": rows,
-        "differences": diffs,
+        "baselines": [
+            _row(f"baseline ({view})", f, "", c) for (view, f), c in zip(shown, cells[len(columns) + 1 :], strict=True)
+        ],
+        "margins": [
+            _row(f"{j} - best baseline", name, scoring, c)
+            for (j, name, scoring), c in zip(labels, margin_cells, strict=True)
+        ],
+        "differences": _difference_rows(by_judge, ok, judges, seed, n_boot),
         "counts": counts,
         "events": store.event_counts(),
         "usage_by_role": store.usage_by_role(),
@@ -153,41 +240,58 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> d
     }
 
 
-def _difference_rows(
-    by_judge: dict[str, dict[str, dict[str, Any]]], ok: dict[str, Any], judges: list[str], seed: int, n_boot: int
-) -> list[dict[str, Any]]:
-    if "user" not in by_judge:
-        return []
-    out = []
-    for other in [j for j in judges if j != "user"]:
-        cells = {}
-        for t in TARGETS:
-            triples = []
-            for k, a in by_judge["user"].items():
-                b = by_judge[other].get(k)
-                if k not in ok or a["unscored"] or b is None or b["unscored"]:
-                    continue
-                x, y, z = (
-                    score_of(a["scores"], "overall"),
-                    score_of(b["scores"], "overall"),
-                    target_of(ok[k]["esconv"], t),
-                )
-                if x is not None and y is not None and z is not None:
-                    triples.append((x, y, z))
-            cells[t] = diff_cell(triples, t, seed, n_boot)
-        out.append({"judge": f"user - {other}", "score": "overall", "cells": cells})
+def _baselines_of(col: Column, judged: dict[str, dict[str, Any]], features: Features, usable: list[str]) -> Baselines:
+    """The usable baselines of the view the judge saw, for each conversation of ``col`` that has them all."""
+    out = {}
+    for k in col:
+        values = features.get(view_of(judged[k]), {}).get(k, {})
+        b = tuple(values.get(f) for f in usable)
+        if usable and None not in b:
+            out[k] = tuple(float(v) for v in b if v is not None)
     return out
 
 
-def score_rows(store: RunStore) -> list[dict[str, Any]]:
+def _difference_rows(
+    by_judge: Judged, ok: dict[str, Any], judges: list[str], seed: int, n_boot: int
+) -> list[dict[str, Any]]:
+    """The user-judge's overall statistic minus each other judge's, on the conversations both scored, for
+    each scoring both have."""
+    if "user" not in by_judge:
+        return []
+    user = by_judge["user"]
+    out = []
+    for other in [j for j in judges if j != "user"]:
+        theirs = by_judge[other]
+        for scoring in [s for s in scorings_of(list(theirs.values())) if s in scorings_of(list(user.values()))]:
+            cells = {}
+            for t in TARGETS:
+                items = [
+                    (x, y, z)
+                    for k, a in user.items()
+                    if k in ok and k in theirs
+                    if (x := score_of(scores_of(a, scoring), "overall")) is not None
+                    and (y := score_of(scores_of(theirs[k], scoring), "overall")) is not None
+                    and (z := target_of(ok[k]["esconv"], t)) is not None
+                ]
+                cells[t] = cell(difference_rows(_stat(t)), items, t, seed, n_boot)
+            out.append(_row(f"user - {other}", "overall", scoring, cells))
+    return out
+
+
+def score_rows(store: RunStore, *, embedding: bool = True) -> list[dict[str, Any]]:
     """One flat row per conversation and judge, for an analysis of one's own: the record, the seeker's
-    survey, the simulated user's intensity trajectory, and the judge's 10 scores with the group means
-    (empty where unscored; a conversation no judge has assessed yet has one row without a judge)."""
+    survey, the simulated user's intensity trajectory, the baseline features of every view a judge used
+    (``mean_supporter_words_replayed`` ...), and the judge's 10 scores with the group means (empty where
+    unscored), with ``*_expected`` beside them where the judge gave probability-weighted scores. A
+    conversation no judge has assessed yet has one row without a judge."""
     by_conv: dict[str, list[dict[str, Any]]] = {}
     for _, a in store.items("assessment"):
         by_conv.setdefault(a["conversation"], []).append(a)
+    replays = dict(store.items("replay"))
+    views = views_used([a for per in by_conv.values() for a in per])
+    features, _notes = baseline_features(replays, views, embedding=embedding)
     out = []
-    for key, d in store.items("replay"):
+    for key, d in replays.items():
         e, states = d["esconv"], d["states"]
         first, last = (states[0]["intensity"], states[-1]["intensity"]) if states else (None, None)
         base = {
@@ -205,19 +309,25 @@ def score_rows(store: RunStore) -> list[dict[str, Any]]:
             "termination": d["termination"],
             "simulated_intensity_first": first,
             "simulated_intensity_last": last,
+            **{feature_column(f, view): features[view].get(key, {}).get(f) for view in views for f in FEATURES},
         }
         judged = sorted(by_conv.get(key, []), key=lambda a: (a["judge"] != "user", a["judge"]))
         if not judged:
             out.append(base)
         for a in judged:
-            sc = {} if a["unscored"] else a["scores"]
-            out.append(
-                {
-                    **base,
-                    "judge": a["judge"],
-                    "unscored": a["unscored"],
-                    **{name: score_of(sc, name) for name in SCORES if name != "relief"},
-                    **{k: sc.get(k) for k in keys()},
-                }
-            )
+            out.append({**base, "judge": a["judge"], "unscored": a["unscored"], "saw": view_of(a), **_flat_scores(a)})
+    return out
+
+
+def feature_column(feature: str, view: str) -> str:
+    return f"{feature.replace(' ', '_')}_{view}"
+
+
+def _flat_scores(a: dict[str, Any]) -> dict[str, Any]:
+    """The group means and the 10 scores, and the same with ``_expected`` where the record has ``expected``."""
+    out: dict[str, Any] = {}
+    for scoring in SCORINGS if "expected" in a else SCORINGS[:1]:
+        sc, suffix = scores_of(a, scoring), "" if scoring == "argmax" else f"_{scoring}"
+        out |= {f"{name}{suffix}": score_of(sc, name) for name in SCORES if name != "relief"}
+        out |= {f"{k}{suffix}": sc.get(k) for k in keys()}
     return out

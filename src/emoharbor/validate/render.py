@@ -7,6 +7,8 @@ import io
 import json
 from typing import Any
 
+VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}
+
 
 def cell_text(c: dict[str, Any]) -> str:
     if c["value"] is None:
@@ -16,16 +18,28 @@ def cell_text(c: dict[str, Any]) -> str:
     return f"{c['value']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}] n={c['n']}"
 
 
+def all_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every row of the table in print order: the judges and the inner state, the baselines, the margins
+    over the best baseline, the differences between judges."""
+    return [*data["rows"], *data.get("baselines", []), *data.get("margins", []), *data["differences"]]
+
+
+def is_difference(data: dict[str, Any], row: dict[str, Any]) -> bool:
+    """A margin or a difference between judges: 0, not chance level, means no better."""
+    return any(row is r for r in [*data.get("margins", []), *data["differences"]])
+
+
 def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["judge", "score", *[data["target_labels"][t] for t in data["targets"]]]
+    header = ["judge", "score", "scoring", *[data["target_labels"][t] for t in data["targets"]]]
     rows = [
-        [r["judge"], r["score"], *[cell_text(r["cells"][t]) for t in data["targets"]]]
-        for r in [*data["rows"], *data["differences"]]
+        [r["judge"], r["score"], r.get("scoring", ""), *[cell_text(r["cells"][t]) for t in data["targets"]]]
+        for r in all_rows(data)
     ]
     return header, rows
 
 
-def _table(header: list[str], rows: list[list[str]], md: bool) -> str:
+def text_table(header: list[str], rows: list[list[str]], md: bool = False) -> str:
+    """An aligned plain-text table, or a Markdown one."""
     if md:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
@@ -48,10 +62,27 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
         f"supporter turns replayed: {c['supporter_turns_replayed']} of {c['supporter_turns_total']} "
         f"(cap {cap} per conversation; {c['truncated']} conversations cut at the cap)",
     ]
+    co = c.get("coherence")
+    if co and co["checked"]:
+        lines.append(
+            f"inner state coherence: {co['incoherent']} of {co['checked']} replayed turns where the appraisal's fit "
+            "and the intensity move disagree (a good fit with rising intensity, a poor fit with falling)"
+        )
     for j, n in c["judges"].items():
-        lines.append(f"judge {j}: scored {n['scored']}, unscored {n['unscored']}, not assessed {n['not_assessed']}")
+        views = c.get("saw", {}).get(j)
+        saw = f"; saw the {' and the '.join(VIEW_WORDS.get(v, v) for v in views)}" if views else ""
+        lines.append(
+            f"judge {j}: scored {n['scored']}, unscored {n['unscored']}, not assessed {n['not_assessed']}{saw}"
+        )
+    if c.get("margin_baselines"):
+        lines.append(
+            "baselines: no model, from the turns each judge saw; margins: a judge minus the best of "
+            f"{', '.join(c['margin_baselines'])}, chosen in every resample"
+        )
+    lines += [f"note: {x}" for x in c.get("notes", [])]
+    judge = cfg.get("judge", {}).get("model")  # runs from before judge cards name one third-party judge
     lines.append(
-        f"models: user {cfg['user']['model']}, third-party judge {cfg['judge']['model']}; "
+        f"models: user {cfg['user']['model']}" + (f", third-party judge {judge}" if judge else "") + "; "
         f"paired bootstrap 95% intervals, {data['n_boot']} resamples, seed {data['seed']}"
     )
     calls = sum(int(u["calls"]) for u in data["usage_by_role"].values())
@@ -68,7 +99,7 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
     bullet = "- " if md else ""
     parts = [
         f"{head}Agreement with real help-seekers (ESConv survey)",
-        _table(header, rows, md),
+        text_table(header, rows, md),
         "\n".join(bullet + line for line in summary_lines(data)),
     ]
     return "\n\n".join(parts)
@@ -77,11 +108,11 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
 def to_csv(data: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["judge", "score", "target", "value", "lo", "hi", "n"])
-    for r in [*data["rows"], *data["differences"]]:
+    w.writerow(["judge", "score", "target", "value", "lo", "hi", "n", "scoring"])
+    for r in all_rows(data):
         for t in data["targets"]:
             c = r["cells"][t]
-            w.writerow([r["judge"], r["score"], t, c["value"], c["lo"], c["hi"], c["n"]])
+            w.writerow([r["judge"], r["score"], t, c["value"], c["lo"], c["hi"], c["n"], r.get("scoring", "")])
     return buf.getvalue()
 
 

@@ -1,9 +1,15 @@
-"""`emoharbor validate`: replay real ESConv conversations through the simulated user, rate each one by the
-user-judge and by a third-party judge, resumably in a run store.
+"""`emoharbor validate`: replay real ESConv conversations through the simulated user, rate each one by
+judge cards (by default the user-judge, the profile-aware judge and the third-party judge), resumably in a
+run store.
 
 Store kinds: ``replay`` (key: the ESConv record id, ``<file stem>:<index>``; the conversation record plus
-``esconv`` (the seeker's survey, the failure label, how many supporter turns were replayed) and ``profile``)
-and ``assessment`` (key ``<record id>|<judge>``, as in an EmoHarbor run).
+``esconv`` (the seeker's survey, the failure label, how many supporter turns were replayed), ``profile``,
+``dialog_turns`` (the whole ESConv dialog) and ``perceived`` (whether the simulated user lived through the
+replayed turns: only a user-kind judge needs that, so a run without one makes no chain calls)) and
+``assessment`` (key ``<record id>|<judge>``, as in an EmoHarbor run, with ``saw``: "replayed" or "all").
+
+The run's config (its hash) covers the replays; the judges are recorded beside it, one card per judge
+name, so a finished run can be rated by another card in the same folder: only that judge's calls are made.
 """
 
 from __future__ import annotations
@@ -16,23 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..assess.dimensions import rubric_version
-from ..assess.judge import USER_JUDGE
 from ..config import ModelSpec, hash_config
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
-from ..evaluate import assess_unit, third_party_name, work_left
+from ..evaluate import Judge, assess_unit, check_judges, judge_models, make_judges, work_left
 from ..models.base import ChatModel
 from ..models.pool import ModelPool
 from ..profiles.esconv_import import draft_profile
-from ..prompts import all_versions
+from ..prompts import load_prompt
 from ..simulate.chain_user import ChainSettings, ChainUser
-from ..simulate.conversation import Conversation
+from ..simulate.conversation import Conversation, Turn
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, finished, progress_bar, unit
-from .replay import esconv_facts, plan_replay, replay
+from .replay import SUPPORTER, esconv_facts, plan_replay, replay
 
 KIND = "validate"
+DEFAULT_JUDGES = ("user", "profile_aware", "third_party")
 
 
 @dataclass
@@ -42,7 +47,10 @@ class ValidateOptions:
     sample: int | None = None  # or N records of each file drawn at random with ``seed``
     seed: int = 0
     user: ModelSpec = field(default_factory=ModelSpec)
-    judge: ModelSpec = field(default_factory=ModelSpec)
+    judge: ModelSpec = field(default_factory=ModelSpec)  # the model of the cards that name none
+    judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGES))  # judge cards
+    scoring: str | None = None  # --scoring: overrides every card's
+    judge_sees: str | None = None  # --judge-sees: likewise
     max_supporter_turns: int = 4
     concurrency: int = 4
 
@@ -59,15 +67,18 @@ class ValidateOptions:
             raise ConfigError("--max-supporter-turns must be 0 (no cap) or more")
 
     def resolved(self) -> dict[str, Any]:
+        """What the replays depend on (the judges are recorded per card: see ``check_judges``)."""
         return {
             "esconv": [str(p.resolve()) for p in self.esconv],
             "limit": self.limit,
             "sample": self.sample,
             "seed": self.seed,
             "user": self.user.model_dump(mode="json"),
-            "judge": self.judge.model_dump(mode="json"),
             "max_supporter_turns": self.max_supporter_turns,
         }
+
+    def make_judges(self) -> list[Judge]:
+        return make_judges(self.judges, self.judge, self.user, scoring=self.scoring, sees=self.judge_sees)
 
 
 def select(dialogs: list[EsconvDialog], limit: int | None, sample: int | None, seed: int) -> list[EsconvDialog]:
@@ -93,15 +104,38 @@ def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
     return [c[i] for i in range(longest) for c in per_file if i < len(c)]
 
 
+CHAIN_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what a replay through the chain reads
+
+
 def run_record(opts: ValidateOptions) -> dict[str, Any]:
-    """The options with the versions of the prompts and the rubric: a run is never resumed with other prompts."""
-    return {**opts.resolved(), "prompt_versions": all_versions(), "rubric_version": rubric_version()}
+    """What every record of the run depends on. The chain's prompt versions are kept in each replay that
+    went through the chain (``chain_prompts``), the judges' in their cards: a changed judge prompt or
+    Feeler prompt does not block rating a run with other judges, and is never mixed into old records."""
+    return opts.resolved()
 
 
-def effective_concurrency(opts: ValidateOptions) -> int:
-    """Conversations at once: one when both models are the embedded one (it serves one request at a time and
+def chain_versions() -> dict[str, str]:
+    return {n: load_prompt(n).version for n in CHAIN_PROMPTS}
+
+
+def check_chain_prompts(store: RunStore) -> None:
+    """A user-kind judge reads the inner record of a replay: refuse replays made with other chain prompts."""
+    now = chain_versions()
+    for key, d in store.items("replay"):
+        old = d.get("chain_prompts")
+        if d.get("perceived") and old is not None and old != now:
+            changed = sorted(k for k in now if old.get(k) != now[k])
+            raise ConfigError(
+                f"{store.folder}: replay {key} was made with other versions of {', '.join(changed)}; a user-kind "
+                "judge would read an inner record the current prompts did not make: use a new run folder"
+            )
+
+
+def effective_concurrency(opts: ValidateOptions, judges: list[Judge]) -> int:
+    """Conversations at once: one when every model is the embedded one (it serves one request at a time and
     reuses the prompt prefix it read last, which parallel conversations would evict)."""
-    return 1 if opts.user.backend == "local" and opts.judge.backend == "local" else opts.concurrency
+    local = opts.user.backend == "local" and all(j.model.backend == "local" for j in judges)
+    return 1 if local else opts.concurrency
 
 
 def conversation_seed(seed: int, record_id: str) -> int:
@@ -116,28 +150,72 @@ class ValidateSummary:
     errors: int
 
 
+def needs_chain(judges: list[Judge]) -> bool:
+    """Whether the simulated user must live through the replayed turns: only a user-kind judge reads that."""
+    return any(j.card.kind == "user" for j in judges)
+
+
+def whole_dialog(dialog: EsconvDialog) -> list[dict[str, str]]:
+    return [
+        {"speaker": "user" if t.speaker == "seeker" else "supporter", "text": t.text} for t in dialog.merged_turns()
+    ]
+
+
+def seen_by(conv: Conversation, record: dict[str, Any], judge: Judge) -> tuple[Conversation, dict[str, Any]]:
+    """The conversation as ``judge`` sees it (the replayed part, or the whole dialog with the inner record
+    of the replayed part), and what the assessment records of that."""
+    if judge.card.sees == "replayed":
+        turns = conv.turns
+    else:
+        turns = [*conv.turns, *[Turn.model_validate(t) for t in record["dialog_turns"][len(conv.turns) :]]]
+    seen = conv.model_copy(update={"turns": turns})
+    return seen, {"saw": judge.card.sees, "supporter_turns_seen": sum(1 for t in turns if t.speaker == "supporter")}
+
+
 async def replay_and_assess(
-    store: RunStore, dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatModel, judge_model: ChatModel
+    store: RunStore,
+    dialog: EsconvDialog,
+    opts: ValidateOptions,
+    user_model: ChatModel | None,
+    judges: list[Judge],
+    models: dict[str, ChatModel],
 ) -> bool:
-    """One conversation: replayed (or read back from the store), then rated by both judges. False on error."""
+    """One conversation: replayed (or read back from the store), then rated by every judge. False on error."""
     profile = draft_profile(dialog, evaluation_only=True)
     plan = plan_replay(dialog, opts.max_supporter_turns)
+    chain = needs_chain(judges)
 
     async def work() -> tuple[dict[str, Any], Events]:
-        user = ChainUser(user_model, profile, ChainSettings())
-        conv = await replay(user, dialog, profile, plan, seed=conversation_seed(opts.seed, dialog.id))
+        if chain:
+            assert user_model is not None
+            user = ChainUser(user_model, profile, ChainSettings())
+            conv = await replay(user, dialog, profile, plan, seed=conversation_seed(opts.seed, dialog.id))
+        else:  # no judge reads an inner record: the real turns alone, no model call
+            seed = conversation_seed(opts.seed, dialog.id)
+            conv = Conversation(id=dialog.id, profile_id=profile.id, supporter=SUPPORTER, seed=seed)
+            conv.turns = [Turn.model_validate(t) for t in whole_dialog(dialog)[: len(plan.turns)]]
         record = {
             **conv.model_dump(mode="json"),
             "esconv": esconv_facts(dialog, plan),
             "profile": profile.model_dump(mode="json"),
+            "dialog_turns": whole_dialog(dialog),
+            "perceived": chain,
+            **({"chain_prompts": chain_versions()} if chain else {}),
         }
         return record, [*conv.events, ("replay", "error" if conv.termination == "error" else "done")]
 
-    conv = Conversation.model_validate(await unit(store, "replay", dialog.id, work, redo_failed_calls=True))
+    def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
+        return chain and not have.get("perceived", True)
+
+    record = await unit(store, "replay", dialog.id, work, redo_failed_calls=True, redo_if=not_lived)
+    conv = Conversation.model_validate(record)
     if conv.termination == "error":
         return False
-    await assess_unit(store, conv, USER_JUDGE, user_model, profile)
-    await assess_unit(store, conv, third_party_name(opts.judge.model), judge_model, None)
+    if "dialog_turns" not in record:  # a replay stored before the whole dialog was kept
+        record = {**record, "dialog_turns": whole_dialog(dialog)}
+    for j in judges:
+        seen, saw = seen_by(conv, record, j)
+        await assess_unit(store, seen, j, models[j.name], profile, extra=saw)
     return True
 
 
@@ -145,18 +223,27 @@ async def run_validation(
     opts: ValidateOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> ValidateSummary:
     dialogs = load_selection(opts)
+    judges = opts.make_judges()
     resolved = run_record(opts)
     store = RunStore.create_or_resume(run_dir, KIND, resolved, hash_config(resolved))
+    try:
+        check_judges(store, judges)
+        if needs_chain(judges):
+            check_chain_prompts(store)
+    except ConfigError:
+        store.close()
+        raise
     have = finished(store, "replay") & {d.id for d in dialogs}
-    judges = (USER_JUDGE, third_party_name(opts.judge.model))
-    pending, errors = work_left(store, "replay", [d.id for d in dialogs], judges)
+    pending, errors = work_left(store, "replay", [d.id for d in dialogs], tuple(j.name for j in judges))
+    if needs_chain(judges):
+        pending |= {k for k, d in store.items("replay") if not d.get("perceived", True)}
     todo = [d for d in dialogs if d.id in pending]
     if not todo:  # nothing to do: no model server is started
         store.set_meta("status", "complete")
         store.close()
         return ValidateSummary(run_dir, len(dialogs), 0, errors)
     bar = progress_bar(len(dialogs), len(have), "conversations", enabled=progress)
-    gate = asyncio.Semaphore(effective_concurrency(opts))
+    gate = asyncio.Semaphore(effective_concurrency(opts, judges))
     started = time.perf_counter()
     before = float(store.meta().get("wall_s", "0"))  # earlier sessions of this run
 
@@ -165,14 +252,14 @@ async def run_validation(
 
     try:
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-            user_model = await pool.get(opts.user, "user")
-            judge_model = await pool.get(opts.judge, "judge")
+            user_model = await pool.get(opts.user, "user") if needs_chain(judges) else None
+            models = await judge_models(pool, judges)
 
             async def one(d: EsconvDialog) -> None:
                 nonlocal errors
                 async with gate:
                     was_done = d.id in have
-                    if not await replay_and_assess(store, d, opts, user_model, judge_model):
+                    if not await replay_and_assess(store, d, opts, user_model, judges, models):
                         errors += 1
                     if not was_done:
                         bar.update(1)
@@ -187,3 +274,44 @@ async def run_validation(
         record_wall_time()
         store.close()
     return ValidateSummary(run_dir, len(dialogs), len(dialogs) - len(have), errors)
+
+
+def options_of(run_dir: Path) -> ValidateOptions:
+    """The options a validate run was started with, read back from its folder."""
+    store = RunStore.open_existing(run_dir)
+    try:
+        cfg = store.config()
+    finally:
+        store.close()
+    user = ModelSpec.model_validate(cfg["user"])
+    return ValidateOptions(
+        esconv=[Path(p) for p in cfg["esconv"]],
+        limit=cfg["limit"],
+        sample=cfg["sample"],
+        seed=cfg["seed"],
+        user=user,
+        judge=user,
+        max_supporter_turns=cfg["max_supporter_turns"],
+    )
+
+
+async def rejudge(
+    run_dir: Path, cards: list[str], judge: ModelSpec | None, *, scoring: str | None = None, progress: bool = True
+) -> int:
+    """Rate a validate run's conversations with more judge cards (its replays are reused); returns how many
+    assessments were made now."""
+    opts = options_of(run_dir)
+    opts.judges, opts.scoring = cards, scoring
+    if judge is not None:
+        opts.judge = judge
+    before = _count_assessments(run_dir)
+    await run_validation(opts, run_dir, progress=progress)
+    return _count_assessments(run_dir) - before
+
+
+def _count_assessments(run_dir: Path) -> int:
+    store = RunStore.open_existing(run_dir)
+    try:
+        return len(store.keys("assessment"))
+    finally:
+        store.close()

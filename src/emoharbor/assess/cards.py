@@ -1,0 +1,156 @@
+"""Judge cards: a judge as a named, versioned thing (YAML), not a model name alone.
+
+A card says what a judge is: its kind (what it is shown), its prompt file, its rubric, how its scores are
+read (``argmax``: the integer it wrote; ``expected``: also the probability-weighted mean over the allowed
+values, see ``expected.py``), what part of a conversation it sees, whether it quotes evidence, and its token
+budget. The model is the card's own (``model:``) or the one the command gives. A card's ``version`` hashes
+all of that with the texts of its prompt and rubric, so a changed card is never mixed into a run that used
+the old one.
+
+Kinds:
+- ``user``: the simulated user itself, after living through the talk (its persona, its inner record, the
+  transcript). In a validate run, only the replayed part has an inner record.
+- ``profile_aware``: the user's persona and the transcript, no inner record: "knowing the person"
+  without "having lived through the talk".
+- ``third_party``: the transcript only.
+- ``heart_pairwise``: HEART's blinded comparison of two next replies.
+
+Built-in cards are YAML files in ``assess/cards/``; ``load_card("third_party")`` or a path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .. import userfiles
+from ..config import ModelSpec
+from ..errors import ConfigError
+from ..prompts import Prompt, load_prompt
+from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
+
+Kind = Literal["user", "profile_aware", "third_party", "heart_pairwise"]
+Scoring = Literal["argmax", "expected"]
+Sees = Literal["replayed", "all"]
+CARDS = "cards"
+
+
+class JudgeCard(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: Kind
+    description: str = ""
+    prompt: str  # builtin:NAME (a file of emoharbor/prompts) or a path to a text file
+    rubric: str = DEFAULT_RUBRIC
+    scoring: Scoring = "argmax"
+    sees: Sees = "all"  # validate: the whole ESConv conversation, or the replayed part only
+    evidence: bool = True  # a quote per dimension; without it the reply is the scores alone (fewer tokens)
+    max_tokens: int | None = Field(default=900, ge=16, le=32768)  # None: the model spec's max_tokens
+    top_logprobs: int = Field(default=20, ge=2, le=20)  # alternatives per token, with scoring: expected
+    model: ModelSpec | None = None  # None: the command's judge model (the user's model for kind user)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        if not v or any(c in v for c in "|:/ "):
+            raise ValueError(f"a card name is a plain word (no '|', ':', '/' or spaces), not {v!r}")
+        return v
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, v: Any) -> Any:
+        return {"model": v} if isinstance(v, str) else v
+
+    # -- what the card refers to -----------------------------------------------------------
+    def prompt_file(self) -> Prompt:
+        return _prompt(self.prompt, self.name)
+
+    def answer_prompt(self) -> Prompt:
+        return load_prompt("judge_answer_evidence" if self.evidence else "judge_answer_scores")
+
+    def rubric_file(self) -> Rubric:
+        return load_rubric(self.rubric)
+
+    @property
+    def version(self) -> str:
+        parts = {
+            "card": self.model_dump(mode="json", exclude={"model", "description"}),
+            "prompt": self.prompt_file().text,
+            "answer": self.answer_prompt().text,
+            "rubric": self.rubric_file().source if self.kind != "heart_pairwise" else "",
+        }
+        blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
+        return f"{self.name}@{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+    def judge_id(self, model: str, user_model: str | None = None) -> str:
+        """The judge's name in a run's records: ``user`` for the simulated user judging with its own model,
+        else ``NAME:MODEL`` (``third_party:local:qwen1.5b``)."""
+        if self.kind == "user" and self.name == "user" and model == user_model:
+            return "user"
+        return f"{self.name}:{model}"
+
+    def with_options(self, *, scoring: str | None = None, sees: str | None = None) -> JudgeCard:
+        """The card with the command line's ``--scoring`` / ``--judge-sees``; a setting that changes gets
+        into the name (``third_party+expected``, ``third_party@replayed``), so the two never share records."""
+        card = self
+        if scoring and scoring != card.scoring:
+            card = card.model_copy(update={"scoring": scoring, "name": f"{card.name}+{scoring}"})
+        if sees and sees != card.sees:
+            card = card.model_copy(update={"sees": sees, "name": f"{card.name}@{sees}"})
+        return card
+
+    def record(self, model: ModelSpec) -> dict[str, Any]:
+        """What a run records of the card it used: the card, its version, and the model it ran on."""
+        return {**self.model_dump(mode="json", exclude={"model"}), "version": self.version, "model": model.model}
+
+
+def _prompt(ref: str, card: str) -> Prompt:
+    if ref.startswith("builtin:"):
+        name = ref.removeprefix("builtin:")
+        try:
+            return load_prompt(name)
+        except FileNotFoundError:
+            raise ConfigError(f"card {card}: no built-in prompt {ref!r}") from None
+    path = Path(ref)
+    return Prompt(path.stem, userfiles.read_text(path, f"card {card}: prompt file"))
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files(__package__).joinpath(CARDS)
+    return sorted(e.name.removesuffix(".yaml") for e in folder.iterdir() if e.name.endswith(".yaml"))
+
+
+def load_card(ref: str) -> JudgeCard:
+    """A built-in card by name (``user``, ``profile_aware``, ``third_party``, ``third_party_overall``,
+    ``heart_pairwise``; ``builtin:NAME`` too) or a YAML file. Errors name the file and the field."""
+    name = ref.removeprefix("builtin:")
+    if name in builtin_names():
+        where = f"builtin:{name}"
+        raw = userfiles.parse(f"{name}.yaml", resources.files(__package__).joinpath(CARDS, f"{name}.yaml").read_text())
+    elif ref.endswith((".yaml", ".yml")) or Path(ref).exists():
+        where = ref
+        raw = userfiles.read(Path(ref), "judge card")
+    else:
+        raise ConfigError(f"no judge card {ref!r}: give a YAML file or a built-in card ({', '.join(builtin_names())})")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a judge card is a mapping of settings (name, kind, prompt, ...)")
+    try:
+        card = JudgeCard.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ConfigError(f"{where}: field '{field}': {first['msg']}") from None
+    card.prompt_file()  # a missing prompt or rubric file is an error now, not in the middle of a run
+    if card.kind != "heart_pairwise":
+        card.rubric_file()
+    return card
+
+
+def judge_model(card: JudgeCard, default: ModelSpec) -> ModelSpec:
+    return card.model if card.model is not None else default

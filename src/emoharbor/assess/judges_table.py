@@ -1,0 +1,179 @@
+"""`emoharbor judges RUN...`: the table a user reads before choosing a judge, one row per judge and scoring
+across the runs given.
+
+- From validate runs: AUROC (success vs failed) and Spearman's rho with the seeker's empathy, of the
+  judge's overall score, and its AUROC margin over the best baseline that needs no model (judge minus best
+  baseline, on the same conversations and resamples). Where a judge is in several validate runs, the run
+  with the most conversations gives the figures (named in the row).
+- From HEART runs: order consistency (the share of pairs whose winner does not flip with the order shown)
+  and length bias (the share of decided verdicts won by the longer reply; 0.5 = none).
+- From every run: judgments made, the unscored share, and tokens and seconds per judgment (seconds from
+  the calls that reached a model, not the cache).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..store.run_store import RunStore
+
+
+def _cost(store: RunStore, kind: str) -> dict[str, dict[str, float]]:
+    """Tokens, seconds and calls per judge name, from the calls of ``kind`` units (the judge is the key's
+    part after the conversation: ``conv|judge`` or, for HEART, ``history|a|b|judge|order``)."""
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for c in store.calls():
+        if c["unit_kind"] != kind or not c["unit_key"]:
+            continue
+        parts = c["unit_key"].split("|")
+        judge = parts[-2] if kind == "comparison" else parts[-1]
+        u = out[judge]
+        u["tokens"] += (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
+        if not c["cached"]:
+            u["seconds"] += c["latency_s"] or 0.0
+            u["model_calls"] += 1
+    return out
+
+
+def _cell(c: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if c is None else {k: c.get(k) for k in ("value", "lo", "hi", "n")}
+
+
+def _validate_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
+    from ..validate.analysis import validation_table  # only validate runs need it
+
+    data = validation_table(store)
+    margins = {(r["judge"].removesuffix(" - best baseline"), r["score"], r["scoring"]): r for r in data["margins"]}
+    n_convs = data["counts"]["conversations"]
+    for r in data["rows"]:
+        if r["score"] != "overall" or not r.get("scoring"):
+            continue
+        row = rows[(r["judge"], r["scoring"])]
+        if row.get("validate_n", -1) >= n_convs:
+            continue
+        m = margins.get((r["judge"], "overall", r["scoring"]))
+        row.update(
+            validate_run=str(folder),
+            validate_n=n_convs,
+            auroc=_cell(r["cells"]["not_failed"]),
+            rho_empathy=_cell(r["cells"]["empathy"]),
+            auroc_margin=_cell(m["cells"]["not_failed"]) if m else None,
+        )
+
+
+def _heart_rows(folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
+    from ..heart.pipeline import read_run
+    from ..heart.reports import agreement_report, ratings_report
+
+    store, config, base = read_run(folder)
+    try:
+        consistency = {r["judge"]: r for r in ratings_report(store, config, bootstrap=0)["order_consistency"]}
+        bias = {r["rater"]: r for r in agreement_report(store, config, base)["bias"]}
+    finally:
+        store.close()
+    for j in config.judges:
+        row = rows[(j.name, "argmax")]
+        c, b = consistency.get(j.name), bias.get(j.name)
+        row.update(
+            heart_run=str(folder),
+            order_consistency=c["rate"] if c and c["dimension"] == "all" else None,
+            order_pairs=c["pairs"] if c else 0,
+            longer_wins=b["longer_wins"] if b else None,
+        )
+
+
+def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
+    for folder in folders:
+        store = RunStore.open_existing(folder)
+        try:
+            kind = store.meta().get("kind")
+            cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+            if kind == "heart":  # a HEART run records its judges' card versions in its config
+                cards = {j: {"version": v} for j, v in store.config().get("judge_cards", {}).items()}
+            judged: dict[str, list[bool]] = defaultdict(list)
+            unit_kind = "comparison" if kind == "heart" else "assessment"
+            for _, d in store.items(unit_kind):
+                unscored = d.get("unscored") if unit_kind == "assessment" else d.get("status") != "scored"
+                judged[d["judge"]].append(bool(unscored))
+            cost = _cost(store, unit_kind)
+            for judge, flags in judged.items():
+                card = cards.get(judge, {})
+                scorings = ["argmax", "expected"] if card.get("scoring") == "expected" else ["argmax"]
+                for scoring in scorings:
+                    row = rows[(judge, scoring)]
+                    row.setdefault("judge", judge)
+                    row.setdefault("scoring", scoring)
+                    row.setdefault("card", card.get("version", ""))
+                    row.setdefault("sees", card.get("sees", ""))
+                    row["judgments"] = row.get("judgments", 0) + len(flags)
+                    row["unscored"] = row.get("unscored", 0) + sum(flags)
+                    u = cost.get(judge, {})
+                    row["tokens"] = row.get("tokens", 0.0) + u.get("tokens", 0.0)
+                    row["seconds"] = row.get("seconds", 0.0) + u.get("seconds", 0.0)
+                    row["model_calls"] = row.get("model_calls", 0.0) + u.get("model_calls", 0.0)
+            if kind == "validate":
+                _validate_rows(store, folder, rows)
+        finally:
+            store.close()
+        if kind == "heart":
+            _heart_rows(folder, rows)
+    out = []
+    for (judge, scoring), row in sorted(rows.items()):
+        if "judgments" not in row:
+            continue
+        n = row["judgments"]
+        out.append(
+            {
+                **row,
+                "judge": judge,
+                "scoring": scoring,
+                "unscored_rate": row["unscored"] / n if n else None,
+                "tokens_per_judgment": row["tokens"] / n if n else None,
+                "seconds_per_judgment": row["seconds"] / n if n else None,
+            }
+        )
+    return out
+
+
+def _fmt(c: dict[str, Any] | None) -> str:
+    if not c or c.get("value") is None:
+        return "-"
+    if c.get("lo") is None:
+        return f"{c['value']:.2f} (n={c['n']})"
+    return f"{c['value']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}] n={c['n']}"
+
+
+def _num(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+HEADER = [
+    "judge", "scoring", "sees", "AUROC success vs failed", "rho vs seeker empathy", "AUROC minus best baseline",
+    "HEART order consistency", "HEART longer wins", "judgments", "unscored", "tokens / judgment",
+    "seconds / judgment", "card",
+]  # fmt: skip
+
+
+def table_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            r["judge"],
+            r["scoring"],
+            r.get("sees") or "-",
+            _fmt(r.get("auroc")),
+            _fmt(r.get("rho_empathy")),
+            _fmt(r.get("auroc_margin")),
+            _num(r.get("order_consistency"), ".2f"),
+            _num(r.get("longer_wins"), ".2f"),
+            str(r["judgments"]),
+            _num(r["unscored_rate"], ".0%"),
+            _num(r["tokens_per_judgment"], ".0f"),
+            _num(r["seconds_per_judgment"], ".1f"),
+            r.get("card") or "-",
+        ]
+        for r in rows
+    ]

@@ -1,0 +1,35 @@
+"""`emoharbor judges RUN...`: judges side by side, across runs, before choosing one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..assess.judges_table import HEADER, judges_table, table_cells
+from ..errors import EmoharborError
+from ..validate.render import text_table
+
+
+@click.command("judges")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
+def judges(runs: tuple[Path, ...], fmt: str) -> None:
+    """One row per judge card (and scoring) across the runs given: agreement with the real seekers and the
+    margin over the best no-model baseline (validate runs), HEART order consistency and length bias (HEART
+    runs), the unscored share, and tokens and seconds per judgment."""
+    rows = judges_table(list(runs))
+    if not rows:
+        raise EmoharborError(f"no judgments in {', '.join(map(str, runs))}")
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(text_table(HEADER, table_cells(rows), md=fmt == "md"))
+    click.echo(
+        "\nA judge whose 'AUROC minus best baseline' interval does not lie above 0 has not shown that it "
+        "measures more than what a word count or a similarity score already tells."
+    )
+
+
+COMMANDS = [judges]
