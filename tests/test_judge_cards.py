@@ -258,3 +258,35 @@ async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(tmp_path: P
     r = CliRunner().invoke(cli, ["judges", str(tmp_path / "val"), str(tmp_path / "eh"), "--format", "md"])
     assert r.exit_code == 0, r.output
     assert "| judge | scoring | sees | AUROC success vs failed |" in r.output and "best baseline" in r.output
+
+
+async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
+    from emoharbor.assess.leaderboard import leaderboard
+    from emoharbor.config import RunConfig
+    from emoharbor.evaluate import run_evaluation
+
+    with pytest.raises(ValueError, match="no judge card 'nope'"):
+        RunConfig.model_validate({"judges": ["user", "nope"]})
+    with pytest.raises(ValueError, match="belongs in a HEART config"):
+        RunConfig.model_validate({"judges": ["heart_pairwise"]})
+    with FakeOpenAIServer() as srv:
+        fake = fake_spec(srv.base_url)
+        cfg = RunConfig.model_validate(
+            {
+                "roles": {"supporter": [fake], "user": fake, "judge": fake},
+                "profiles": ["builtin:p001*"],
+                "max_turns": 2,
+                "judges": ["third_party_overall"],
+            }
+        )
+        await run_evaluation(cfg, tmp_path / "r", progress=False, cache_path=None)
+    store = RunStore.open_existing(tmp_path / "r")
+    try:
+        assert {d["judge"] for _, d in store.items("assessment")} == {"third_party_overall:fake"}
+        assert "third_party_overall:fake" in store.config()["judge_cards"]
+        board = leaderboard(store, "third_party_overall:fake", scoring="expected")
+        written = leaderboard(store, "third_party_overall:fake")
+    finally:
+        store.close()
+    (row,) = board["rows"]
+    assert row["scored"] == 1 and row["overall"]["mean"] != written["rows"][0]["overall"]["mean"]

@@ -143,6 +143,20 @@ class RunConfig(BaseModel):
     # judge cards (built-in names or YAML paths): the user-judge and a third-party judge by default
     judges: list[str] = Field(default_factory=lambda: ["user", "third_party"])
 
+    @field_validator("judges")
+    @classmethod
+    def _cards(cls, refs: list[str]) -> list[str]:
+        from .assess.cards import load_card  # the cards module imports this one
+
+        for ref in refs:
+            try:
+                card = load_card(ref)
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+            if card.kind == "heart_pairwise":
+                raise ValueError(f"judge card {ref!r} is a HEART pairwise judge: it belongs in a HEART config")
+        return refs
+
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 

@@ -46,13 +46,16 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
     convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     assessments = {d["conversation"]: d for _, d in store.items("assessment") if d["judge"] == judge}
     under = {k: scores_for(a, scoring) for k, a in assessments.items()}
+    # the 10 dimensions, or the dimensions of the judge card's own rubric (one, for a one-question card)
+    seen = {d for sc in under.values() if sc for d in sc}
+    dim_keys = [*keys(), *sorted(seen - set(keys()))]
     usage = _usage_by_supporter(store)
     generic, personal = group_keys("generic"), group_keys("personal")
     rows: list[dict[str, Any]] = []
     for sup in sorted({c.supporter for c in convs}):
         mine = [c for c in convs if c.supporter == sup]
         scored = [s for c in mine if (s := under.get(c.id)) is not None]
-        dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in keys()}
+        dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in dim_keys}
         g = bootstrap_ci(_row_means(scored, generic), seed=seed)
         p = bootstrap_ci(_row_means(scored, personal), seed=seed)
         gaps = [a - b for a, b in zip(_row_means(scored, generic), _row_means(scored, personal), strict=False)]
@@ -71,7 +74,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
                 "generic": _est(g),
                 "personal": _est(p),
                 "gap": _est(bootstrap_ci(gaps, seed=seed)),
-                "overall": _est(bootstrap_ci(_row_means(scored, keys()), seed=seed)),
+                "overall": _est(bootstrap_ci([m for s in scored for m in _row_means([s], list(s))], seed=seed)),
                 "intensity_change": _est(bootstrap_ci(changes, seed=seed)),
                 "evidence": dict(evidence),
                 "terminations": dict(Counter(c.termination for c in mine)),
@@ -84,6 +87,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
     return {
         "judge": judge,
         "scoring": scoring,
+        "dimension_keys": dim_keys,
         "judges": judges,
         "rows": rows,
         "usage_by_role": store.usage_by_role(),

@@ -62,7 +62,7 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
     )
     dims = _table(
         ["dimension", *[r["supporter"] for r in rows]],
-        [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in keys()],
+        [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in board.get("dimension_keys", keys())],
         md,
     )
     ends = _table(
