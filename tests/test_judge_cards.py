@@ -236,7 +236,11 @@ async def test_a_heart_judge_card_set_to_expected_weighs_strengths_by_probabilit
         )
 
 
-async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(tmp_path: Path) -> None:
+async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
     from click.testing import CliRunner
 
     from emoharbor.assess.judges_table import judges_table
@@ -246,9 +250,17 @@ async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(tmp_path: P
     path = write_jsonl(tmp_path / "mine.jsonl", [invented_record(e) for e in (1, 2, 4, 5, 3, 2)])
     with FakeOpenAIServer() as srv:
         spec = ModelSpec.model_validate(fake_spec(srv.base_url))
-        opts = ValidateOptions(esconv=[path], user=spec, judge=spec, judges=["third_party_overall", "third_party"])
+        opts = ValidateOptions(esconv=[path], user=spec, judge=spec, judges=["third_party"])
         await run_validation(opts, tmp_path / "val", progress=False, cache_path=None)
         await small_run(tmp_path / "eh", srv)
+        before = srv.requests
+        args = ["assess", str(tmp_path / "val"), "--judge", "third_party_overall", "--quiet"]
+        monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+        r = await asyncio.to_thread(
+            CliRunner().invoke, cli, [*args, "--judge-model", "fake", "--base-url", srv.base_url]
+        )
+        assert r.exit_code == 0, r.output
+        assert "made 6 assessments with third_party_overall" in r.output and srv.requests - before == 1 + 6
     rows = {(r["judge"], r["scoring"]): r for r in judges_table([tmp_path / "val", tmp_path / "eh"])}
     overall = rows[("third_party_overall:fake", "expected")]
     assert overall["judgments"] == 6 and overall["auroc"]["n"] == 6 and overall["auroc_margin"]["n"] == 6
