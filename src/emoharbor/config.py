@@ -169,7 +169,8 @@ def hash_config(resolved: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _format_validation_error(path: str, err: ValidationError) -> str:
+def validation_message(path: str, err: ValidationError) -> str:
+    """A pydantic error as one line naming the file (or record) and the field."""
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(top level)"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
@@ -186,4 +187,4 @@ def load_config(path: str | Path) -> RunConfig:
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(_format_validation_error(str(p), e)) from None
+        raise ConfigError(validation_message(str(p), e)) from None

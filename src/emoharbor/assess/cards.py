@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import userfiles
-from ..config import ModelSpec
+from ..config import ModelSpec, validation_message
 from ..errors import ConfigError
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
@@ -143,9 +143,7 @@ def load_card(ref: str) -> JudgeCard:
     try:
         card = JudgeCard.model_validate(raw)
     except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ConfigError(f"{where}: field '{field}': {first['msg']}") from None
+        raise ConfigError(validation_message(where, e)) from None
     card.prompt_file()  # a missing prompt or rubric file is an error now, not in the middle of a run
     if card.kind != "heart_pairwise":
         card.rubric_file()

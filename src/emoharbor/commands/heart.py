@@ -66,6 +66,14 @@ def _summary(title: str, summary: dict[str, Any], folder: Path) -> None:
 
 run_arg = click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
 progress_opt = click.option("--no-progress", is_flag=True, help="no progress bar")
+
+
+def run_opt(default: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    return click.option(
+        "--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), help=f"run folder (default: {default})"
+    )
+
+
 format_opt = click.option("--format", "fmt", type=FORMATS, default="md", show_default=True)
 table_opt = click.option("--table", default=None, help="with --format csv: which table (default: the first)")
 out_opt = click.option(
@@ -80,13 +88,7 @@ def heart() -> None:
 
 @heart.command("generate")
 @click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--run",
-    "run_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="run folder (default: runs/NAME-HASH)",
-)
+@run_opt("runs/NAME-HASH")
 @progress_opt
 def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool) -> None:
     """Load the histories of CONFIG and write every competitor's candidate reply (resumable)."""
@@ -206,13 +208,7 @@ def _strategies_md(data: dict[str, Any]) -> str:
     "--limit", type=click.IntRange(1), default=None, help="a seeded sample of N messages (a larger N adds to a smaller)"
 )
 @click.option("--seed", default=0, show_default=True, help="seed of the sample, the model calls and the bootstrap")
-@click.option(
-    "--run",
-    "run_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="run folder (default: runs/strategy-check-HASH)",
-)
+@run_opt("runs/strategy-check-HASH")
 @progress_opt
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 @out_opt

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import userfiles
-from ..config import ModelSpec
+from ..config import ModelSpec, validation_message
 from ..errors import ConfigError
 
 DEFAULT_ESCONV = "../shared/data/esconv/train.jsonl"
@@ -144,7 +144,5 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
     try:
         cfg = EvolveConfig.model_validate(raw)
     except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise ConfigError(f"{where}: field '{field}': {first['msg']}") from None
+        raise ConfigError(validation_message(str(where), e)) from None
     return _resolve_paths(cfg, base)

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import userfiles
+from ..config import validation_message
 from ..errors import DataError
 from .schema import Profile
 
@@ -31,10 +32,7 @@ def parse_profiles(path: Path, text: str) -> list[Profile]:
         try:
             out.append(Profile.model_validate(rec))
         except ValidationError as e:
-            first = e.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-            more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-            raise DataError(f"{path}: {label}: field '{field}': {first['msg']}{more}") from None
+            raise DataError(validation_message(f"{path}: {label}", e)) from None
     return out
 
 
