@@ -183,6 +183,8 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
         for scoring in scorings_of(list(judged.values())):
             for name in SCORES:
                 col = {k: v for k, a in judged.items() if (v := score_of(scores_of(a, scoring), name)) is not None}
+                if not col and name != "overall":  # a score the judge's rubric does not have (a one-question card)
+                    continue
                 labels.append((judge, name, scoring))
                 columns.append(col)
                 beside.append(_baselines_of(col, judged, features, usable))
@@ -193,7 +195,8 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
     cells = column_cells(ok, [*columns, chain, *base_cols], seed, n_boot)
     margin_cells = column_cells(ok, columns, seed, n_boot, beside)
     rows = [_row(*label, c) for label, c in zip(labels, cells[: len(columns)], strict=True)]
-    rows.append(_row(*CHAIN_ROW, "", cells[len(columns)]))
+    if chain:  # no row where no judge needed the simulated user to live through the replays
+        rows.append(_row(*CHAIN_ROW, "", cells[len(columns)]))
     counts = {
         "conversations": len(replays),
         "replay_errors": len(replays) - len(ok),
