@@ -51,20 +51,29 @@ def turns_html(conv: Conversation, user_label: str) -> str:
     return f'<div class="turns">{"".join(rows)}</div>'
 
 
+def _score_text(a: dict[str, Any], k: str) -> str:
+    """The score written, and the probability-weighted one beside it where the card asked for it."""
+    ex = (a.get("expected") or {}).get(k)
+    return f"{a['scores'][k]}" + (f" ({ex:.2f})" if ex is not None else "")
+
+
 def assessments_html(per_judge: dict[str, dict[str, Any]]) -> str:
     if not per_judge:
         return '<p class="note">not assessed</p>'
     judges = sorted(per_judge, key=lambda j: (j != "user", j))
     header = ["dimension", *[esc(j) for j in judges]]
     rows = []
-    for k in keys():
+    extra = sorted({k for a in per_judge.values() for k in a["scores"]} - set(keys()))  # a card's own rubric
+    for k in [*keys(), *extra]:
         row = [esc(k)]
         for j in judges:
             a = per_judge[j]
             if a["unscored"]:
                 row.append('<span class="na">unscored</span>')
+            elif k not in a["scores"]:
+                row.append('<span class="na">-</span>')
             else:
-                row.append(f"<b>{a['scores'][k]}</b> <q>{esc(a['evidence'].get(k, ''))}</q>")
+                row.append(f"<b>{_score_text(a, k)}</b> <q>{esc(a['evidence'].get(k, ''))}</q>")
         rows.append(row)
     errs = "".join(
         f'<p class="note">{esc(j)}: unscored after {per_judge[j].get("attempts", 0)} tries: '

@@ -242,7 +242,7 @@ async def run_validation(
         store.set_meta("status", "complete")
         store.close()
         return ValidateSummary(run_dir, len(dialogs), 0, errors)
-    bar = progress_bar(len(dialogs), len(have), "conversations", enabled=progress)
+    bar = progress_bar(len(dialogs), len(dialogs) - len(todo), "conversations", enabled=progress)
     gate = asyncio.Semaphore(effective_concurrency(opts, judges))
     started = time.perf_counter()
     before = float(store.meta().get("wall_s", "0"))  # earlier sessions of this run
@@ -258,12 +258,10 @@ async def run_validation(
             async def one(d: EsconvDialog) -> None:
                 nonlocal errors
                 async with gate:
-                    was_done = d.id in have
                     if not await replay_and_assess(store, d, opts, user_model, judges, models):
                         errors += 1
-                    if not was_done:
-                        bar.update(1)
-                        record_wall_time()
+                    bar.update(1)
+                    record_wall_time()
 
             async with asyncio.TaskGroup() as tg:
                 for d in todo:
