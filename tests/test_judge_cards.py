@@ -302,3 +302,17 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
         store.close()
     (row,) = board["rows"]
     assert row["scored"] == 1 and row["overall"]["mean"] != written["rows"][0]["overall"]["mean"]
+
+
+async def test_the_judges_table_reads_heart_runs(tmp_path: Path) -> None:
+    from emoharbor.assess.judges_table import judges_table
+    from heart_helpers import first_shown_judge, preferring, run_all, scripted
+
+    store, _config = await run_all(
+        tmp_path, {"fair": scripted(preferring("here for you")), "lazy": scripted(first_shown_judge)}
+    )
+    store.close()
+    rows = {r["judge"]: r for r in judges_table([tmp_path / "run"])}
+    assert rows["fair"]["order_consistency"] == 1.0 and rows["lazy"]["order_consistency"] == 0.0
+    assert rows["fair"]["card"].startswith("heart_pairwise@") and rows["fair"]["judgments"] > 0
+    assert rows["fair"]["longer_wins"] is not None and rows["lazy"]["longer_wins"] is None  # all ties: none decided

@@ -70,7 +70,8 @@ def _heart_rows(folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> No
 
     store, config, base = read_run(folder)
     try:
-        consistency = {r["judge"]: r for r in ratings_report(store, config, bootstrap=0)["order_consistency"]}
+        report = ratings_report(store, config, bootstrap=0)["order_consistency"]
+        consistency = {r["judge"]: r for r in report if r["dimension"] == "all"}
         bias = {r["rater"]: r for r in agreement_report(store, config, base)["bias"]}
     finally:
         store.close()
@@ -79,7 +80,7 @@ def _heart_rows(folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> No
         c, b = consistency.get(j.name), bias.get(j.name)
         row.update(
             heart_run=str(folder),
-            order_consistency=c["rate"] if c and c["dimension"] == "all" else None,
+            order_consistency=c["rate"] if c else None,
             order_pairs=c["pairs"] if c else 0,
             longer_wins=b["longer_wins"] if b else None,
         )
