@@ -88,6 +88,10 @@ async def test_a_backend_without_logprobs_is_a_configuration_error_before_the_ru
             with pytest.raises(ConfigError, match="scoring: argmax"):
                 await check_logprobs(card, model)
     await check_logprobs(load_card("third_party"), ScriptedModel(["x"]))  # argmax needs none
+    from emoharbor.evaluate import make_judges
+
+    with pytest.raises(ConfigError, match="the scripted backend"):  # known without a call, before any folder
+        make_judges(["third_party_overall"], ModelSpec(model="scripted"), ModelSpec(model="scripted"))
 
 
 def test_builtin_cards_load_and_version_by_content(tmp_path: Path) -> None:

@@ -56,6 +56,11 @@ def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: s
         spec = judge_model(card, user if card.kind == "user" else judge)
         if card.kind == "heart_pairwise":
             raise ConfigError(f"judge card {card.name} is a HEART pairwise judge: give it to `emoharbor heart judge`")
+        if card.scoring == "expected" and spec.backend in ("scripted", "hf"):
+            raise ConfigError(
+                f"judge card {card.name} has scoring: expected, but the {spec.backend} backend ({spec.model}) gives "
+                "no token log-probabilities: use an OpenAI-compatible or local: model, or scoring: argmax"
+            )
         out.append(Judge(card, spec, card.judge_id(spec.model, user.model)))
     names = [j.name for j in out]
     dup = sorted({n for n in names if names.count(n) > 1})
