@@ -23,7 +23,6 @@ pytest.importorskip("fastapi")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 
 from emoharbor.assess.dimensions import keys as conversation_keys  # noqa: E402
-from emoharbor.web.app import create_app  # noqa: E402
 from emoharbor.web.build import attention_bank  # noqa: E402
 from emoharbor.web.export import export_study  # noqa: E402
 from web_helpers import CONVERSATIONS, HISTORIES, Setup, history_of, make_study, reply_owner, serve  # noqa: E402
@@ -147,7 +146,7 @@ def test_rate_leave_come_back_finish_and_export(browser: Any, tmp_path: Path) ->
     setup: Setup = make_study(tmp_path, raters=1, overlap=1, attention=1, limit=2)
     dialogs: list[str] = []
     errors: list[str] = []  # console errors, such as a Content-Security-Policy violation
-    with serve(create_app(tmp_path / "study")) as base:
+    with serve(tmp_path / "study") as base:
         link = f"{base}/r/{setup.tokens['rater-1']}"
         ctx = browser.new_context(viewport={"width": 1280, "height": 900})
         page = ctx.new_page()
@@ -204,7 +203,7 @@ def test_dialogue_html_never_runs(browser: Any, tmp_path: Path) -> None:
     setup = make_study(tmp_path, raters=1, overlap=1)
     token = setup.tokens["rater-1"]
     seen, dialogs = [], []
-    with serve(create_app(tmp_path / "study")) as base:
+    with serve(tmp_path / "study") as base:
         page = browser.new_page()
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         for n in range(1, len(setup.study.queue(setup.study.raters()[0].id)) + 1):

@@ -53,6 +53,7 @@ def test_create_invite_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert {study.rater_by_token(t).name for _, _, t in links} == {"ana", "ben"}  # type: ignore[union-attr]
     code, out, err = run(["study", "invite", str(st), "--raters", "1"], capsys)
     assert code == 0 and "rater-3:" in out and "admin link" not in out
+    assert study.public_urls() == ["http://127.0.0.1:8765", "http://example.org:9"]  # where forms come from
     code, out, _ = run(["study", "export", str(st), "--out", str(tmp_path / "x.jsonl")], capsys)
     assert code == 0 and '"pair_rows": 0' in out and (tmp_path / "x-conversations.jsonl").is_file()
 

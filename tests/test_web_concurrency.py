@@ -17,7 +17,6 @@ pytest.importorskip("python_multipart")
 import httpx
 
 from emoharbor.assess.dimensions import keys as conversation_keys
-from emoharbor.web.app import create_app
 from web_helpers import make_study, serve
 
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]{64})"')
@@ -46,7 +45,7 @@ def test_two_raters_at_once_lose_no_answer(tmp_path: Path) -> None:
             posts += [(name, token, a.position, a.item_id, field, value) for field, value in form.items()]
     rng.shuffle(posts)  # the two raters' requests interleave
 
-    with serve(create_app(tmp_path / "study")) as base:
+    with serve(tmp_path / "study") as base:
         clients = {name: httpx.Client(base_url=base, headers={"origin": base}) for name in setup.tokens}
         csrf = {}
         for name, token in setup.tokens.items():

@@ -13,7 +13,9 @@ pytest.importorskip("python_multipart")
 
 from fastapi.testclient import TestClient
 
+from emoharbor.errors import EmoharborError
 from emoharbor.web.app import create_app
+from emoharbor.web.origins import origin_of, served_origins
 from web_helpers import XSS, Setup, make_study
 
 ORIGIN = {"origin": "http://testserver"}
@@ -27,7 +29,7 @@ def setup(tmp_path: Path) -> Setup:
 
 @pytest.fixture
 def client(setup: Setup, tmp_path: Path) -> TestClient:
-    return TestClient(create_app(tmp_path / "study"))
+    return TestClient(create_app(tmp_path / "study", ["http://testserver"]))
 
 
 def csrf_of(client: TestClient, token: str, n: int = 1) -> str:
@@ -183,3 +185,31 @@ def test_submitted_items_are_locked(client: TestClient, setup: Setup) -> None:
     page = client.get(f"/r/{token}/item/1").text
     assert "<fieldset disabled>" in page and "can no longer be changed" in page
     assert "Item 1 of" in page and "1 submitted" in page
+
+
+def test_origin_is_checked_against_the_served_address_not_the_host_header(tmp_path: Path, setup: Setup) -> None:
+    """A page of another site that has its name resolve to this server (DNS rebinding) sends Host and Origin
+    that agree with each other: that is no proof the form came from here."""
+    app = create_app(tmp_path / "study", ["http://127.0.0.1:8765", "https://rate.example.org"])
+    token = setup.tokens["rater-1"]
+    local = TestClient(app, base_url="http://127.0.0.1:8765")
+    good = csrf_of(local, token)
+    url = f"/r/{token}/item/{pair_position(setup, token)}"
+    data = {"csrf": good, "action": "autosave", "reason": "x"}
+    rebound = {"host": "evil.example:8765", "origin": "http://evil.example:8765"}
+    assert local.post(url, headers=rebound, data=data).status_code == 403
+    assert local.post(url, headers={"origin": "http://localhost:8765"}, data=data).status_code == 403
+    for origin in ["http://127.0.0.1:8765", "https://rate.example.org", "https://RATE.example.org:443"]:
+        assert local.post(url, headers={"origin": origin}, data=data).status_code == 200, origin
+    assert local.post(url, headers={"referer": f"https://rate.example.org{url}"}, data=data).status_code == 200
+    with pytest.raises(EmoharborError, match="needs the address it is served at"):
+        create_app(tmp_path / "study", ["not a url"])
+
+
+def test_the_served_origins() -> None:
+    assert origin_of("HTTP://Example.org/x") == "http://example.org:80" and origin_of("ftp://x") is None
+    assert origin_of("http://[::1]:9/") == "http://[::1]:9" and origin_of("http://x:port") is None
+    assert served_origins("127.0.0.1", 8765, []) == ["http://127.0.0.1:8765", "http://localhost:8765"]
+    assert served_origins("0.0.0.0", 80, ["https://rate.example.org/"]) == [
+        "http://127.0.0.1:80", "http://localhost:80", "https://rate.example.org:443"]  # fmt: skip
+    assert served_origins("10.0.0.5", 8000, []) == ["http://10.0.0.5:8000"]

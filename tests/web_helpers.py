@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from emoharbor.config import RunConfig
 from emoharbor.heart import pipeline
@@ -137,14 +136,17 @@ def history_of(first_line: str) -> str:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` with uvicorn on 127.0.0.1 in a thread; yields the base URL."""
+def serve(study_folder: Path) -> Iterator[str]:
+    """Run the rating app over ``study_folder`` with uvicorn on 127.0.0.1 in a thread; yields the base URL."""
     import uvicorn
+
+    from emoharbor.web.app import create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    app = create_app(study_folder, [f"http://127.0.0.1:{port}"])
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -90,16 +90,34 @@ def handle_interrupts() -> None:
     logging.getLogger("asyncio").addFilter(_QuietShutdown())
 
 
+def user_error(e: BaseException) -> EmoharborError | None:
+    """The user's error in ``e``: itself, or the first of a group (concurrent work, a TaskGroup) in which
+    every error is the user's (an endpoint that cannot be reached, a missing file)."""
+    if isinstance(e, EmoharborError):
+        return e
+    if isinstance(e, BaseExceptionGroup):
+        found = [user_error(sub) for sub in e.exceptions]
+        return found[0] if all(found) else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     handle_interrupts()
     try:
         cli.main(args=argv, prog_name="emoharbor", standalone_mode=False)
-    except EmoharborError as e:
-        click.echo(f"error: {e}", err=True)
+    except (EmoharborError, BaseExceptionGroup) as e:
+        found = user_error(e)
+        if found is None:
+            raise
+        click.echo(f"error: {found}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as e:  # one line too, with where to look
+        where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        click.echo(f"error: {e.format_message()}{where}", err=True)
+        sys.exit(2)
     except click.ClickException as e:
         e.show()
         sys.exit(2 if e.exit_code == 2 else e.exit_code)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -13,12 +15,14 @@ from . import userfiles
 from .errors import ConfigError
 
 DEFAULT_MODEL = "local:qwen1.5b"
+MAX_REPEATS = 10_000
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Price(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    input_per_mtok: float = 0.0
-    output_per_mtok: float = 0.0
+    input_per_mtok: float = Field(default=0.0, ge=0)
+    output_per_mtok: float = Field(default=0.0, ge=0)
 
 
 class ModelSpec(BaseModel):
@@ -36,9 +40,9 @@ class ModelSpec(BaseModel):
     endpoints: list[str] = Field(default_factory=list)
     api_key_env: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    temperature: float = 0.7
-    top_p: float | None = None
-    max_tokens: int = 256
+    temperature: float = Field(default=0.7, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int = Field(default=256, ge=1)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     json_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     concurrency: int = Field(default=8, ge=1, le=1024)
@@ -60,6 +64,26 @@ class ModelSpec(BaseModel):
         if self.model.startswith("hf:"):
             return "hf"
         return "openai"
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        return None if url is None else _http_url(url)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_name(cls, name: str | None) -> str | None:
+        if name is not None and not ENV_NAME.fullmatch(name):  # the value is not repeated: it may be the key
+            raise ValueError(
+                "api_key_env is the name of the environment variable that holds the key (such as "
+                "OPENAI_API_KEY), not the key itself: export the key in a variable and give its name"
+            )
+        return name
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, urls: list[str]) -> list[str]:
+        return [_http_url(u) for u in urls]
 
     @model_validator(mode="after")
     def _check_backend(self) -> ModelSpec:
@@ -86,6 +110,13 @@ class ModelSpec(BaseModel):
         return [self.base_url or "https://api.openai.com/v1"]
 
 
+def _http_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL: write it as http://HOST:PORT/v1")
+    return url
+
+
 def _coerce_spec(value: Any) -> Any:
     return {"model": value} if isinstance(value, str) else value
 
@@ -94,11 +125,18 @@ class SupporterSpec(ModelSpec):
     name: str = ""
     system_prompt: str | None = None  # text, or @path to a file; None: the built-in default
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        if "|" in name:  # it is part of the keys of the run's records
+            raise ValueError(f"a supporter name must not contain '|': {name!r}")
+        return name
+
 
 class RolesConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    supporter: list[SupporterSpec] = Field(default_factory=lambda: [SupporterSpec()])
+    supporter: list[SupporterSpec] = Field(default_factory=lambda: [SupporterSpec()], min_length=1)
     user: ModelSpec = Field(default_factory=ModelSpec)
     judge: ModelSpec = Field(default_factory=ModelSpec)
 
@@ -130,8 +168,8 @@ class RunConfig(BaseModel):
 
     name: str = "run"
     roles: RolesConfig = Field(default_factory=RolesConfig)
-    profiles: list[str] = Field(default_factory=lambda: ["builtin:*"])
-    repeats: int = Field(default=1, ge=1)
+    profiles: list[str] = Field(default_factory=lambda: ["builtin:*"], min_length=1)
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     max_turns: int = Field(default=8, ge=1, le=100)
     seed: int = 0
     concurrency: int = Field(default=32, ge=1)
@@ -157,6 +195,16 @@ class RunConfig(BaseModel):
                 raise ValueError(f"judge card {ref!r} is a HEART pairwise judge: it belongs in a HEART config")
         return refs
 
+    @model_validator(mode="after")
+    def _turns(self) -> RunConfig:
+        # checked only when min_turns is given: the default (2) stays as it was in runs with max_turns 1
+        if "min_turns" in self.model_fields_set and self.min_turns > self.max_turns:
+            raise ValueError(
+                f"min_turns ({self.min_turns}) is above max_turns ({self.max_turns}): the user could never "
+                "end the talk itself; lower min_turns"
+            )
+        return self
+
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
@@ -173,17 +221,14 @@ def validation_message(path: str, err: ValidationError) -> str:
     """A pydantic error as one line naming the file (or record) and the field."""
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    message = first["msg"].removeprefix("Value error, ")
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{path}: field '{where}': {first['msg']}{more}"
+    return f"{path}: field '{where}': {message}{more}"
 
 
 def load_config(path: str | Path) -> RunConfig:
     p = Path(path)
-    raw = userfiles.read(p, "config file", hint=": give the path to a YAML run config")
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping of settings")
+    raw = userfiles.read_settings(p, "config file", hint=": give the path to a YAML run config")
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as e:

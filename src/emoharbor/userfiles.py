@@ -1,10 +1,12 @@
 """Reading the files a user gives (configs, profiles, data): a missing file, a folder, text that is not
 UTF-8 or YAML/JSON that does not parse each get an error that names the file (and the line), never a
-traceback."""
+traceback. Places a user names for output (a run folder, a report file) are checked the same way before
+anything is written there."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +46,40 @@ def read_text(path: Path, what: str, error: type[EmoharborError] = ConfigError, 
 def read(path: Path, what: str, error: type[EmoharborError] = ConfigError, hint: str = "") -> Any:
     """The parsed file (see ``parse``)."""
     return parse(path, read_text(path, what, error, hint), error)
+
+
+def read_settings(path: Path, what: str, error: type[EmoharborError] = ConfigError, hint: str = "") -> dict[str, Any]:
+    """A settings file (a config): a mapping. An empty file is refused, not read as "all defaults"."""
+    raw = read(path, what, error, hint)
+    if raw is None:
+        raise error(f"{what} {path} is empty: write its settings in it")
+    if not isinstance(raw, dict):
+        raise error(f"{path}: the top level must be a mapping of settings")
+    return raw
+
+
+def _check_writable_below(path: Path, what: str) -> None:
+    """The nearest folder that exists on the way to ``path`` is a folder, and writable."""
+    above = path.absolute()
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise ConfigError(f"{what} {path}: {above} is a file, not a folder")
+    if not os.access(above, os.W_OK):
+        raise ConfigError(f"{what} {path}: the folder {above} is not writable")
+
+
+def output_folder(path: Path, what: str) -> None:
+    """Refuse, before anything is written, a folder that cannot be one: an existing file, or a path that
+    goes through a file."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{what} {path} is a file: give the path of a folder")
+    _check_writable_below(path, what)
+
+
+def output_file(path: Path, what: str) -> None:
+    """Refuse, before anything is written, a file that cannot be one: an existing folder, or a path that goes
+    through a file."""
+    if path.is_dir():
+        raise ConfigError(f"{what} {path} is a folder: give the path of a file")
+    _check_writable_below(path.parent, what)

@@ -5,48 +5,57 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
-import yaml
+from pydantic import ValidationError
 
-from ..config import ModelSpec, RunConfig, SupporterSpec, load_config
-from ..errors import EmoharborError
-from ..evaluate import run_record
-from ..models.pool import ModelPool, check_model_spec
+from ..config import ModelSpec, RunConfig, SupporterSpec, validation_message
+from ..errors import ConfigError, EmoharborError
+from ..models.pool import ModelPool
 from ..profiles.loader import resolve_profiles
 from ..simulate.conversation import Conversation
 from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
 from ..store.export import export_run
 from ..store.run_store import RunStore
+from .paths import OUT_FOLDER
 
 
 @click.group("config")
 def config_group() -> None:
-    """Run configs."""
+    """Configs and other settings files."""
 
 
 @config_group.command("check")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--models/--no-models", default=True, help="Also check that every model can be built.")
 def config_check(path: Path, models: bool) -> None:
-    """Validate a run config; print it resolved, with its hash."""
-    cfg = load_config(path)
-    if models:
-        for spec in [*cfg.roles.supporter, cfg.roles.user, cfg.roles.judge]:
-            check_model_spec(spec)
-    click.echo(yaml.safe_dump(cfg.resolved(), sort_keys=False).rstrip())
-    click.echo(f"# config hash: {cfg.config_hash()}")
-    click.echo(f"# run hash (config with prompt and rubric versions): {run_record(cfg)[1]}")
+    """Check a settings file: a run config, a HEART or evolve config, a judge card or a profile file (told
+    apart by their keys); print it resolved, with its hash. No model is reached."""
+    from ..config_kinds import check_config
+
+    for line in check_config(path, models=models):
+        click.echo(line)
 
 
-def model_spec(model: str, base_url: str | None, api_key_env: str | None) -> dict[str, object]:
-    spec: dict[str, object] = {"model": model}
+Spec = TypeVar("Spec", bound=ModelSpec)
+
+
+def model_spec(
+    kind: type[Spec], option: str, model: str, base_url: str | None, api_key_env: str | None, **more: Any
+) -> Spec:
+    """A model (``kind``: ModelSpec or SupporterSpec) given on the command line; ``option`` (``--judge-model``)
+    names it in an error."""
+    spec: dict[str, object] = {"model": model, **more}
     if base_url:
         spec["base_url"] = base_url
     if api_key_env:
         spec["api_key_env"] = api_key_env
-    return spec
+    try:
+        return kind.model_validate(spec)
+    except ValidationError as e:
+        raise ConfigError(validation_message(f"{option} {model}", e)) from None
 
 
 @click.command("chat")
@@ -78,10 +87,9 @@ def chat(
         raise EmoharborError(
             f"{profile_ref} holds {len(profiles)} profiles: pick one with builtin:ID or a one-profile file"
         )
-    sup = SupporterSpec.model_validate(
-        {**model_spec(supporter, base_url, api_key_env), "name": supporter, "system_prompt": system_prompt}
-    )
-    user = ModelSpec.model_validate(model_spec(user_model, base_url, api_key_env))
+    sup = model_spec(SupporterSpec, "--supporter", supporter, base_url, api_key_env, name=supporter,
+                     system_prompt=system_prompt)  # fmt: skip
+    user = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
     cfg = RunConfig(max_turns=max_turns, user_agent=user_agent, seed=seed)  # type: ignore[arg-type]
     conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
     if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):
@@ -121,7 +129,7 @@ async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for the files (default: RUN_DIR/export).")
+@click.option("--out", type=OUT_FOLDER, help="Folder for the files (default: RUN_DIR/export).")
 def export(run_dir: Path, fmt: str, out: Path | None) -> None:
     """Export a run's results and call records to JSONL or CSV. A validate run also gets
     validate_scores: one flat row per conversation and judge, beside the seeker's own ratings."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,9 +13,12 @@ from ..assess.leaderboard import leaderboard
 from ..assess.render import render
 from ..config import ModelSpec, RunConfig, load_config
 from ..errors import EmoharborError
-from ..evaluate import config_of, make_judges, reassess, run_evaluation, run_record
+from ..evaluate import KIND, config_of, make_judges, reassess, run_evaluation, run_record
+from ..preflight import check_run_config, is_new_run
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
+from ..validate.analysis import validation_table
+from ..validate.render import render_validation
 from ..validate.run import KIND as VALIDATE_KIND
 from .core import model_spec
 
@@ -27,6 +31,21 @@ def config_from(run_dir: Path) -> RunConfig:
     store = RunStore.open_existing(run_dir)
     try:
         return config_of(store)
+    finally:
+        store.close()
+
+
+def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
+    """An EmoHarbor run's leaderboard, or a validate run's validation table: rendered, and its data."""
+    store = RunStore.open_existing(folder, KIND, VALIDATE_KIND)
+    try:
+        if store.meta()["kind"] == VALIDATE_KIND:
+            table = validation_table(store)
+            return render_validation(table, fmt), table
+        data = leaderboard(store, judge, scoring=scoring)
+        if data["judges"] and judge not in data["judges"]:
+            raise EmoharborError(f"no assessments by judge '{judge}' in {folder}; judges: {', '.join(data['judges'])}")
+        return render(data, fmt), data
     finally:
         store.close()
 
@@ -46,8 +65,10 @@ def print_conversation(store: RunStore) -> None:
     click.echo(f"# ended: {conv.termination} after {conv.wall_s:.0f} s\n")
 
 
-def _run(cfg: RunConfig, run_dir: Path | None, quiet: bool, fmt: str, show_one: bool = False) -> None:
+def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str, show_one: bool = False) -> None:
     folder = run_dir or default_run_dir(cfg)
+    new = is_new_run(folder)
+    check_run_config(cfg, where, models=new, reach=new)
     click.echo(f"run folder: {folder}", err=True)
     summary = asyncio.run(run_evaluation(cfg, folder, progress=not quiet))
     click.echo(
@@ -81,7 +102,7 @@ def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str) -> None:
 
     Started again with the same config and folder, it resumes where it stopped.
     """
-    _run(load_config(config), run_dir, quiet, fmt)
+    _run(load_config(config), str(config), run_dir, quiet, fmt)
 
 
 @click.command("demo")
@@ -91,7 +112,7 @@ def demo(run_dir: Path | None, quiet: bool) -> None:
     """A small real benchmark on the embedded model: a plain and a personalisation-aware supporter."""
     with resources.as_file(resources.files("emoharbor").joinpath("demo.yaml")) as path:
         cfg = load_config(path)
-    _run(cfg, run_dir, quiet, "text", show_one=True)
+    _run(cfg, "the demo", run_dir, quiet, "text", show_one=True)
 
 
 @click.command("assess")
@@ -120,9 +141,9 @@ def assess(
 ) -> None:
     """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
     EmoHarbor run's conversations, or a validate run's replays)."""
-    spec = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env)) if judge_model else None
-    store = RunStore.open_existing(run_dir)
-    kind = store.meta().get("kind")
+    spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+    store = RunStore.open_existing(run_dir, KIND, VALIDATE_KIND)
+    kind = store.meta()["kind"]
     store.close()
     if kind == VALIDATE_KIND:
         from ..validate.run import rejudge
@@ -147,17 +168,8 @@ def assess(
 )
 @FORMAT
 def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, fmt: str) -> None:
-    """Print a run's leaderboard."""
-    store = RunStore.open_existing(run_dir)
-    try:
-        board = leaderboard(store, judge, scoring=scoring)
-        if judge not in board["judges"] and board["judges"]:
-            raise EmoharborError(
-                f"no assessments by judge '{judge}' in {run_dir}; judges: {', '.join(board['judges'])}"
-            )
-        click.echo(render(board, fmt))
-    finally:
-        store.close()
+    """Print a run's leaderboard (a validate run's: its validation table)."""
+    click.echo(board(run_dir, fmt, judge, scoring)[0])
 
 
 COMMANDS = [run, demo, assess, leaderboard_cmd]

@@ -12,6 +12,7 @@ import click
 import yaml
 
 from ..errors import ConfigError, EmoharborError
+from .paths import OUT_FILE, OUT_FOLDER
 
 DIR = click.Path(path_type=Path, file_okay=False)
 config_opt = click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -56,7 +57,7 @@ def evolve() -> None:
 @evolve.command("sft")
 @config_opt
 @set_opt
-@click.option("--out", type=DIR, required=True, help="folder for M0 (the adapter and its model card)")
+@click.option("--out", type=OUT_FOLDER, required=True, help="folder for M0 (the adapter and its model card)")
 def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
     """Phase 1: LoRA fine-tuning on ESConv (and general data, if configured) -> M0."""
     _needs_train()
@@ -70,7 +71,7 @@ def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
 @config_opt
 @set_opt
 @click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t), a folder from sft or dpo")
-@click.option("--out", type=DIR, required=True, help="round folder: its refine/ run store and pairs.jsonl")
+@click.option("--out", type=OUT_FOLDER, required=True, help="round folder: its refine/ run store and pairs.jsonl")
 @progress_opt
 def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out: Path, no_progress: bool) -> None:
     """Phase 2, step 1: plain reply (rejected), reflection, refined reply (chosen); resumable."""
@@ -91,7 +92,7 @@ def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out
 @click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t)")
 @click.option("--pairs", "pair_files", type=click.Path(path_type=Path, dir_okay=False), multiple=True, required=True,
               help="pair file (JSONL prompt/chosen/rejected); repeatable")  # fmt: skip
-@click.option("--out", type=DIR, required=True, help="folder for M(t+1)")
+@click.option("--out", type=OUT_FOLDER, required=True, help="folder for M(t+1)")
 def dpo(
     config_path: Path | None, sets: tuple[str, ...], model_dir: Path, pair_files: tuple[Path, ...], out: Path
 ) -> None:
@@ -106,7 +107,7 @@ def dpo(
 @evolve.command("run")
 @config_opt
 @set_opt
-@click.option("--out", type=DIR, required=True, help="run folder: m0/, round1/, m1/, ... and summary.json")
+@click.option("--out", type=OUT_FOLDER, required=True, help="run folder: m0/, round1/, m1/, ... and summary.json")
 @progress_opt
 def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Everything: SFT, then the configured number of rounds; finished stages are skipped."""
@@ -119,7 +120,7 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
 
 @evolve.command("pairs")
 @click.argument("runs", nargs=-1, required=True, type=DIR)
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="pair file to write")
+@click.option("--out", type=OUT_FILE, required=True, help="pair file to write")
 @click.option("--holdout", multiple=True, help="file of held-out ids, or a run folder whose histories/profiles "
               "are evaluation data (repeatable)")  # fmt: skip
 @click.option("--min-margin", type=float, default=0.5, show_default=True,
@@ -157,7 +158,7 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path]]:
 @click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False), required=True,
               help="an EmoHarbor run config: its profiles, user and judge are used for every model")  # fmt: skip
 @click.argument("models", nargs=-1, required=True)
-@click.option("--out", type=DIR, required=True, help="folder for one evaluation run per model")
+@click.option("--out", type=OUT_FOLDER, required=True, help="folder for one evaluation run per model")
 def eval_(run_config: Path, models: tuple[str, ...], out: Path) -> None:
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
     from ..evolve.evaluate import evaluate_models

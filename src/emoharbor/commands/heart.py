@@ -18,9 +18,11 @@ from ..heart.config import load_heart_config
 from ..heart.running import GetModel
 from ..heart.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
-from ..models.pool import ModelPool, check_model_spec
+from ..models.pool import ModelPool
+from ..preflight import check_heart_config, check_models, check_reach, is_new_run
 from ..store.run_store import RunStore, call_sink
 from .core import model_spec
+from .paths import OUT_FILE, write_text
 
 T = TypeVar("T")
 FORMATS = click.Choice(["md", "json", "csv"])
@@ -39,7 +41,7 @@ def _emit(text: str, out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=not text.endswith("\n"))
     else:
-        out.write_text(text, encoding="utf-8")
+        write_text(out, text)
         click.echo(f"wrote {out}", err=True)
 
 
@@ -76,9 +78,7 @@ def run_opt(default: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
 
 format_opt = click.option("--format", "fmt", type=FORMATS, default="md", show_default=True)
 table_opt = click.option("--table", default=None, help="with --format csv: which table (default: the first)")
-out_opt = click.option(
-    "--out", type=click.Path(path_type=Path, dir_okay=False), default=None, help="write to this file instead of stdout"
-)
+out_opt = click.option("--out", type=OUT_FILE, default=None, help="write to this file instead of stdout")
 
 
 @click.group("heart")
@@ -93,9 +93,11 @@ def heart() -> None:
 def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool) -> None:
     """Load the histories of CONFIG and write every competitor's candidate reply (resumable)."""
     cfg, base = load_heart_config(config)
-    for spec in [*cfg.candidates, *cfg.judges]:
-        check_model_spec(spec)
+    check_heart_config(cfg, base, str(config))
+    check_models([*cfg.candidates, *cfg.judges, cfg.labeller_spec()])
     folder = run_dir or Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
+    if is_new_run(folder):
+        check_reach(cfg.candidates)
     store = pipeline.open_run(folder, cfg, base)
     try:
         summary = asyncio.run(
@@ -228,13 +230,15 @@ def strategy_check_cmd(
 ) -> None:
     """Label ESConv's annotated supporter messages with the HEART labeller and compare it with the
     annotators: accuracy, kappa, the majority-class baseline, confusion (resumable)."""
-    spec = ModelSpec.model_validate({**model_spec(model, base_url, api_key_env), "temperature": temperature})
-    check_model_spec(spec)
+    spec = model_spec(ModelSpec, "--model", model, base_url, api_key_env, temperature=temperature)
+    check_models([spec])
     table = load_strategy_file(strategy_file)
     items, counts = strategy_check.esconv_items(load_esconv(esconv_file), table)
     settings = strategy_check.CheckSettings(labeller=spec, seed=seed)
     config = strategy_check.check_config(esconv_file, table, settings)
     folder = run_dir or strategy_check.default_folder(config)
+    if is_new_run(folder):
+        check_reach([spec])
     store = strategy_check.open_check(folder, config)
     try:
         chosen = strategy_check.select(items, limit, seed)

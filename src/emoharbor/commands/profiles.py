@@ -7,19 +7,19 @@ from pathlib import Path
 
 import click
 import yaml
-from pydantic import ValidationError
 
 from ..config import ModelSpec
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import DataError, EmoharborError
 from ..models.pool import ModelPool
 from ..profiles.esconv_import import draft_profile, enrich_all
-from ..profiles.loader import load_profile_file, load_profile_folder, resolve_profiles
+from ..profiles.loader import load_profile_file, load_profile_folder, profile_files, resolve_profiles
 from ..profiles.schema import Profile
 from ..profiles.stats import profile_stats, render_stats
 from ..profiles.writer import write_profiles
+from .core import model_spec
+from .paths import OUT_FILE
 
-PROFILE_SUFFIXES = (".yaml", ".yml", ".json")
 SOURCE_HELP = "profiles to use: builtin, builtin:ID-GLOB, a YAML/JSON file or a folder (repeatable)"
 
 
@@ -74,10 +74,7 @@ def show(profile_id: str, sources: tuple[str, ...]) -> None:
 
 def _load_path(path: Path) -> tuple[list[Profile], int]:
     if path.is_dir():
-        files = [f for f in path.iterdir() if f.suffix.lower() in PROFILE_SUFFIXES]
-        if not files:
-            raise DataError(f"{path}: no .yaml, .yml or .json profile files in this folder")
-        return load_profile_folder(path), len(files)
+        return load_profile_folder(path), len(profile_files(path))
     if path.is_file():
         return load_profile_file(path), 1
     raise DataError(f"{path}: no such file or folder")
@@ -106,13 +103,6 @@ def stats(sources: tuple[str, ...]) -> None:
     click.echo(render_stats(profile_stats(resolve_profiles(_specs(sources)))))
 
 
-def _enrich_spec(model: str, base_url: str | None, api_key_env: str | None) -> ModelSpec:
-    try:
-        return ModelSpec(model=model, base_url=base_url, api_key_env=api_key_env)
-    except ValidationError as e:
-        raise EmoharborError(f"--enrich-model {model}: {e.errors()[0]['msg']}") from None
-
-
 async def _enrich(
     pairs: list[tuple[Profile, EsconvDialog]], spec: ModelSpec
 ) -> tuple[list[Profile], list[tuple[str, str]]]:
@@ -123,7 +113,7 @@ async def _enrich(
 
 @profiles.command("import-esconv")
 @click.argument("esconv_file", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="YAML file to write")
+@click.option("--out", "out", required=True, type=OUT_FILE, help="YAML file to write")
 @click.option("--limit", type=click.IntRange(min=1), help="only the first N records")
 @click.option("--enrich-model", help="a model that infers personality, style and needs from the seeker's turns")
 @click.option("--base-url", help="OpenAI-compatible server for --enrich-model")
@@ -134,7 +124,7 @@ def import_esconv(
     api_key_env: str | None, evaluation_only: bool,
 ) -> None:  # fmt: skip
     """Draft profiles from an ESConv file (either format) and write them to a YAML file."""
-    spec = _enrich_spec(enrich_model, base_url, api_key_env) if enrich_model else None
+    spec = model_spec(ModelSpec, "--enrich-model", enrich_model, base_url, api_key_env) if enrich_model else None
     dialogs = load_esconv(esconv_file)[:limit]
     drafts = [draft_profile(d, evaluation_only=evaluation_only) for d in dialogs]
     failures: list[tuple[str, str]] = []

@@ -9,44 +9,23 @@ import io
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
-from ..assess.leaderboard import leaderboard
-from ..assess.render import render
 from ..config import ModelSpec, hash_config
 from ..errors import EmoharborError
+from ..preflight import check_models, check_reach, is_new_run
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table
 from ..validate.render import render_validation
-from ..validate.run import DEFAULT_JUDGES, ValidateOptions, run_validation
+from ..validate.run import DEFAULT_JUDGES, ValidateOptions, needs_chain, run_validation
 from .core import model_spec
-
-
-def _board_text(folder: Path, fmt: str, judge: str) -> tuple[str, Any]:
-    """The run's leaderboard (EmoHarbor) or validation table (validate) rendered, and its data."""
-    store = RunStore.open_existing(folder)
-    try:
-        kind = store.meta().get("kind")
-        if kind == "validate":
-            data = validation_table(store)
-            return render_validation(data, fmt), data
-        if kind != "emoharbor":
-            raise EmoharborError(
-                f"{folder} holds a '{kind}' run, not an EmoHarbor run: it has no leaderboard "
-                "(the HTML report shows what it can of it)"
-            )
-        board = leaderboard(store, judge)
-        if board["judges"] and judge not in board["judges"]:
-            raise EmoharborError(f"no assessments by judge '{judge}' in {folder}; judges: {', '.join(board['judges'])}")
-        return render(board, fmt), board
-    finally:
-        store.close()
+from .evaluate import board
+from .paths import OUT_FILE, write_text
 
 
 def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
-    got = [(f, *_board_text(f, fmt, judge)) for f in folders]
+    got = [(f, *board(f, fmt, judge)) for f in folders]
     if len(got) == 1:
         return str(got[0][1])
     if fmt == "json":
@@ -69,7 +48,7 @@ def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
 @click.option(
     "--out",
     "-o",
-    type=click.Path(path_type=Path),
+    type=OUT_FILE,
     help="HTML file to write (default: report.html in the first run folder).",
 )
 @click.option(
@@ -96,7 +75,7 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
         if out is None:
             click.echo(text.rstrip("\r\n"))
         else:
-            out.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+            write_text(out, text + ("" if text.endswith("\n") else "\n"))
             click.echo(str(out))
         return
     from ..report.build import write_report
@@ -178,8 +157,8 @@ def validate(
     """How well judges agree with real help-seekers: replay real ESConv conversations through the simulated
     user, rate them by judge cards, and compare with the seekers' own survey (Spearman rho, AUROC failed vs
     not, bootstrap 95% intervals), beside baselines that need no model. Resumes in the same run folder."""
-    user = ModelSpec.model_validate(model_spec(user_model, base_url, api_key_env))
-    judge = ModelSpec.model_validate(model_spec(judge_model, base_url, api_key_env)) if judge_model else user
+    user = model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
+    judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
     opts = ValidateOptions(
         esconv=list(esconv),
         limit=limit,
@@ -194,6 +173,11 @@ def validate(
         concurrency=concurrency,
     )
     folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
+    if is_new_run(folder):
+        made = opts.make_judges()
+        specs = [*([user] if needs_chain(made) else []), *(j.model for j in made)]
+        check_models(specs)
+        check_reach(specs)
     click.echo(f"run folder: {folder}", err=True)
     started = time.perf_counter()
     summary = asyncio.run(run_validation(opts, folder, progress=not quiet))

@@ -6,17 +6,19 @@ The web modules are imported only by ``serve``, so the rest of the CLI works wit
 from __future__ import annotations
 
 import importlib.util
-import ipaddress
 import json
 from pathlib import Path
 
 import click
 
 from ..errors import EmoharborError
+from ..models.local import check_port_free
 from ..web.assign import assign
 from ..web.build import create_study
 from ..web.export import export_study
+from ..web.origins import is_loopback, origin_of, served_origins
 from ..web.study import Study
+from .paths import OUT_FILE
 
 WEB_EXTRA = "the rating app needs the web extra: pip install 'emoharbor[web]'"
 study_arg = click.argument("study_dir", metavar="STUDY", type=click.Path(path_type=Path, file_okay=False))
@@ -79,8 +81,12 @@ def _names(given: tuple[str, ...], count: int | None, existing: int) -> list[str
 @click.option("--new-admin-link", is_flag=True, help="make a new admin link (the old one stops working)")
 def invite_cmd(study_dir: Path, count: int | None, names: tuple[str, ...], base_url: str, new_admin_link: bool) -> None:
     """Add raters to STUDY, assign them items, and print their personal links (shown only once)."""
+    if origin_of(base_url) is None:
+        raise EmoharborError(f"--base-url {base_url!r} is not an http(s) URL: write it as http://HOST:PORT")
     st = Study.open(study_dir)
-    new = st.add_raters(_names(names, count, len(st.raters())))
+    given = _names(names, count, len(st.raters()))
+    st.add_public_url(base_url.rstrip("/"))  # where forms will be posted from: see 'serve'
+    new = st.add_raters(given)
     meta = st.meta()
     summary = assign(st, int(meta["overlap"]), int(meta["seed"]))
     base = base_url.rstrip("/")
@@ -97,10 +103,10 @@ def invite_cmd(study_dir: Path, count: int | None, names: tuple[str, ...], base_
 
 @study.command("export")
 @study_arg
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="FILE.csv or FILE.jsonl")
+@click.option("--out", type=OUT_FILE, required=True, help="FILE.csv or FILE.jsonl")
 @click.option(
     "--conversations-out",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OUT_FILE,
     default=None,
     help="conversation scores (default: OUT's name with -conversations)",
 )
@@ -110,19 +116,19 @@ def export_cmd(study_dir: Path, out: Path, conversations_out: Path | None) -> No
     click.echo(f"export: {json.dumps(summary, sort_keys=True)}")
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 @click.command("serve")
 @study_arg
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (0.0.0.0: every interface)")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
-def serve(study_dir: Path, host: str, port: int) -> None:
-    """Serve the rating app for STUDY (rater links come from 'emoharbor study invite')."""
+@click.option("--public-url", "public", multiple=True,
+              help="another address raters reach this server at (an HTTPS proxy in front of it); the --base-url "
+              "of 'study invite' is one already (repeatable)")  # fmt: skip
+def serve(study_dir: Path, host: str, port: int, public: tuple[str, ...]) -> None:
+    """Serve the rating app for STUDY (rater links come from 'emoharbor study invite'). Forms are accepted
+    only from pages of this server's own address and the public ones."""
+    bad = [u for u in public if origin_of(u) is None]
+    if bad:
+        raise EmoharborError(f"--public-url {bad[0]!r} is not an http(s) URL: write it as https://HOST[:PORT]")
     try:
         import uvicorn
 
@@ -131,8 +137,10 @@ def serve(study_dir: Path, host: str, port: int) -> None:
         raise EmoharborError(WEB_EXTRA) from None
     if not any(importlib.util.find_spec(m) for m in ("python_multipart", "multipart")):
         raise EmoharborError(WEB_EXTRA)
-    app = create_app(study_dir)
-    if not _is_loopback(host):
+    check_port_free(port, host, "give another --port, or stop what listens there")
+    urls = [*Study.open(study_dir).public_urls(), *public]
+    app = create_app(study_dir, served_origins(host, port, urls))
+    if not is_loopback(host):
         click.echo(f"warning: listening on {host}: other machines can reach this server; put HTTPS in front of it",
                    err=True)  # fmt: skip
     click.echo(f"serving {study_dir} at http://{host}:{port} (Ctrl-C stops)", err=True)

@@ -131,9 +131,7 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
     if path is not None:
         p = Path(path)
         where = str(p)
-        raw = userfiles.read(p, "evolve config") or {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{p}: the top level must be a mapping of settings")
+        raw = userfiles.read_settings(p, "evolve config")
         base = p.parent
     for dotted, value in (overrides or {}).items():
         node = raw

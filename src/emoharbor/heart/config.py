@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import userfiles
 from ..assess.cards import load_card
-from ..config import ModelSpec, SupporterSpec, hash_config
+from ..config import ModelSpec, SupporterSpec, hash_config, validation_message
 from ..errors import ConfigError, EmoharborError
 from .dimensions import DIMENSION_KEYS
 
@@ -154,24 +154,17 @@ def resolve_path(base_dir: Path, path: str) -> Path:
     return p if p.is_absolute() else base_dir / p
 
 
-def format_validation_error(where: str, err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{where}: field '{loc}': {first['msg']}{more}"
-
-
 def parse_heart_config(raw: Any, where: str) -> HeartConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: the top level must be a mapping of settings")
     try:
         return HeartConfig.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(where, e)) from None
+        raise ConfigError(validation_message(where, e)) from None
 
 
 def load_heart_config(path: str | Path) -> tuple[HeartConfig, Path]:
     """The config and the folder its relative paths are read from."""
     p = Path(path)
-    raw = userfiles.read(p, "config file", hint=": give the path to a YAML HEART run config")
+    raw = userfiles.read_settings(p, "config file", hint=": give the path to a YAML HEART run config")
     return parse_heart_config(raw, str(p)), p.resolve().parent

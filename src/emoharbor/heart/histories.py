@@ -173,6 +173,8 @@ def read_items(path: Path) -> list[tuple[int, Any, str]]:
     if whole is not None:
         if not isinstance(whole, list):
             raise DataError(f"{path}: expected a JSON array of histories or JSON lines of objects")
+        if not whole:
+            raise DataError(f"{path}: no histories in it (an empty JSON array)")
         return [(i, it, f"item {i + 1} (index {i})") for i, it in enumerate(whole)]
     out: list[tuple[int, Any, str]] = []
     for n, line in enumerate(text.splitlines(), 1):

@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import hashlib
 import importlib.metadata as md
+import importlib.util
 import os
 import signal
 import socket
@@ -129,21 +130,28 @@ def resolve_gguf(name: str) -> Gguf:
     return Gguf(p.resolve(), f"local:{p.resolve()}:{p.stat().st_size}")
 
 
+def require_llama_cpp() -> None:
+    """The server's package is installed (found without importing it: the import is slow)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def check_port_free(port: int) -> None:
-    with socket.socket() as s:
+LOCAL_PORT_FIX = "choose another port, or leave 'port' unset so emoharbor picks a free one"
+
+
+def check_port_free(port: int, host: str = "127.0.0.1", fix: str = LOCAL_PORT_FIX) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
-            raise ConfigError(
-                f"port {port} on 127.0.0.1 is in use: choose another port, or leave 'port' unset "
-                "so emoharbor picks a free one"
-            ) from None
+            raise ConfigError(f"port {port} on {host} is in use: {fix}") from None
 
 
 def _die_with_parent() -> None:  # runs in the child before exec
@@ -177,10 +185,7 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def start(self, timeout_s: float = 180.0) -> None:
-        try:
-            import llama_cpp  # noqa: F401
-        except ImportError:
-            raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}") from None
+        require_llama_cpp()
         if self.port is None:
             self.port = free_port()
         else:

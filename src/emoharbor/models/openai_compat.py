@@ -148,14 +148,15 @@ class OpenAIChatModel:
                 raise
             except Exception as exc:
                 raise_if_cancelled()
+                secrets = (ep.client.api_key,) if self.spec.api_key_env else ()  # never in a record or a log
                 if not is_retryable(exc):
                     raise ModelCallError(
-                        f"{self.name} at {ep.url}: {describe(exc)}", retries=attempt, endpoint=ep.url
+                        f"{self.name} at {ep.url}: {describe(exc, secrets)}", retries=attempt, endpoint=ep.url
                     ) from exc
                 ep.failed()
                 if attempt >= self.spec.max_retries:
                     raise ModelCallError(
-                        f"{self.name} at {ep.url}: {describe(exc)} (gave up after {attempt + 1} tries)",
+                        f"{self.name} at {ep.url}: {describe(exc, secrets)} (gave up after {attempt + 1} tries)",
                         retries=attempt,
                         endpoint=ep.url,
                     ) from exc
@@ -174,6 +175,10 @@ class OpenAIChatModel:
             raise EmptyReply("the server answered with no choices")
         choice = resp.choices[0]
         text = choice.message.content or ""
+        if not text.strip():  # not a reply: not cached, and the unit is done again by the next run
+            at_length = choice.finish_reason == "length"
+            hint = f": max_tokens ({req['max_tokens']}) ran out before any text" if at_length else ""
+            raise EmptyReply(f"the server answered with an empty message{hint}", retry=not at_length)
         u = resp.usage
         pt = int(getattr(u, "prompt_tokens", 0) or 0) if u else 0
         ct = int(getattr(u, "completion_tokens", 0) or 0) if u else 0

@@ -15,7 +15,7 @@ from ..config import ModelSpec
 from ..errors import EmoharborError
 from .base import CallRecord, ChatModel, ChatResult, Message, ModelCallError
 from .cache import CallCache, default_cache_dir
-from .local import LocalServer, resolve_gguf
+from .local import LocalServer, require_llama_cpp, resolve_gguf
 from .openai_compat import Endpoint, OpenAIChatModel, make_endpoints
 from .scripted import ScriptedModel
 
@@ -176,6 +176,7 @@ async def check_reachable(urls: list[str], timeout_s: float = 5.0) -> None:
 def check_model_spec(spec: ModelSpec) -> None:
     """Fail early, with a clear message, on a model that cannot be built (no server is started)."""
     if spec.backend == "local":
+        require_llama_cpp()
         resolve_gguf(spec.model.removeprefix("local:"))
     elif spec.backend == "hf":
         from .hf import resolve_hf

@@ -15,6 +15,8 @@ MAX_WAIT_S = 60.0
 
 
 def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, EmptyReply):
+        return exc.retry
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500 or exc.status_code == 408
     # timeouts, refused or dropped connections, truncated bodies, invalid JSON from the server
@@ -25,7 +27,6 @@ def is_retryable(exc: BaseException) -> bool:
             openai.APIResponseValidationError,
             httpx.TransportError,
             json.JSONDecodeError,
-            EmptyReply,
         ),
     )
 
@@ -39,7 +40,12 @@ def raise_if_cancelled() -> None:
 
 
 class EmptyReply(Exception):
-    """The server answered 200 but with no choice or no message."""
+    """The server answered 200 but with no choice, no message or no text: never cached, retried unless
+    ``retry`` is False (the reply ran out of tokens before any text: a retry would do the same)."""
+
+    def __init__(self, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -67,12 +73,24 @@ def backoff_s(attempt: int, base: float = 0.5, cap: float = 20.0) -> float:
     return random.uniform(0, min(cap, base * (2**attempt)))
 
 
-def describe(exc: BaseException) -> str:
+REDACTED = "[redacted]"
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` without the values of ``secrets`` (an API key an endpoint echoed in its error)."""
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def describe(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
+    """The failure on one line, ``secrets`` scrubbed from it before it is cut to length."""
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {str(exc.message)[:200]}"
+        return f"HTTP {exc.status_code}: {scrub(str(exc.message), secrets)[:200]}"
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         return f"connection failed ({type(cause).__name__ if cause else 'no detail'})"
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return f"{type(exc).__name__}: {scrub(str(exc), secrets)[:200]}"

@@ -17,10 +17,13 @@ from .schema import Profile
 
 BANK_PACKAGE = "emoharbor.profiles"
 BANK_FOLDER = "bank"
+PROFILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def parse_profiles(path: Path, text: str) -> list[Profile]:
     raw = userfiles.parse(path, text, DataError)
+    if raw is None or raw == []:
+        raise DataError(f"{path}: no profiles in it: write one profile, or a list of them")
     records = raw if isinstance(raw, list) else [raw]
     out: list[Profile] = []
     for i, rec in enumerate(records):
@@ -41,9 +44,15 @@ def load_profile_file(path: str | Path) -> list[Profile]:
     return parse_profiles(p, userfiles.read_text(p, "profile file", DataError))
 
 
+def profile_files(folder: Path) -> list[Path]:
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in PROFILE_SUFFIXES)
+    if not files:
+        raise DataError(f"{folder}: no .yaml, .yml or .json profile files in this folder")
+    return files
+
+
 def load_profile_folder(folder: Path) -> list[Profile]:
-    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml"), *folder.glob("*.json")])
-    return _unique([p for f in files for p in load_profile_file(f)], str(folder))
+    return _unique([p for f in profile_files(folder) for p in load_profile_file(f)], str(folder))
 
 
 @cache

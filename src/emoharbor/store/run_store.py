@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .. import userfiles
 from ..errors import EmoharborError
 from ..models.base import CallRecord
 
@@ -33,6 +34,15 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, event TEXT, detail TEXT);
 """
+
+RUN_TABLES = {"meta", "results", "calls", "events", "sqlite_sequence"}
+KIND_NAMES = {
+    "emoharbor": "an EmoHarbor run (emoharbor run)",
+    "validate": "a validate run",
+    "heart": "a HEART run",
+    "heart_strategy_check": "a strategy check (emoharbor heart strategy-check)",
+    "evolve_refine": "an evolve refine round",
+}
 
 # the model calls made by the unit of work running in this task
 unit_calls: contextvars.ContextVar[list[CallRecord] | None] = contextvars.ContextVar("unit_calls", default=None)
@@ -61,8 +71,9 @@ class RunStore:
     @classmethod
     def create_or_resume(cls, folder: Path, kind: str, resolved: dict[str, Any], config_hash: str) -> RunStore:
         store = cls(folder)
+        userfiles.output_folder(store.folder, "run folder")
         store.folder.mkdir(parents=True, exist_ok=True)
-        store._connect()
+        store._connect(new_ok=True)
         have = store.meta()
         if not have:
             with store._tx() as db:
@@ -90,18 +101,37 @@ class RunStore:
         return store
 
     @classmethod
-    def open_existing(cls, folder: Path) -> RunStore:
+    def open_existing(cls, folder: Path, *kinds: str) -> RunStore:
+        """The run in ``folder``; with ``kinds``, it must be a run of one of them."""
         store = cls(folder)
         if not store.path.is_file():
             raise EmoharborError(f"{folder} is not a run folder (no {DB_NAME} in it)")
-        store._connect()
+        store._connect(new_ok=False)
+        kind = store.meta()["kind"]
+        if kinds and kind not in kinds:
+            store.close()
+            wanted = " or ".join(KIND_NAMES.get(k, f"a '{k}' run") for k in kinds)
+            raise EmoharborError(f"{folder} holds {KIND_NAMES.get(kind, f'a {kind!r} run')}, not {wanted}")
         return store
 
-    def _connect(self) -> None:
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+    def _connect(self, *, new_ok: bool) -> None:
+        """Open the database. A file that is not SQLite, or holds something other than a run, is refused
+        before anything is written to it; ``new_ok``: a database without a run yet becomes a new one."""
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            has_kind = "meta" in tables and self.db.execute("SELECT 1 FROM meta WHERE key='kind'").fetchone()
+            if not has_kind and not (new_ok and tables <= RUN_TABLES):
+                self.close()
+                raise EmoharborError(f"{self.path} holds no emoharbor run: give a run folder, or move that file away")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise EmoharborError(
+                f"{self.path} cannot be read as a run database ({e}): restore it, or give another run folder"
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         if self.db is None:

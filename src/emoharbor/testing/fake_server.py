@@ -5,7 +5,9 @@ JSON object that fits the request's schema. Faults can be queued: each request t
 
 Faults: ``ok``, ``400``, ``429`` (with Retry-After), ``500``, ``hang`` (never answers in time),
 ``truncated`` (the body stops short of its Content-Length), ``invalid_json`` (200 with a broken body),
-``bad_output`` (200 with text that is not the requested JSON).
+``bad_output`` (200 with text that is not the requested JSON), ``empty`` (200 with an empty message),
+``empty_length`` (the same, finished by the token limit),
+``echo_key`` (401 whose error message repeats the request's Authorization header, as some servers do).
 
 Asked for ``logprobs`` (with ``logprobs=True`` here, the default), it returns them in the OpenAI form: the
 reply cut into tokens (runs of letters, single digits, single other characters), each digit 1-5 with a
@@ -130,11 +132,11 @@ class FakeOpenAIServer:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await self._complete(body, send)
+            await self._complete(body, send, dict(scope.get("headers") or []))
         finally:
             self.in_flight -= 1
 
-    async def _complete(self, body: bytes, send: Any) -> None:
+    async def _complete(self, body: bytes, send: Any, headers: dict[bytes, bytes]) -> None:
         fault = self.faults.popleft() if self.faults else "ok"
         req = json.loads(body or b"{}")
         if self.keep_bodies:
@@ -149,6 +151,10 @@ class FakeOpenAIServer:
             return
         if fault == "400":
             await _send(send, 400, json.dumps({"error": {"message": "bad request: unknown parameter"}}))
+            return
+        if fault == "echo_key":
+            said = headers.get(b"authorization", b"").decode()
+            await _send(send, 401, json.dumps({"error": {"message": f"invalid credentials: {said}"}}))
             return
         if fault == "500":
             await _send(send, 500, json.dumps({"error": {"message": "boom"}}))
@@ -168,13 +174,14 @@ class FakeOpenAIServer:
             return
         rf = req.get("response_format") or {}
         schema = rf.get("schema") or (rf.get("json_schema") or {}).get("schema")
-        text = "this is not json at all" if fault == "bad_output" else self.reply(req.get("messages", []), schema)
+        canned = {"bad_output": "this is not json at all", "empty": "", "empty_length": ""}
+        text = canned[fault] if fault in canned else self.reply(req.get("messages", []), schema)
         self.completed += 1
         pt = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
+            "finish_reason": "length" if fault == "empty_length" else "stop",
         }
         if req.get("logprobs") and self.logprobs:
             choice["logprobs"] = logprobs_of(text, int(req.get("top_logprobs") or 0))

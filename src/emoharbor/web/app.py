@@ -1,4 +1,6 @@
-"""The rating app: ``create_app(study_path)`` returns a FastAPI app over one study folder.
+"""The rating app: ``create_app(study_path, origins)`` returns a FastAPI app over one study folder, served at
+the addresses ``origins`` (``http://HOST:PORT``, or the public HTTPS address in front of it): forms are
+accepted only from pages of those.
 
 Rater pages live under ``/r/{token}`` (the personal token from ``emoharbor study invite``), the admin
 page at ``/admin/{token}``. A wrong or missing token is a 404 with no data. Items are addressed by
@@ -7,6 +9,7 @@ their position in the rater's own queue, so no item id, competitor or conversati
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +19,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..errors import EmoharborError
 from .forms import CONVERSATION, PAIR, FormError, clean, missing
+from .origins import origin_of
 from .pages import HERE, conversation_dims, heart_dims, item_context, render
 from .progress import admin_data
 from .security import add_headers, check_csrf, posted_form
@@ -26,11 +31,15 @@ ACTIONS = ("save", "submit", "autosave")
 BAD_LINK = "This link is not valid. Check the link you were given."
 
 
-def create_app(study_path: Path) -> FastAPI:
+def create_app(study_path: Path, origins: Iterable[str]) -> FastAPI:
+    allowed = frozenset(o for o in map(origin_of, origins) if o is not None)
+    if not allowed:
+        raise EmoharborError("the rating app needs the address it is served at (http://HOST:PORT)")
     study = Study.open(Path(study_path))
     dims = study.heart_dimensions()
     kinds = {it.kind for it in study.items()}
     app = FastAPI(title="emoharbor rating study", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.origins = allowed
     app.middleware("http")(add_headers)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 

@@ -45,11 +45,8 @@ def heart_items(folder: Path) -> tuple[list[Item], list[str], dict[str, int]]:
 
 def conversation_items(folder: Path) -> tuple[list[Item], dict[str, int]]:
     """One item per finished conversation of an EmoHarbor run (errors and empty ones counted, left out)."""
-    store = RunStore.open_existing(folder)
+    store = RunStore.open_existing(folder, EMOHARBOR_KIND)
     try:
-        kind = store.meta().get("kind")
-        if kind != EMOHARBOR_KIND:
-            raise EmoharborError(f"{folder} holds a '{kind}' run, not an EmoHarbor run ('emoharbor evaluate')")
         records = list(store.items("conversation"))
     finally:
         store.close()

@@ -1,5 +1,7 @@
-"""Strict response headers, and the checks every POST passes: same origin (Origin, else Referer, must
-name this server's host) and the rater's CSRF token (an HMAC of the rater id under the study's secret).
+"""Strict response headers, and the checks every POST passes: same origin (Origin, else Referer, must be
+an address this server is served at, as the app was told when it was made; never the request's own Host
+header, which whoever sends the request chooses) and the rater's CSRF token (an HMAC of the rater id under
+the study's secret).
 
 Raters are identified by the unguessable token in their link, never by a cookie, so a foreign site
 cannot ride on a rater's session; the origin and CSRF checks are a second and third line.
@@ -9,10 +11,10 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, Response
 
+from .origins import origin_of
 from .study import Study
 
 CSP = (
@@ -38,20 +40,18 @@ async def add_headers(request: Request, call_next: Callable[[Request], Awaitable
     return response
 
 
-def same_origin(request: Request) -> bool:
-    """The request comes from a page of this server: its Origin (or, without one, its Referer) names
-    the host the request was sent to. A request with neither is refused."""
-    host = request.headers.get("host", "")
+def same_origin(request: Request, origins: frozenset[str]) -> bool:
+    """The request comes from a page of this server: its Origin (or, without one, its Referer) is one of
+    ``origins``, the addresses the server is served at. A request with neither is refused."""
     origin = request.headers.get("origin")
-    if origin is not None:
-        return origin != "null" and urlsplit(origin).netloc == host and bool(host)
-    referer = request.headers.get("referer")
-    return referer is not None and urlsplit(referer).netloc == host and bool(host)
+    sent_from = origin if origin is not None else request.headers.get("referer")
+    return sent_from is not None and origin_of(sent_from) in origins
 
 
 async def posted_form(request: Request) -> dict[str, str]:
-    """The posted form fields (each at most once), after the same-origin check."""
-    if not same_origin(request):
+    """The posted form fields (each at most once), after the same-origin check against the addresses
+    ``create_app`` was given (``app.state.origins``)."""
+    if not same_origin(request, request.app.state.origins):
         raise HTTPException(403, "This form was posted from another site and was refused.")
     form = await request.form()
     out: dict[str, str] = {}

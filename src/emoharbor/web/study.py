@@ -174,6 +174,16 @@ class Study:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('admin_token_hash', ?)", (token_hash(token),))
         return token
 
+    def public_urls(self) -> list[str]:
+        """The base URLs the raters' links were made with (``study invite --base-url``)."""
+        return list(json.loads(self.meta().get("public_urls", "[]")))
+
+    def add_public_url(self, url: str) -> None:
+        with self.transaction() as db:
+            row = db.execute("SELECT value FROM meta WHERE key='public_urls'").fetchone()
+            urls = sorted({*json.loads(row[0] if row else "[]"), url})
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('public_urls', ?)", (json.dumps(urls),))
+
     def rater_by_token(self, token: str) -> Rater | None:
         given = token_hash(token)
         with self._db() as db:

@@ -1,0 +1,99 @@
+"""Every kind of settings file emoharbor reads (run configs, HEART configs, evolve configs, judge cards,
+profile files), recognised from its keys, loaded and checked: ``emoharbor config check``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from . import userfiles
+from .assess.cards import JudgeCard, load_card
+from .config import RunConfig, load_config
+from .errors import ConfigError
+from .evaluate import run_record
+from .evolve.config import EvolveConfig, load_evolve_config
+from .heart.config import HeartConfig, load_heart_config
+from .preflight import check_heart_config, check_models, check_run_config
+from .profiles.loader import load_profile_file
+from .profiles.schema import Profile
+from .simulate.supporter import supporter_prompt
+
+KINDS: dict[str, type[BaseModel]] = {  # the first is the one a file with no telling key is read as
+    "run config": RunConfig,
+    "HEART config": HeartConfig,
+    "evolve config": EvolveConfig,
+    "judge card": JudgeCard,
+    "profile file": Profile,
+}
+
+
+def config_kind(raw: Any) -> str:
+    """The kind whose own settings (those no other kind has) the file uses most."""
+    if isinstance(raw, list):
+        return "profile file"
+    if not isinstance(raw, dict):
+        return "run config"
+
+    def own(kind: str) -> set[str]:
+        others = [set(m.model_fields) for k, m in KINDS.items() if k != kind]
+        return set(KINDS[kind].model_fields).difference(*others)
+
+    hits = {kind: len(own(kind) & set(raw)) for kind in KINDS}
+    return max(hits, key=lambda kind: hits[kind])
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip()
+
+
+def _check_evolve_files(cfg: EvolveConfig, where: str) -> None:
+    named = {"sft.data": cfg.sft.data, "refine.data": cfg.refine.data, "holdout": cfg.holdout,
+             "dpo.extra_pairs": cfg.dpo.extra_pairs, "sft.general_data": [cfg.sft.general_data or ""],
+             "refine.principles": [cfg.refine.principles or ""]}  # fmt: skip
+    for field, paths in named.items():
+        for p in filter(None, paths):
+            if not Path(p).is_file():
+                raise ConfigError(f"{where}: field '{field}': {p} not found")
+    try:
+        supporter_prompt(cfg.system_prompt)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: field 'system_prompt': {e}") from None
+
+
+def check_config(path: Path, *, models: bool) -> list[str]:
+    """Load and check the file as the kind it is; the lines that show it resolved."""
+    raw = userfiles.read(path, "config file")
+    if raw is None:
+        raise ConfigError(f"config file {path} is empty: write its settings in it")
+    kind = config_kind(raw)
+    where = str(path)
+    if kind == "HEART config":
+        heart, base = load_heart_config(path)
+        check_heart_config(heart, base, where)
+        if models:
+            check_models([*heart.candidates, *heart.judges, heart.labeller_spec()])
+        return [_dump(heart.resolved()), f"# {kind}; config hash: {heart.config_hash()}"]
+    if kind == "evolve config":
+        evolve = load_evolve_config(path)
+        _check_evolve_files(evolve, where)
+        if models and evolve.refine.generator is not None:
+            check_models([evolve.refine.generator])
+        return [_dump(evolve.resolved()), f"# {kind}"]
+    if kind == "judge card":
+        card = load_card(where)
+        if models and card.model is not None:
+            check_models([card.model])
+        return [_dump(card.model_dump(mode="json")), f"# {kind}; version: {card.version}"]
+    if kind == "profile file":
+        profiles = load_profile_file(path)
+        return [f"# {kind}: {len(profiles)} valid profiles: {', '.join(p.id for p in profiles)}"]
+    cfg = load_config(path)
+    check_run_config(cfg, where, models=models, reach=False)
+    return [
+        _dump(cfg.resolved()),
+        f"# config hash: {cfg.config_hash()}",
+        f"# run hash (config with prompt and rubric versions): {run_record(cfg)[1]}",
+    ]
