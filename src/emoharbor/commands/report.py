@@ -18,7 +18,7 @@ from ..preflight import check_models, check_reach, is_new_run
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table
 from ..validate.render import render_validation
-from ..validate.run import DEFAULT_JUDGES, ValidateOptions, needs_chain, run_validation
+from ..validate.run import DEFAULT_JUDGES, ValidateOptions, load_selection, needs_chain, run_validation
 from .core import model_spec
 from .evaluate import board
 from .paths import OUT_FILE, write_text
@@ -174,6 +174,7 @@ def validate(
     )
     folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
     if is_new_run(folder):
+        load_selection(opts)  # the user's files first: a missing ESConv file is named before any model
         made = opts.make_judges()
         specs = [*([user] if needs_chain(made) else []), *(j.model for j in made)]
         check_models(specs)
