@@ -320,3 +320,21 @@ async def test_the_judges_table_reads_heart_runs(tmp_path: Path) -> None:
     assert rows["fair"]["order_consistency"] == 1.0 and rows["lazy"]["order_consistency"] == 0.0
     assert rows["fair"]["card"].startswith("heart_pairwise@") and rows["fair"]["judgments"] > 0
     assert rows["fair"]["longer_wins"] is not None and rows["lazy"]["longer_wins"] is None  # all ties: none decided
+
+
+async def test_replays_made_with_other_chain_prompts_are_refused_to_a_user_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emoharbor.validate import run as validate_run
+
+    path = write_jsonl(tmp_path / "mine.jsonl", [invented_record(3)])
+    with FakeOpenAIServer() as srv:
+        spec = ModelSpec.model_validate(fake_spec(srv.base_url))
+        opts = ValidateOptions(esconv=[path], user=spec, judge=spec, judges=["user"], max_supporter_turns=1)
+        await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+        now = validate_run.chain_versions()
+        monkeypatch.setattr(validate_run, "chain_versions", lambda: {**now, "user_feel": "user_feel@changed"})
+        with pytest.raises(ConfigError, match="other versions of user_feel"):
+            await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+        opts.judges = ["third_party"]  # a judge that does not read the inner record is still welcome
+        await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
