@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from emoharbor.cli import main
+
 
 def emoharbor(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
@@ -28,3 +32,14 @@ def count(run_dir: Path, kind: str) -> int:
             return int(c.execute("SELECT COUNT(*) FROM results WHERE kind=?", (kind,)).fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``emoharbor ARGS`` in this process (``cli.main``, as the console script): exit status, stdout, stderr."""
+    try:
+        main(args)
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err

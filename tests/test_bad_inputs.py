@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from emoharbor.cli import main
+from cli_helpers import run_main as run
 from emoharbor.models import local
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
@@ -34,16 +34,6 @@ def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as srv:
         yield srv
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def refused(args: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:

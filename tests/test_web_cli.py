@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from emoharbor.cli import cli, main
+from cli_helpers import run_main as run
+from emoharbor.cli import cli
 from emoharbor.heart.verdicts import combine_orders
 from emoharbor.store.run_store import RunStore
 from emoharbor.web.forms import missing
@@ -22,16 +23,6 @@ from web_helpers import emoharbor_run, heart_run, pair_form
 
 DIMS = ["human_alignment", "empathic_responsiveness", "attunement", "resonance", "task_following", "overall"]
 LINK = re.compile(r"^  (\S+): (http://\S+/r/(\S+))$", re.M)
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_create_invite_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
