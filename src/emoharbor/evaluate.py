@@ -41,10 +41,7 @@ class Judge:
     card: JudgeCard
     model: ModelSpec
     name: str
-
-    @property
-    def role(self) -> str:  # the user-judge on the user's own model shares the user's server and prefix
-        return "user" if self.name == "user" else "judge"
+    role: str = "judge"  # "user" for a user-kind card on the user's own model: it shares the user's server
 
 
 def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
@@ -61,7 +58,8 @@ def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: s
                 f"judge card {card.name} has scoring: expected, but the {spec.backend} backend ({spec.model}) gives "
                 "no token log-probabilities: use an OpenAI-compatible or local: model, or scoring: argmax"
             )
-        out.append(Judge(card, spec, card.judge_id(spec.model, user.model)))
+        role = "user" if card.kind == "user" and spec == user else "judge"
+        out.append(Judge(card, spec, card.judge_id(spec.model, user.model), role))
     names = [j.name for j in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
