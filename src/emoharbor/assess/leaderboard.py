@@ -27,7 +27,9 @@ def _row_means(scores: list[dict[str, int | None]], dims: list[str]) -> list[flo
 
 
 def _usage_by_supporter(store: RunStore) -> dict[str, dict[str, dict[str, float]]]:
-    """tokens and cost per supporter and role, from the calls of each supporter's units."""
+    """Calls, tokens and cost per supporter and role, from the calls of each supporter's units (those of
+    attempts done again among them): ``tokens`` and ``cost_usd`` spent, ``cached_tokens`` and
+    ``cached_cost_usd`` from the cache."""
     out: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     for c in store.calls():
         parts = (c["unit_key"] or "").split("|")
@@ -35,8 +37,9 @@ def _usage_by_supporter(store: RunStore) -> dict[str, dict[str, dict[str, float]
             continue
         u = out[parts[1]][c["role"]]
         u["calls"] += 1
-        u["tokens"] += (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
-        u["cost_usd"] += 0.0 if c["cached"] else (c["cost_usd"] or 0.0)
+        pre = "cached_" if c["cached"] else ""
+        u[pre + "tokens"] += (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
+        u[pre + "cost_usd"] += c["cost_usd"] or 0.0
     return out
 
 

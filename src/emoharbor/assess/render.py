@@ -82,9 +82,18 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
     for r in rows:
         for role, u in sorted(r["usage"].items()):
             usage_rows.append(
-                [r["supporter"], role, str(int(u["calls"])), str(int(u["tokens"])), f"{u['cost_usd']:.4f}"]
+                [
+                    r["supporter"],
+                    role,
+                    str(int(u["calls"])),
+                    str(int(u.get("tokens", 0))),
+                    f"{u.get('cost_usd', 0.0):.4f}",
+                    str(int(u.get("cached_tokens", 0))),
+                    f"{u.get('cached_cost_usd', 0.0):.4f}",
+                ]
             )
-    usage = _table(["supporter", "role", "calls", "tokens", "cost USD"], usage_rows, md)
+    header = ["supporter", "role", "calls", "tokens spent", "cost USD spent", "tokens from cache", "USD from cache"]
+    usage = _table(header, usage_rows, md)
     head = "##" if md else "#"
     return "\n\n".join(
         [

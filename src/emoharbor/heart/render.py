@@ -155,8 +155,10 @@ def overview_md(ov: dict[str, Any], counts: dict[str, Any]) -> str:
     for role, u in ov["usage_by_role"].items():
         lines.append(
             f"- calls ({role}): {int(u['calls'])} ({int(u['cached'])} cached, {int(u['errors'])} failed), "
-            f"{int(u['prompt_tokens'])} prompt + {int(u['completion_tokens'])} completion tokens, "
-            f"{u['latency_s']:.0f} s"
+            f"spent {int(u['prompt_tokens'])} prompt + {int(u['completion_tokens'])} completion tokens, "
+            f"${u.get('cost_usd', 0.0):.4f}; from the cache "
+            f"{int(u.get('cached_prompt_tokens', 0) + u.get('cached_completion_tokens', 0))} tokens, "
+            f"${u.get('cached_cost_usd', 0.0):.4f}; {u['latency_s']:.0f} s"
         )
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """On-disk cache of completed calls, keyed by everything that changes the output.
 
-Only successful calls are stored. Two identical calls in flight at once are made once: the second
+Only successful calls are stored, with what they cost: a hit is marked ``cached`` and carries that
+cost, which the run store reports as saved, not spent. Two identical calls in flight at once are made once: the second
 waits for the first's result.
 """
 
@@ -57,7 +58,9 @@ class CallCache:
         d = json.loads(row[0])
         return ChatResult(
             text=d["text"],
-            usage=Usage(d["prompt_tokens"], d["completion_tokens"], 0.0),
+            # the cost the original call had: saved, not spent (the call is marked cached); 0 for entries
+            # written before the cache kept it
+            usage=Usage(d["prompt_tokens"], d["completion_tokens"], float(d.get("cost_usd", 0.0))),
             latency_s=0.0,
             cached=True,
             model=d["model"],
@@ -73,6 +76,7 @@ class CallCache:
             "text": r.text,
             "prompt_tokens": r.usage.prompt_tokens,
             "completion_tokens": r.usage.completion_tokens,
+            "cost_usd": r.usage.cost_usd,
             "model": r.model,
             "endpoint": r.endpoint,
             "finish_reason": r.finish_reason,

@@ -72,28 +72,35 @@ def usage_table(view: RunView) -> str:
         return note("no model calls recorded")
     rows = []
     for role, u in view.usage_by_role.items():
+        cached_tokens = u.get("cached_prompt_tokens", 0.0) + u.get("cached_completion_tokens", 0.0)
         rows.append(
             [
                 esc(role),
                 str(int(u["calls"])),
                 str(int(u["cached"])),
+                str(int(u.get("superseded", 0))),
                 str(int(u["retries"])),
                 str(int(u["errors"])),
                 str(int(u["prompt_tokens"])),
                 str(int(u["completion_tokens"])),
                 f"{u['cost_usd']:.4f}",
+                str(int(cached_tokens)),
+                f"{u.get('cached_cost_usd', 0.0):.4f}",
                 f"{u['latency_s']:.0f}",
             ]
         )
     header = [
         "role",
         "calls",
-        "cached",
+        "from cache",
+        "of redone units",
         "retries",
         "errors",
-        "prompt tokens",
-        "completion tokens",
-        "cost USD",
+        "prompt tokens spent",
+        "completion tokens spent",
+        "cost USD spent",
+        "tokens from cache",
+        "cost USD saved by the cache",
         "model time s",
     ]
     return table(header, rows)

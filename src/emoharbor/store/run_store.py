@@ -4,6 +4,11 @@ Results are kept as (kind, key) -> JSON records. A unit of work (a conversation,
 comparison) is written in one transaction together with the records of the model calls it made,
 so a run killed at any moment holds only whole units; started again with the same config it skips
 the units it has and does the rest. A different config is refused.
+
+Every call a unit made is kept, also when the unit is done again (it ended on a failed model call): the
+calls of the earlier attempt stay, marked ``superseded``, so the money and retries spent on it still count.
+A call served from the cache is marked ``cached`` and carries the cost the original call had: that is
+money saved, reported apart from money spent.
 """
 
 from __future__ import annotations
@@ -30,11 +35,26 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, role TEXT, model TEXT,
     endpoint TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL,
-    latency_s REAL, cached INTEGER, retries INTEGER, error TEXT);
+    latency_s REAL, cached INTEGER, retries INTEGER, error TEXT, superseded INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, event TEXT, detail TEXT);
 """
 
+USAGE_COLUMNS = (
+    "calls",
+    "cached",
+    "superseded",
+    "requests",
+    "retries",
+    "errors",
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cached_prompt_tokens",
+    "cached_completion_tokens",
+    "cached_cost_usd",
+)
 RUN_TABLES = {"meta", "results", "calls", "events", "sqlite_sequence"}
 KIND_NAMES = {
     "emoharbor": "an EmoHarbor run (emoharbor run)",
@@ -127,6 +147,9 @@ class RunStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(calls)")}
+            if "superseded" not in have:  # a run database from before superseded attempts were kept
+                self.db.execute("ALTER TABLE calls ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0")
         except sqlite3.DatabaseError as e:
             self.close()
             raise EmoharborError(
@@ -177,13 +200,15 @@ class RunStore:
         calls: list[CallRecord] | None = None,
         events: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Write one finished unit, its calls and its events, atomically."""
+        """Write one finished unit, its calls and its events, atomically. A unit written again (done again
+        after a failed model call) replaces its record and events; the calls of the earlier attempt are kept,
+        marked superseded, since they were made (and paid for)."""
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
                 (kind, key, json.dumps(data, ensure_ascii=False), time.time()),
             )
-            db.execute("DELETE FROM calls WHERE unit_kind=? AND unit_key=?", (kind, key))
+            db.execute("UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0", (kind, key))
             db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, key))
             for c in calls or []:
                 self._insert_call(db, c, kind, key)
@@ -239,16 +264,29 @@ class RunStore:
 
     # -- accounting ----------------------------------------------------------------------
     def usage_by_role(self) -> dict[str, dict[str, float]]:
+        """Per role: ``calls`` (every call, those served from the cache and those of superseded attempts
+        among them), ``cached`` (calls served from the cache), ``superseded`` (calls of attempts done again),
+        ``requests`` (the requests that reached a model: each call not from the cache and its retries),
+        ``retries``, ``errors``, ``latency_s``; ``prompt_tokens``, ``completion_tokens`` and ``cost_usd``:
+        what was spent (calls that reached a model); ``cached_prompt_tokens``, ``cached_completion_tokens``
+        and ``cached_cost_usd``: what came from the cache (the cost the original calls had, saved)."""
         rows = (
             self._conn()
             .execute(
-                "SELECT role, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens),"
-                " SUM(CASE WHEN cached=0 THEN cost_usd ELSE 0 END), SUM(cached), SUM(retries),"
-                " SUM(CASE WHEN error!='' THEN 1 ELSE 0 END), SUM(latency_s) FROM calls GROUP BY role ORDER BY role"
+                "SELECT role, COUNT(*), SUM(cached), SUM(superseded),"
+                " SUM(CASE WHEN cached=0 THEN 1 + COALESCE(retries, 0) ELSE 0 END), SUM(retries),"
+                " SUM(CASE WHEN error!='' THEN 1 ELSE 0 END), SUM(latency_s),"
+                " SUM(CASE WHEN cached=0 THEN prompt_tokens ELSE 0 END),"
+                " SUM(CASE WHEN cached=0 THEN completion_tokens ELSE 0 END),"
+                " SUM(CASE WHEN cached=0 THEN cost_usd ELSE 0 END),"
+                " SUM(CASE WHEN cached=0 THEN 0 ELSE prompt_tokens END),"
+                " SUM(CASE WHEN cached=0 THEN 0 ELSE completion_tokens END),"
+                " SUM(CASE WHEN cached=0 THEN 0 ELSE cost_usd END)"
+                " FROM calls GROUP BY role ORDER BY role"
             )
             .fetchall()
         )
-        cols = ["calls", "prompt_tokens", "completion_tokens", "cost_usd", "cached", "retries", "errors", "latency_s"]
+        cols = USAGE_COLUMNS
         return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
 
     def event_counts(self) -> dict[str, int]:

@@ -86,9 +86,15 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
         f"paired bootstrap 95% intervals, {data['n_boot']} resamples, seed {data['seed']}"
     )
     calls = sum(int(u["calls"]) for u in data["usage_by_role"].values())
-    tokens = sum(int(u["prompt_tokens"] + u["completion_tokens"]) for u in data["usage_by_role"].values())
+    usage = data["usage_by_role"].values()
+    cached = sum(int(u.get("cached", 0)) for u in usage)
+    tokens = sum(int(u["prompt_tokens"] + u["completion_tokens"]) for u in usage)
+    cached_tokens = sum(int(u.get("cached_prompt_tokens", 0) + u.get("cached_completion_tokens", 0)) for u in usage)
+    spent, saved = sum(u.get("cost_usd", 0.0) for u in usage), sum(u.get("cached_cost_usd", 0.0) for u in usage)
     lines.append(
-        f"wall time {data.get('wall_s', 0):.0f} s (all sessions of this run); {calls} model calls, {tokens} tokens"
+        f"wall time {data.get('wall_s', 0):.0f} s (all sessions of this run); {calls} model calls "
+        f"({calls - cached} made, {cached} from the cache); spent {tokens} tokens, ${spent:.4f}; "
+        f"from the cache {cached_tokens} tokens, ${saved:.4f}"
     )
     return lines
 
