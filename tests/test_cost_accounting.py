@@ -14,9 +14,6 @@ from emoharbor.models.pool import ModelPool
 from emoharbor.store.run_store import RunStore, call_sink
 from emoharbor.store.units import unit
 from emoharbor.testing.fake_server import FakeOpenAIServer
-from emoharbor.validate.run import ValidateOptions, run_validation
-from report_helpers import fake_spec
-from test_validate import dialogs
 
 PRICE = {"input_per_mtok": 1000.0, "output_per_mtok": 2000.0}
 
@@ -80,24 +77,6 @@ async def test_a_redone_unit_keeps_the_calls_of_its_failed_attempt_and_the_cache
         assert (u["cost_usd"], u["prompt_tokens"], u["completion_tokens"]) == (0, 0, 0)
         assert u["cached_cost_usd"] == pytest.approx(sum(costs)) and u["cached_prompt_tokens"] == 5
         store.close()
-
-
-async def test_a_resumed_validate_run_reports_what_the_server_answered(tmp_path: Path) -> None:
-    path = dialogs(tmp_path, [1, 3, 5])
-    with FakeOpenAIServer() as srv:
-        spec = ModelSpec.model_validate(fake_spec(srv.base_url))
-        opts = ValidateOptions(
-            esconv=[path], user=spec, judge=spec, judges=["user", "third_party"], max_supporter_turns=2, concurrency=1
-        )
-        srv.faults.extend(["400", "ok", "ok", "ok", "ok", "400"])
-        await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
-        await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
-    store = RunStore.open_existing(tmp_path / "run")
-    made = sum(u["calls"] - u["cached"] - u["errors"] for u in store.usage_by_role().values())
-    assert total(store, "requests") == srv.requests
-    assert made == srv.completed
-    assert total(store, "superseded") >= 2  # the failed attempts' calls are still there
-    store.close()
 
 
 def test_a_run_database_from_before_superseded_attempts_still_opens(tmp_path: Path) -> None:

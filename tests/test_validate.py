@@ -177,6 +177,11 @@ async def test_units_that_ended_on_a_failed_model_call_are_done_again(tmp_path: 
     assert all(d["termination"] != "error" for _, d in store.items("replay"))
     assert [k for k, a in store.items("assessment") if a["unscored"]] == []
     assert len(store.keys("assessment")) == 6
+    # what was spent adds up after the redo: every request the server answered, the failed attempts' calls kept
+    usage = store.usage_by_role().values()
+    assert sum(u["requests"] for u in usage) == srv.requests
+    assert sum(u["calls"] - u["cached"] - u["errors"] for u in usage) == srv.completed
+    assert sum(u["superseded"] for u in usage) >= 2
     store.close()
 
 
