@@ -25,6 +25,7 @@ def _cost(store: RunStore, kind: str) -> dict[str, dict[str, float]]:
     """Tokens, seconds and calls per judge name, from the calls of ``kind`` units (the judge is the key's
     part after the conversation: ``conv|judge`` or, for HEART, ``history|a|b|judge|order``)."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    timed: dict[str, set[str]] = defaultdict(set)  # the judgments whose calls reached a model
     for c in store.calls():
         if c["unit_kind"] != kind or not c["unit_key"]:
             continue
@@ -35,6 +36,9 @@ def _cost(store: RunStore, kind: str) -> dict[str, dict[str, float]]:
         if not c["cached"]:
             u["seconds"] += c["latency_s"] or 0.0
             u["model_calls"] += 1
+            timed[judge].add(c["unit_key"])
+    for judge, keys in timed.items():
+        out[judge]["timed"] = len(keys)
     return out
 
 
@@ -116,6 +120,7 @@ def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
                     row["tokens"] = row.get("tokens", 0.0) + u.get("tokens", 0.0)
                     row["seconds"] = row.get("seconds", 0.0) + u.get("seconds", 0.0)
                     row["model_calls"] = row.get("model_calls", 0.0) + u.get("model_calls", 0.0)
+                    row["timed"] = row.get("timed", 0.0) + u.get("timed", 0.0)
             if kind == "validate":
                 _validate_rows(store, folder, rows)
         finally:
@@ -134,7 +139,8 @@ def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
                 "scoring": scoring,
                 "unscored_rate": row["unscored"] / n if n else None,
                 "tokens_per_judgment": row["tokens"] / n if n else None,
-                "seconds_per_judgment": row["seconds"] / n if n else None,
+                # model time of the judgments that reached a model (those served from the cache took none)
+                "seconds_per_judgment": row["seconds"] / row["timed"] if row["timed"] else None,
             }
         )
     return out
