@@ -338,3 +338,18 @@ async def test_replays_made_with_other_chain_prompts_are_refused_to_a_user_judge
             await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
         opts.judges = ["third_party"]  # a judge that does not read the inner record is still welcome
         await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
+
+
+def test_the_call_cache_keeps_log_probabilities(tmp_path: Path) -> None:
+    from emoharbor.models.base import ChatResult, Usage
+    from emoharbor.models.cache import CallCache
+
+    cache = CallCache(tmp_path / "c.sqlite")
+    toks = tokens(("4", {"4": 0.6, "3": 0.4}))
+    cache.put("k", ChatResult(text="4", usage=Usage(3, 1, 0.0), logprobs=toks))
+    cache.put("plain", ChatResult(text="x"))
+    hit, plain = cache.get("k"), cache.get("plain")
+    cache.close()
+    assert hit is not None and hit.cached and hit.logprobs is not None
+    assert hit.logprobs[0].token == "4" and dict(hit.logprobs[0].top) == pytest.approx(dict(toks[0].top))
+    assert plain is not None and plain.logprobs is None  # not asked for: none, not an empty list
