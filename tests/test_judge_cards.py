@@ -229,7 +229,13 @@ async def test_a_heart_judge_card_set_to_expected_weighs_strengths_by_probabilit
             assert v["strength_expected"] == pytest.approx(sum(k * p for k, p in digit_probs(v["strength"]).items()))
     verdicts, _, _counts = combine_orders(comparisons)
     one = next(v for v in verdicts if v.outcome != "tie")
-    assert one.weight_a + one.weight_b not in (2.0, 4.0, 6.0, 8.0, 10.0)  # weighed by expected, not integers
+    orders = [c for c in scored if (c["history_id"], c["a"], c["b"]) == (one.history_id, one.a, one.b)]
+    wins = [c["verdicts"][one.dimension] for c in orders]
+    winner = one.a if one.outcome == "a" else one.b
+    # weighed by the probability-weighted strengths, not the integers written
+    assert one.weight_a + one.weight_b == pytest.approx(
+        sum(w["strength_expected"] for w in wins if w["winner"] == winner)
+    )
     with pytest.raises(Exception, match="not heart_pairwise"):
         HeartConfig.model_validate(
             {

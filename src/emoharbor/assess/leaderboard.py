@@ -17,10 +17,11 @@ from .evidence import KINDS, assessment_evidence
 from .expected import scores_for
 
 
-def _row_means(scores: list[dict[str, int | None]], dims: list[str]) -> list[float]:
+def _row_means(scores: list[dict[str, int | None]], dims: list[str] | None = None) -> list[float]:
+    """Each record's mean over ``dims`` (None: over every dimension it has, as a one-question card's)."""
     out = []
     for s in scores:
-        vals = [s[d] for d in dims if s.get(d) is not None]
+        vals = [s[d] for d in (dims if dims is not None else list(s)) if s.get(d) is not None]
         if vals:
             out.append(float(np.mean(vals)))  # type: ignore[arg-type]
     return out
@@ -77,7 +78,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
                 "generic": _est(g),
                 "personal": _est(p),
                 "gap": _est(bootstrap_ci(gaps, seed=seed)),
-                "overall": _est(bootstrap_ci([m for s in scored for m in _row_means([s], list(s))], seed=seed)),
+                "overall": _est(bootstrap_ci(_row_means(scored), seed=seed)),
                 "intensity_change": _est(bootstrap_ci(changes, seed=seed)),
                 "evidence": dict(evidence),
                 "terminations": dict(Counter(c.termination for c in mine)),

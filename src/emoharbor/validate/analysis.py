@@ -85,13 +85,9 @@ def scores_of(assessment: dict[str, Any], scoring: str) -> dict[str, Any]:
     return scores_for(assessment, scoring) or {}
 
 
-def has_expected(assessment: dict[str, Any]) -> bool:
-    return any(v is not None for v in (assessment.get("expected") or {}).values())
-
-
 def scorings_of(assessments: list[dict[str, Any]]) -> list[str]:
     """``argmax``, and ``expected`` too where some assessment has a probability-weighted score."""
-    return SCORINGS if any(has_expected(a) for a in assessments) else SCORINGS[:1]
+    return SCORINGS if any(scores_for(a, "expected") is not None for a in assessments) else SCORINGS[:1]
 
 
 def target_of(facts: dict[str, Any], name: str) -> float | None:
