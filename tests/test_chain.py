@@ -217,9 +217,9 @@ async def test_parse_failures_become_unscored_and_are_counted() -> None:
     conv = await talk(ChainScript(), max_turns=2)
     model = ScriptedModel(lambda m, s: "not json")
     rec = await judge_conversation(load_card("user"), model, "user", conv, PROFILE)
-    assert rec["unscored"] and all(v is None for v in rec["scores"].values()) and rec["attempts"] == 3
+    assert rec["status"] == "unscored" and all(v is None for v in rec["scores"].values()) and rec["attempts"] == 3
     good = await judge_conversation(load_card("third_party"), ScriptedModel(ChainScript()), "third_party:x", conv, None)
-    assert not good["unscored"] and set(good["scores"].values()) == {4}
+    assert good["status"] == "ok" and set(good["scores"].values()) == {4}
 
 
 async def test_expresser_failure_ends_with_error_not_an_invented_message() -> None:

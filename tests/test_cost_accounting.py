@@ -38,10 +38,10 @@ async def one_run(folder: Path, cache: Path, srv: FakeOpenAIServer, costs: list[
                         costs.append(r.usage.cost_usd)
             except ModelCallError as e:
                 events.append(("model_error", str(e)))
-                return {"termination": "error", "events": events}, events
-            return {"termination": "done", "events": events}, events
+                return {"status": "error", "termination": "error", "events": events}, events
+            return {"status": "ok", "termination": "done", "events": events}, events
 
-        await unit(store, "conversation", "c1", work, redo_failed_calls=True)
+        await unit(store, "conversation", "c1", work)
     return store
 
 

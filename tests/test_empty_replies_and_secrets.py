@@ -36,12 +36,14 @@ async def test_an_empty_reply_is_retried_and_never_cached(tmp_path: Path) -> Non
             r = await (await pool.get(spec(srv.base_url), "supporter")).chat(HI)
         assert r.text and r.retries == 1 and srv.requests == 2
         srv.faults.extend(["empty", "empty"])
+        before = dict(srv.billed["fake"])
         async with ModelPool(cache_path=cache, sink=call_sink(store)) as pool:
             m = await pool.get(spec(srv.base_url), "supporter")
             with pytest.raises(ModelCallError, match=r"empty message .*gave up after 2 tries"):
                 await m.chat([{"role": "user", "content": "again"}])
             r = await m.chat([{"role": "user", "content": "again"}])  # not cached: asked again, answered
         assert r.text and not r.cached and srv.requests == 5
+        billed = {k: srv.billed["fake"][k] - before.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
         srv.faults.append("empty_length")
         async with ModelPool(cache_path=None) as pool:
             m = await pool.get(spec(srv.base_url, max_tokens=7), "supporter")
@@ -51,6 +53,10 @@ async def test_an_empty_reply_is_retried_and_never_cached(tmp_path: Path) -> Non
     calls = store.calls()
     assert [bool(c["error"]) for c in calls] == [True, False]  # counted among the role's errors
     assert store.usage_by_role()["supporter"]["errors"] == 1
+    # the empty answers were billed: the failed call records what they cost, so spent equals what was billed
+    assert calls[0]["prompt_tokens"] > 0
+    assert sum(c["prompt_tokens"] for c in calls) == billed["prompt_tokens"]
+    assert sum(c["completion_tokens"] for c in calls) == billed["completion_tokens"]
     store.close()
 
 

@@ -29,10 +29,10 @@ def test_an_assessment_is_checked_against_its_own_conversation() -> None:
 
     turns = [Turn(speaker="user", text="I am so tired of it all"), *[Turn(speaker="supporter", text=t) for t in SAID]]
     conv = Conversation(id="c", profile_id="p", supporter="s", turns=turns)
-    rec = {"unscored": False, "evidence": {"a": "I am so tired", "b": "what would rest look like", "c": "..."}}
+    rec = {"status": "ok", "evidence": {"a": "I am so tired", "b": "what would rest look like", "c": "..."}}
     assert assessment_evidence(rec, conv) == {
         "not_a_quote": 1,
         "quoted": 1,
         "placeholder": 1,
     }  # the user's words are not the supporter's
-    assert assessment_evidence({**rec, "unscored": True}, conv) == {} and assessment_evidence(None, conv) == {}
+    assert assessment_evidence({**rec, "status": "unscored"}, conv) == {} and assessment_evidence(None, conv) == {}

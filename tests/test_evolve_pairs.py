@@ -96,7 +96,7 @@ def heart_store(folder: Path) -> Path:
     def comp(hid: str, judge: str, order: str, winner: str) -> None:
         verdicts = {"overall": {"winner": winner, "strength": 2, "rationale": ""}}
         store.put("comparison", f"{hid}|human|m|{judge}|{order}", {"history_id": hid, "a": "human", "b": "m",
-                  "judge": judge, "order": order, "status": "scored", "verdicts": verdicts})  # fmt: skip
+                  "judge": judge, "order": order, "status": "ok", "verdicts": verdicts})  # fmt: skip
 
     comp("h1", "j1", "ab", "m"), comp("h1", "j1", "ba", "m")  # held in both orders
     comp("h1", "j2", "ab", "m"), comp("h1", "j2", "ba", "m")

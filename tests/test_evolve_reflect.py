@@ -39,7 +39,7 @@ def script(reflection: str | None = None, refined: str = REFINED) -> ScriptedMod
 async def test_kept_pair_has_the_plain_reply_rejected_and_the_refined_one_chosen() -> None:
     model = script()
     rec, events = await refine_context(model, EX, load_principles(None), RefineSettings(), seed=1)
-    assert rec["status"] == "kept" and events == []
+    assert rec["status"] == "ok" and events == []
     assert rec["rejected"] == PLAIN and rec["chosen"] == REFINED and rec["reflection"] == REFLECTION
     assert rec["prompt"] == EX.messages
     reflect_prompt, refine_prompt = model.calls[1][0]["content"], model.calls[2][0]["content"]
@@ -64,7 +64,7 @@ async def test_kept_pair_has_the_plain_reply_rejected_and_the_refined_one_chosen
 async def test_dropped_pairs_say_why(reflection: str | None, refined: str, reason: str) -> None:
     model = script(reflection, refined)
     rec, events = await refine_context(model, EX, load_principles(None), RefineSettings(), seed=1)
-    assert rec["status"] == "dropped" and rec["reason"] == reason
+    assert rec["status"] == "unscored" and rec["reason"] == reason
     assert events[0][0] == f"dropped_{reason}"
 
 
@@ -96,5 +96,5 @@ def test_principles_file(tmp_path: Path) -> None:
 async def test_a_reflection_copied_from_the_instructions_is_dropped() -> None:
     copied = dict(REFLECTION, needs="what they need most from your next reply", critique="Keep it short enough")
     rec, events = await refine_context(script(json.dumps(copied)), EX, load_principles(None), RefineSettings(), seed=1)
-    assert rec["status"] == "dropped" and rec["reason"] == "reflection_copied"
+    assert rec["status"] == "unscored" and rec["reason"] == "reflection_copied"
     assert "needs, critique copied" in events[0][1]

@@ -41,7 +41,7 @@ def test_cli_stages_with_an_unscoring_judge(tmp_path: Path) -> None:
     run = tmp_path / "run"
     r = CliRunner().invoke(cli, ["heart", "generate", str(cfg), "--run", str(run), "--no-progress"])
     assert r.exit_code == 0, r.output
-    assert '"candidates_by_status": {"missing": 3, "ok": 7}' in r.output
+    assert '"candidates_by_status": {"ok": 7, "unscored": 3}' in r.output
     r = CliRunner().invoke(cli, ["heart", "judge", str(run), "--no-progress"])
     assert r.exit_code == 0, r.output
     assert '"judgements_by_status": {"unscored": 4}' in r.output  # echo-human on regular:0 and :1, two orders

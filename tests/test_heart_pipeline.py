@@ -21,9 +21,9 @@ async def test_generate_counts_skips_missing_and_empty_replies(tmp_path: Path) -
     cands = {k: d for k, d in store.items("candidate")}
     assert cands["regular:0|kind"]["text"] == "That sounds really hard, I'm here for you."  # label stripped
     assert cands["regular:0|blunt"]["text"] == "Just move on."  # quotes stripped
-    assert cands["regular:1|blunt"]["status"] == "empty"
-    assert cands["regular:2|human"]["status"] == "missing"  # a blank human reply
-    assert cands["adversarial:0|human"]["status"] == "missing"  # the adversarial file has none
+    assert cands["regular:1|blunt"]["reason"] == "empty"
+    assert cands["regular:2|human"]["reason"] == "missing"  # a blank human reply
+    assert cands["adversarial:0|human"]["reason"] == "missing"  # the adversarial file has none
     ev = store.event_counts()
     assert ev["candidate_empty"] == 1 and ev["human_reply_missing"] == 3
     assert ev["candidate_label_stripped"] == 5 and ev["candidate_quotes_stripped"] == 4
@@ -35,7 +35,7 @@ async def test_judging_both_orders_ratings_and_consistency(tmp_path: Path) -> No
     # regular:0 all 3 pairs; regular:1 only kind-human (blunt empty); regular:2 only kind-blunt; adversarial 1 each
     assert len(comps) == 2 * (3 + 1 + 1 + 1 + 1)
     c = comps["regular:0|human|kind|fair|ab"]
-    assert c["first"] == "human" and c["status"] == "scored" and c["verdicts"]["overall"]["winner"] == "kind"
+    assert c["first"] == "human" and c["status"] == "ok" and c["verdicts"]["overall"]["winner"] == "kind"
     assert comps["regular:0|human|kind|fair|ba"]["first"] == "kind"
     assert c["ids"]["human"] != c["ids"]["kind"] and c["ids"] == comps["regular:0|human|kind|fair|ba"]["ids"]
     stage = store.get("stage", "judge")

@@ -89,7 +89,7 @@ async def test_labels_and_profiles(tmp_path: Path) -> None:
     summary = await pipeline.label(store, config, tmp_path, models(table), progress=False)
     # usable candidates: kind x5, blunt x4, human x2 (regular:0 and regular:1)
     assert summary["replies"] == 11 and summary["candidates_unusable"] == 4
-    assert summary["replies_by_status"] == {"labelled": 9, "unlabelled": 2}  # the exam history, twice
+    assert summary["replies_by_status"] == {"ok": 9, "unscored": 2}  # the exam history, twice
     rec = store.get("strategy", "regular:0|human")
     assert rec is not None and rec["sentences"] == ["I'm sorry, that must be a shock.", "How are you holding up?"]
     assert rec["labels"] == ["Chit Chat", "Chit Chat"]

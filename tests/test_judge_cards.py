@@ -18,6 +18,7 @@ from emoharbor.models.base import TokenLogprob
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.simulate.conversation import Conversation, Turn
+from emoharbor.store.records import Comparison
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer, digit_probs
 from emoharbor.validate.run import ValidateOptions, rejudge, run_validation
@@ -71,7 +72,7 @@ async def test_a_card_set_to_expected_stores_both_scores_from_the_fake_server() 
             rec = await judge_conversation(card, model, "third_party:fake", conversation(), None)
         sent = srv.bodies[-1]
     assert sent["logprobs"] is True and sent["top_logprobs"] == 20
-    assert not rec["unscored"] and rec["expected_error"] == ""
+    assert rec["status"] == "ok" and rec["expected_error"] == ""
     for k, written in rec["scores"].items():
         probs = digit_probs(written)
         assert rec["expected"][k] == pytest.approx(sum(v * p for v, p in probs.items()))
@@ -88,7 +89,7 @@ async def test_a_backend_without_logprobs_is_a_configuration_error_before_the_ru
             with pytest.raises(ConfigError, match="scoring: argmax"):
                 await check_logprobs(card, model)
     await check_logprobs(load_card("third_party"), ScriptedModel(["x"]))  # argmax needs none
-    from emoharbor.evaluate import make_judges
+    from emoharbor.assess.stage import make_judges
 
     with pytest.raises(ConfigError, match="the scripted backend"):  # known without a call, before any folder
         make_judges(["third_party_overall"], ModelSpec(model="scripted"), ModelSpec(model="scripted"))
@@ -222,12 +223,12 @@ async def test_a_heart_judge_card_set_to_expected_weighs_strengths_by_probabilit
             await pipeline.judge(store, config, models({"j": judge}), progress=False)
         comparisons = [d for _, d in store.items("comparison")]
         store.close()
-    scored = [c for c in comparisons if c["status"] == "scored"]
+    scored = [c for c in comparisons if c["status"] == "ok"]
     assert scored and all(c["card"] == config.resolved()["judge_cards"]["j"] for c in scored)
     for c in scored:
         for v in c["verdicts"].values():
             assert v["strength_expected"] == pytest.approx(sum(k * p for k, p in digit_probs(v["strength"]).items()))
-    verdicts, _, _counts = combine_orders(comparisons)
+    verdicts, _, _counts = combine_orders([Comparison.of(c) for c in comparisons])
     one = next(v for v in verdicts if v.outcome != "tie")
     orders = [c for c in scored if (c["history_id"], c["a"], c["b"]) == (one.history_id, one.a, one.b)]
     wins = [c["verdicts"][one.dimension] for c in orders]

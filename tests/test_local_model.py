@@ -66,7 +66,7 @@ async def test_probability_weighted_scores_on_the_embedded_server(tmp_path: Path
         model = await pool.get(ModelSpec(model="local:smollm2", temperature=0.0), "judge")
         await check_logprobs(card, model)
         rec = await judge_conversation(card, model, "third_party_overall:local:smollm2", conv, None)
-    assert not rec["unscored"] and rec["expected_error"] == ""
+    assert rec["status"] == "ok" and rec["expected_error"] == ""
     probs = rec["probs"]["overall"]
     assert set(probs) <= {1, 2, 3, 4, 5} and sum(probs.values()) == pytest.approx(1.0)
     assert 1.0 <= rec["expected"]["overall"] <= 5.0 and rec["scores"]["overall"] in probs

@@ -44,12 +44,15 @@ def snapshot(run_dir: Path) -> dict[str, Any]:
             for key, data in store.items(kind):
                 data.pop("wall_s", None)
                 results[(kind, key)] = data
+        skip = ("id", "latency_s", "cached", "attempt", "superseded")
         calls = sorted(
-            json.dumps({k: v for k, v in c.items() if k not in ("id", "latency_s", "cached")}, sort_keys=True)
+            json.dumps({k: v for k, v in c.items() if k not in skip}, sort_keys=True)
             for c in store.calls()
+            if not c["superseded"]
         )
         events = sorted(json.dumps(e, sort_keys=True) for e in store.events())
-        return {"results": results, "calls": calls, "events": events}
+        superseded = {(c["unit_kind"], c["unit_key"]) for c in store.calls() if c["superseded"]}
+        return {"results": results, "calls": calls, "events": events, "superseded": superseded}
     finally:
         store.close()
 
@@ -95,8 +98,10 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     a, b = snapshot(tmp_path / "whole"), snapshot(killed_dir)
     assert a["results"].keys() == b["results"].keys()
     assert a["results"] == b["results"]
-    assert a["calls"] == b["calls"]  # no duplicate and no missing call record
+    assert a["calls"] == b["calls"]  # the calls behind the records: none missing, none twice
     assert a["events"] == b["events"]
+    # the killed session's calls for units it did not finish are kept, marked superseded: they were paid for
+    assert not a["superseded"] and b["superseded"] and all(unit in b["results"] for unit in b["superseded"])
 
 
 def test_a_different_config_is_refused(tmp_path: Path) -> None:

@@ -168,14 +168,14 @@ async def test_units_that_ended_on_a_failed_model_call_are_done_again(tmp_path: 
         store = RunStore.open_existing(tmp_path / "run")
         assert store.get("replay", "mine:0")["termination"] == "error"  # type: ignore[index]
         failed = store.get("assessment", "mine:1|user")
-        assert failed is not None and failed["unscored"] and failed["attempts"] == 0
-        assert store.get("assessment", "mine:1|third_party:fake")["unscored"] is False  # type: ignore[index]
+        assert failed is not None and failed["status"] == "error" and failed["attempts"] == 0
+        assert store.get("assessment", "mine:1|third_party:fake")["status"] == "ok"  # type: ignore[index]
         store.close()
         again = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
     assert (first.errors, again.errors, again.newly_done) == (1, 0, 1)
     store = RunStore.open_existing(tmp_path / "run")
     assert all(d["termination"] != "error" for _, d in store.items("replay"))
-    assert [k for k, a in store.items("assessment") if a["unscored"]] == []
+    assert [k for k, a in store.items("assessment") if a["status"] != "ok"] == []
     assert len(store.keys("assessment")) == 6
     # what was spent adds up after the redo: every request the server answered, the failed attempts' calls kept
     usage = store.usage_by_role().values()

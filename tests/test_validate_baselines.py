@@ -82,7 +82,7 @@ def feature(turns: list[dict[str, Any]], name: str) -> float:
 
 def assessment(i: int, judge: str, saw: str | None, expected: bool) -> dict[str, Any]:
     v = 1 + (3 * i) % 5 if judge == "user" else 1 + i % 5
-    rec: dict[str, Any] = {"judge": judge, "conversation": f"hand:{i}", "unscored": False}
+    rec: dict[str, Any] = {"judge": judge, "conversation": f"hand:{i}", "status": "ok"}
     rec["scores"] = {k: v for k in keys()}
     if saw is not None:
         rec["saw"] = saw

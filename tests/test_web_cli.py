@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from cli_helpers import run_main as run
 from emoharbor.cli import cli
 from emoharbor.heart.verdicts import combine_orders
+from emoharbor.store.records import comparisons
 from emoharbor.store.run_store import RunStore
 from emoharbor.web.forms import missing
 from emoharbor.web.study import Study
@@ -106,7 +107,7 @@ async def test_heart_agreement_reads_the_export(tmp_path: Path, capsys: pytest.C
     """Rater "same" copies the judge's pair verdicts, rater "other" flips them (a tie stays a tie): the
     judge agrees with every row of "same" and with the ties of "other"; the two raters agree on the ties."""
     store, _ = await run_all(tmp_path, {"fair": scripted(preferring("here for you"))})
-    verdicts, _, _ = combine_orders([d for _, d in store.items("comparison")])
+    verdicts, _, _ = combine_orders(comparisons(store))
     store.close()
     judged = {(v.history_id, v.a, v.b, v.dimension): v.outcome for v in verdicts}
     st = tmp_path / "study"

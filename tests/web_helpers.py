@@ -76,7 +76,7 @@ def heart_run(folder: Path) -> Path:
             store.put("history", hid, h.to_dict())
             for comp in COMPETITORS:
                 text = REPLIES[comp][hid]
-                store.put("candidate", f"{hid}|{comp}", record(h, comp, "ok" if text else "empty", text))
+                store.put("candidate", f"{hid}|{comp}", record(h, comp, "ok" if text else "unscored", text))
     finally:
         store.close()
     return folder

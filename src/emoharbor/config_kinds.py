@@ -13,7 +13,7 @@ from . import userfiles
 from .assess.cards import JudgeCard, load_card
 from .config import RunConfig, load_config
 from .errors import ConfigError
-from .evaluate import run_record
+from .evaluate import run_hash
 from .evolve.config import EvolveConfig, load_evolve_config
 from .heart.config import HeartConfig, load_heart_config
 from .preflight import check_heart_config, check_models, check_run_config
@@ -95,5 +95,5 @@ def check_config(path: Path, *, models: bool) -> list[str]:
     return [
         _dump(cfg.resolved()),
         f"# config hash: {cfg.config_hash()}",
-        f"# run hash (config with prompt and rubric versions): {run_record(cfg)[1]}",
+        f"# run hash (with prompt, card and input versions; no output-neutral settings): {run_hash(cfg)}",
     ]

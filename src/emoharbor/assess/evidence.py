@@ -47,6 +47,6 @@ def evidence_counts(evidence: dict[str, str], supporter_texts: list[str]) -> Cou
 
 def assessment_evidence(assessment: dict[str, Any] | None, conv: Conversation) -> Counter[str]:
     """The evidence kinds of one assessment of ``conv`` (none when it is missing or unscored)."""
-    if assessment is None or assessment["unscored"]:
+    if assessment is None or assessment["status"] != "ok":
         return Counter()
     return evidence_counts(assessment["evidence"], [t.text for t in conv.turns if t.speaker == "supporter"])

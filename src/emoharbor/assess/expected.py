@@ -96,7 +96,7 @@ def scores_for(assessment: dict[str, Any], scoring: str) -> dict[str, Any] | Non
     """An assessment's scores under ``scoring``: the integers written (``argmax``) or the probability-weighted
     ones (``expected``); None where it has none under that scoring (unscored, or judged without
     log-probabilities), so that callers count it as unscored instead of mixing the two."""
-    if assessment.get("unscored"):
+    if assessment.get("status") != "ok":
         return None
     if scoring == "argmax":
         return dict(assessment["scores"])

@@ -74,7 +74,7 @@ def assessment_record(card: JudgeCard, judge: str, got: Structured) -> dict[str,
         "card": card.version,
         "scores": {k: score(k) for k in keys},
         "evidence": {k: (str(data[k].get("evidence", "")) if data and isinstance(data[k], dict) else "") for k in keys},
-        "unscored": data is None,
+        "status": "unscored" if data is None else "ok",
         "error": got.error,
         "attempts": got.attempts,
     }

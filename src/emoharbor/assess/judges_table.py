@@ -102,7 +102,7 @@ def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
             judged: dict[str, list[bool]] = defaultdict(list)
             unit_kind = "comparison" if kind == "heart" else "assessment"
             for _, d in store.items(unit_kind):
-                unscored = d.get("unscored") if unit_kind == "assessment" else d.get("status") != "scored"
+                unscored = d["status"] != "ok"
                 judged[d["judge"]].append(bool(unscored))
             cost = _cost(store, unit_kind)
             for judge, flags in judged.items():

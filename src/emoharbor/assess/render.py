@@ -2,37 +2,25 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
 
+from ..errors import EmoharborError
+from ..store.run_store import RunStore
+from ..tables import csv_table, interval, num, text_table
 from .dimensions import keys
+from .leaderboard import leaderboard
 
 
 def _ci(e: dict[str, Any], digits: int = 2) -> str:
-    if e["mean"] is None:
-        return "n/a"
-    if e["lo"] is None:
-        return f"{e['mean']:.{digits}f}"
-    return f"{e['mean']:.{digits}f} [{e['lo']:.{digits}f},{e['hi']:.{digits}f}]"
-
-
-def _table(header: list[str], rows: list[list[str]], md: bool) -> str:
-    if md:
-        out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    body = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join([line, "-" * len(line), *body])
+    return interval(e["mean"], e["lo"], e["hi"], digits)
 
 
 def to_text(board: dict[str, Any], md: bool = False) -> str:
     rows = board["rows"]
     if not rows:
         return "no conversations in this run yet"
-    summary = _table(
+    summary = text_table(
         [
             "supporter",
             "convs",
@@ -60,12 +48,12 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
         ],
         md,
     )
-    dims = _table(
+    dims = text_table(
         ["dimension", *[r["supporter"] for r in rows]],
         [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in board.get("dimension_keys", keys())],
         md,
     )
-    ends = _table(
+    ends = text_table(
         ["supporter", "evidence quoted/not a quote/placeholder", "terminations", "events"],
         [
             [
@@ -87,13 +75,13 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
                     role,
                     str(int(u["calls"])),
                     str(int(u.get("tokens", 0))),
-                    f"{u.get('cost_usd', 0.0):.4f}",
+                    num(u.get("cost_usd", 0.0), 4),
                     str(int(u.get("cached_tokens", 0))),
-                    f"{u.get('cached_cost_usd', 0.0):.4f}",
+                    num(u.get("cached_cost_usd", 0.0), 4),
                 ]
             )
     header = ["supporter", "role", "calls", "tokens spent", "cost USD spent", "tokens from cache", "USD from cache"]
-    usage = _table(header, usage_rows, md)
+    usage = text_table(header, usage_rows, md)
     head = "##" if md else "#"
     return "\n\n".join(
         [
@@ -111,17 +99,14 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
 
 
 def to_csv(board: dict[str, Any]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["supporter", "metric", "mean", "lo", "hi", "n"])
+    rows: list[list[Any]] = []
     for r in board["rows"]:
         metrics = {
             **{f"dim:{d}": r["dimensions"][d] for d in keys()},
             **{k: r[k] for k in ("overall", "generic", "personal", "gap", "intensity_change")},
         }
-        for name, e in metrics.items():
-            w.writerow([r["supporter"], name, e["mean"], e["lo"], e["hi"], e["n"]])
-    return buf.getvalue()
+        rows += [[r["supporter"], name, e["mean"], e["lo"], e["hi"], e["n"]] for name, e in metrics.items()]
+    return csv_table(["supporter", "metric", "mean", "lo", "hi", "n"], rows)
 
 
 def render(board: dict[str, Any], fmt: str) -> str:
@@ -130,3 +115,12 @@ def render(board: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return to_csv(board)
     return to_text(board, md=(fmt == "md"))
+
+
+def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
+    """An EmoHarbor run's leaderboard by ``judge``: rendered, and its data."""
+    data = leaderboard(store, judge, scoring=scoring)
+    if data["judges"] and judge not in data["judges"]:
+        names = ", ".join(data["judges"])
+        raise EmoharborError(f"no assessments by judge '{judge}' in {store.folder}; judges: {names}")
+    return render(data, fmt), data

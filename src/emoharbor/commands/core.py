@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
+from .. import kinds
 from ..config import ModelSpec, RunConfig, SupporterSpec, validation_message
 from ..errors import ConfigError, EmoharborError
 from ..models.pool import ModelPool
@@ -133,14 +134,10 @@ async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, 
 def export(run_dir: Path, fmt: str, out: Path | None) -> None:
     """Export a run's results and call records to JSONL or CSV. A validate run also gets
     validate_scores: one flat row per conversation and judge, beside the seeker's own ratings."""
-    from ..validate.analysis import score_rows
-    from ..validate.run import KIND as VALIDATE_KIND
-
     store = RunStore.open_existing(run_dir)
     try:
-        tables = {}
-        if store.meta().get("kind") == VALIDATE_KIND:
-            tables["validate_scores"] = score_rows(store)
+        own = kinds.hook(store.meta()["kind"], "export")
+        tables = own(store) if own is not None else {}
         for path in export_run(store, out or run_dir / "export", fmt, tables):
             click.echo(str(path))
     finally:

@@ -9,22 +9,20 @@ from typing import Any
 
 import click
 
+from .. import kinds
 from ..assess.leaderboard import leaderboard
 from ..assess.render import render
 from ..config import ModelSpec, RunConfig, load_config
 from ..errors import EmoharborError
-from ..evaluate import KIND, config_of, make_judges, reassess, run_evaluation, run_record
+from ..evaluate import config_of, run_evaluation, run_hash
 from ..preflight import check_run_config, is_new_run
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
-from ..validate.analysis import validation_table
-from ..validate.render import render_validation
-from ..validate.run import KIND as VALIDATE_KIND
 from .core import model_spec
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
-    return Path("runs") / f"{cfg.name}-{run_record(cfg)[1][:8]}"
+    return Path("runs") / f"{cfg.name}-{run_hash(cfg)[:8]}"
 
 
 def config_from(run_dir: Path) -> RunConfig:
@@ -36,16 +34,11 @@ def config_from(run_dir: Path) -> RunConfig:
 
 
 def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
-    """An EmoHarbor run's leaderboard, or a validate run's validation table: rendered, and its data."""
-    store = RunStore.open_existing(folder, KIND, VALIDATE_KIND)
+    """A run's leaderboard (a validate run's: its validation table), from its kind's ``board``: rendered, and
+    its data."""
+    store = RunStore.open_existing(folder, *kinds.with_part("board"))
     try:
-        if store.meta()["kind"] == VALIDATE_KIND:
-            table = validation_table(store)
-            return render_validation(table, fmt), table
-        data = leaderboard(store, judge, scoring=scoring)
-        if data["judges"] and judge not in data["judges"]:
-            raise EmoharborError(f"no assessments by judge '{judge}' in {folder}; judges: {', '.join(data['judges'])}")
-        return render(data, fmt), data
+        return kinds.hook(store.meta()["kind"], "board")(store, fmt, judge, scoring)  # type: ignore[no-any-return]
     finally:
         store.close()
 
@@ -142,17 +135,10 @@ def assess(
     """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
     EmoHarbor run's conversations, or a validate run's replays)."""
     spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
-    store = RunStore.open_existing(run_dir, KIND, VALIDATE_KIND)
+    store = RunStore.open_existing(run_dir, *kinds.with_part("rejudge"))
     kind = store.meta()["kind"]
     store.close()
-    if kind == VALIDATE_KIND:
-        from ..validate.run import rejudge
-
-        n = asyncio.run(rejudge(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
-    else:
-        cfg = config_from(run_dir)
-        judges = make_judges(list(cards), spec or cfg.roles.judge, cfg.roles.user, scoring=scoring)
-        n = asyncio.run(reassess(run_dir, judges, progress=not quiet))
+    n = asyncio.run(kinds.hook(kind, "rejudge")(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
     click.echo(f"made {n} assessments with {', '.join(cards)} in {run_dir}")
 
 

@@ -15,10 +15,9 @@ from ..config import ModelSpec
 from ..data.esconv import load_esconv
 from ..heart import pipeline, render, reports, strategy_check
 from ..heart.config import load_heart_config
-from ..heart.running import GetModel
 from ..heart.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
-from ..models.pool import ModelPool
+from ..models.pool import GetModel, ModelPool
 from ..preflight import check_heart_config, check_models, check_reach, is_new_run
 from ..store.run_store import RunStore, call_sink
 from .core import model_spec

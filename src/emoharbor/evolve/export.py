@@ -17,17 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
+from ..heart.verdicts import combine_orders
 from ..models.base import Message
+from ..store import records
+from ..store.records import Assessment
 from ..store.run_store import RunStore
 from .guard import EvalGuard, load_guard
 from .pairs import PreferencePair
 
-USER_JUDGES = (None, "user", "user_as_judge", "self")
 
-
-def _conv_score(assessments: list[dict[str, Any]]) -> float | None:
-    own = [a for a in assessments if a.get("judge", a.get("by")) in USER_JUDGES]
-    values = [v for a in own for v in (a.get("scores") or {}).values() if isinstance(v, int | float)]
+def _conv_score(assessments: list[Assessment]) -> float | None:
+    """The mean of the user-judge's scored dimensions."""
+    values = [v for a in assessments if a.judge == "user" and a.scored for v in a.scores.values() if v is not None]
     return sum(values) / len(values) if values else None
 
 
@@ -48,16 +49,16 @@ def _split(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int | None:
 def emoharbor_pairs(store: RunStore, guard: EvalGuard, *, run: str, min_margin: float = 0.5) -> tuple[
         list[PreferencePair], Counter[str]]:  # fmt: skip
     counts: Counter[str] = Counter()
-    by_conv: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for key, a in store.items("assessment"):
-        by_conv[str(a.get("conversation_id", a.get("conversation", key)))].append(a)
+    by_conv: dict[str, list[Assessment]] = defaultdict(list)
+    for judged in records.assessments(store):
+        by_conv[judged.conversation].append(judged)
     groups: dict[str, list[tuple[str, dict[str, Any], float]]] = defaultdict(list)
     for key, c in store.items("conversation"):
         counts["conversations"] += 1
         if guard.blocks_record(c):
             counts["held_out"] += 1
             continue
-        score = _conv_score(by_conv.get(str(c.get("id", key)), []) or by_conv.get(key, []))
+        score = _conv_score(by_conv.get(key, []))
         if score is None or not isinstance(c.get("turns"), list):
             counts["unscored"] += 1
             continue
@@ -92,25 +93,18 @@ def heart_pairs(store: RunStore, guard: EvalGuard, *, run: str, dimension: str =
         list[PreferencePair], Counter[str]]:  # fmt: skip
     counts: Counter[str] = Counter()
     histories = {str(h.get("id", k)): h for k, h in store.items("history")}
-    texts = {(c.get("history_id"), c.get("competitor")): c.get("text") for _, c in store.items("candidate")
-             if c.get("status") == "ok"}  # fmt: skip
-    orders: dict[tuple[str, str, str, str], dict[str, str | None]] = defaultdict(dict)
-    for _, c in store.items("comparison"):
-        if c.get("status") == "scored":
-            verdict = (c.get("verdicts") or {}).get(dimension) or {}
-            orders[(str(c["history_id"]), str(c["a"]), str(c["b"]), str(c["judge"]))][str(c["order"])] = verdict.get(
-                "winner"
-            )
+    texts = {k: c.text for k, c in records.candidates(store).items() if c.status == "ok"}
+    verdicts, _, combined = combine_orders(records.comparisons(store))
+    counts["one_order_only"] += combined["pairs_one_order_scored"]
     held: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)  # (history, a, b) -> judge -> winner
-    for (hid, a, b, judge), by_order in orders.items():
-        winners = set(by_order.values())
-        w = next(iter(winners)) if len(winners) == 1 else None
-        if len(by_order) < 2:
-            counts["one_order_only"] += 1
-        elif w is None or w not in (a, b):
+    for v in verdicts:
+        if v.dimension != dimension:
+            continue
+        w = v.winner()
+        if w is None:
             counts["flipped_or_tie"] += 1
         else:
-            held[(hid, a, b)][judge] = w
+            held[(v.history_id, v.a, v.b)][v.rater] = w
     out: list[PreferencePair] = []
     for (hid, a, b), by_judge in sorted(held.items()):
         if len(set(by_judge.values())) > 1:

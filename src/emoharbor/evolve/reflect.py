@@ -91,12 +91,15 @@ def check_pair(plain: str, refined: str, s: RefineSettings) -> str | None:
 
 async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, s: RefineSettings, *, seed: int,
                          system_version: str = "") -> tuple[dict[str, Any], Events]:  # fmt: skip
-    """One context's record: ``status`` "kept" or "dropped" with ``reason``; events for the store."""
-    rec: dict[str, Any] = {"id": ex.id, "prompt": ex.messages, "status": "dropped", "reason": "",
+    """One context's record: ``status`` "ok" (a pair kept), "unscored" (dropped, ``reason`` says why) or
+    "error" (a model call failed for good: redone by the next run); events for the store."""
+    rec: dict[str, Any] = {"id": ex.id, "prompt": ex.messages, "status": "unscored", "reason": "",
                            "principles": principles.version}  # fmt: skip
 
     def drop(reason: str, detail: str = "") -> tuple[dict[str, Any], Events]:
         rec["reason"] = reason
+        if reason == "model_error":
+            rec["status"] = "error"
         return rec, [(f"dropped_{reason}", detail[:200] or ex.id)]
 
     try:
@@ -133,5 +136,5 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
     reason = check_pair(plain, refined, s)
     if reason:
         return drop(reason)
-    rec["status"] = "kept"
+    rec["status"] = "ok"
     return rec, []

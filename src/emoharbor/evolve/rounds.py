@@ -15,14 +15,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..config import hash_config
 from ..errors import EmoharborError
 from ..models.base import ChatModel
 from ..models.hf import MODEL_CARD, HFChatModel, load_hf, read_model_card, resolve_hf
 from ..models.pool import ModelPool
 from ..simulate.supporter import supporter_prompt
-from ..store.run_store import RunStore
-from ..store.units import Work, run_units
+from ..store.record import open_run
+from ..store.units import Work, run_stage
 from .config import EvolveConfig
 from .data import ChatExample, esconv_contexts
 from .guard import load_guard
@@ -31,6 +30,7 @@ from .reflect import load_principles, refine_context
 from .trainer import Log, peak_rss_mb, release_memory
 
 KIND = "evolve_refine"
+PROMPTS = ("evolve_reflect", "evolve_refine")  # the refine stage reads these (principles and system: below)
 
 
 def refine_contexts(cfg: EvolveConfig, round_no: int) -> list[ChatExample]:
@@ -48,7 +48,9 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
     resolved = {"round": round_no, "model": model_id, "refine": cfg.refine.model_dump(mode="json"),
                 "principles": principles.version, "system": system.version,
                 "contexts": [c.id for c in contexts]}  # fmt: skip
-    store = RunStore.create_or_resume(folder, KIND, resolved, hash_config(resolved))
+    r = cfg.refine
+    files = [Path(p) for p in [*r.data, *cfg.holdout]]
+    store = open_run(folder, KIND, resolved, prompts=PROMPTS, inputs=files)
     started = time.monotonic()
     try:
         units: list[tuple[str, Work]] = []
@@ -59,13 +61,13 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
                                             system_version=system.version)  # fmt: skip
 
             units.append((ex.id, work))
-        await run_units(store, KIND, units, concurrency=cfg.refine.concurrency, progress=progress, label="refine")
+        await run_stage(store, KIND, units, workers=cfg.refine.concurrency, progress=progress, label="refine")
         records = [r for _, r in store.items(KIND)]
-        reasons = Counter(r["reason"] for r in records if r["status"] != "kept")
+        reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
         pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
                                 "self_refine", {"round": round_no, "model": model_id, "context": r["id"],
                                                 "principles": r["principles"], "reflection": r["reflection"]})
-                 for r in records if r["status"] == "kept"]  # fmt: skip
+                 for r in records if r["status"] == "ok"]  # fmt: skip
         write_pairs(folder.parent / "pairs.jsonl", pairs)
         summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..store.records import Comparison
 from .dimensions import OVERALL, Lexicon, tag_dimensions
 from .verdicts import TIE, OrderVerdict, PairVerdict
 
@@ -101,15 +102,15 @@ def bias_table(
 
 
 def rationale_focus(
-    comparisons: Iterable[dict[str, Any]], human_rows: list[dict[str, Any]], lexicon: Lexicon, keys: list[str]
+    comparisons: Iterable[Comparison], human_rows: list[dict[str, Any]], lexicon: Lexicon, keys: list[str]
 ) -> list[dict[str, Any]]:
     """Per source (each judge, all judges, humans): how many rationales, and the share that talk about
     each dimension. Judges' overall rationales are used (a dimension's own rationale is about it by
     construction); humans' rationales once per item and rater."""
     texts: dict[str, list[str]] = {}
     for c in comparisons:
-        if c["status"] == "scored":
-            texts.setdefault(c["judge"], []).append(c["verdicts"][OVERALL]["rationale"])
+        if c.status == "ok":
+            texts.setdefault(c.judge, []).append(c.verdicts[OVERALL]["rationale"])
     if len(texts) > 1:
         texts["all judges"] = [t for ts in list(texts.values()) for t in ts]
     seen = {(r["history_id"], r["a"], r["b"], r["rater"], r["rationale"]) for r in human_rows if r["rationale"]}

@@ -87,7 +87,7 @@ def human_candidate(history: History) -> tuple[dict[str, Any], Events]:
     reply = (history.human_reply or "").strip()
     if not reply:
         why = "the file has no human reply" if history.human_reply is None else "the human reply is empty"
-        return record(history, HUMAN, "missing", error=why), [("human_reply_missing", history.id)]
+        return record(history, HUMAN, "unscored", reason="missing", error=why), [("human_reply_missing", history.id)]
     return record(history, HUMAN, "ok", reply, source="human"), []
 
 
@@ -111,7 +111,7 @@ async def model_candidate(
         events.append(("candidate_truncated", history.id))
     if not text:
         events.append(("candidate_empty", history.id))
-        return record(history, spec.name, "empty", raw=r.text[:500]), events
+        return record(history, spec.name, "unscored", reason="empty", raw=r.text[:500]), events
     return record(
         history,
         spec.name,

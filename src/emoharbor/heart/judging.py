@@ -164,4 +164,4 @@ async def judge_pair(
             verdicts[k]["strength_expected"] = ex.expected[k]
         if ex.error:
             events.append(("expected_unscored", f"{judge}: {ex.error[:160]}"))
-    return {**rec, "status": "scored", "verdicts": verdicts, "attempts": got.attempts}, events
+    return {**rec, "status": "ok", "verdicts": verdicts, "attempts": got.attempts}, events

@@ -17,30 +17,42 @@ from ..assess.cards import load_card
 from ..assess.judge import check_logprobs
 from ..config import SupporterSpec
 from ..errors import EmoharborError
+from ..models.pool import GetModel, LazyModels
+from ..store import record
 from ..store.run_store import RunStore
-from ..store.units import Work
+from ..store.units import Events, Work, run_stage
 from .candidates import human_candidate, model_candidate, system_prompt
 from .config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
 from .histories import History
 from .judging import Shown, judge_pair, neutral_ids
-from .running import GetModel, LazyModels, Result, run_stage
 from .sources import load_histories
 from .strategies import label_reply, load_strategies
 
 KIND = "heart"
 
 
+# the prompt files a HEART run's units read (the judges' are in their cards)
+PROMPTS = ("heart_candidate_system", "heart_candidate_user", "heart_judge_system", "heart_strategy",
+           "supporter_default", "supporter_personal")  # fmt: skip
+
+
+def inputs(config: HeartConfig, base_dir: Path) -> list[Path]:
+    """The files a HEART run reads: its history sources, the strategy table, candidates' prompt files."""
+    paths = [resolve_path(base_dir, h.path) for h in config.histories]
+    if config.strategy_file:
+        paths.append(resolve_path(base_dir, config.strategy_file))
+    prompts = [c.system_prompt for c in config.candidates if c.system_prompt and c.system_prompt.startswith("@")]
+    return paths + [resolve_path(base_dir, p[1:]) for p in prompts]
+
+
 def open_run(folder: Path, config: HeartConfig, base_dir: Path) -> RunStore:
-    store = RunStore.create_or_resume(folder, KIND, config.resolved(), config.config_hash())
+    store = record.open_run(folder, KIND, config.resolved(), prompts=PROMPTS, inputs=inputs(config, base_dir))
     store.set_meta("heart_config_dir", str(base_dir))
     return store
 
 
 def read_run(folder: Path) -> tuple[RunStore, HeartConfig, Path]:
-    store = RunStore.open_existing(folder)
-    if store.meta().get("kind") != KIND:
-        raise EmoharborError(f"{folder} holds a '{store.meta().get('kind')}' run, not a HEART run")
-    stored = store.config()
+    store, stored = record.read_run(folder, KIND)
     cards = stored.pop("judge_cards", {})
     config = parse_heart_config(stored, f"{folder} (stored config)")
     now = config.resolved()["judge_cards"]
@@ -77,7 +89,7 @@ async def generate(
     systems = {spec.name: system_prompt(spec, base_dir) for spec in config.candidates}
 
     def model_work(h: History, spec: SupporterSpec) -> Work:
-        async def work() -> Result:
+        async def work() -> tuple[dict[str, Any], Events]:
             model = await models.get(spec.name, spec, "supporter")
             return await model_candidate(
                 model, spec, h, systems[spec.name], show_situation=config.show_situation, seed=config.seed
@@ -86,7 +98,7 @@ async def generate(
         return work
 
     def human_work(h: History) -> Work:
-        async def work() -> Result:
+        async def work() -> tuple[dict[str, Any], Events]:
             return human_candidate(h)
 
         return work
@@ -96,13 +108,13 @@ async def generate(
         if config.include_human:
             units.append((f"{h.id}|{HUMAN}", human_work(h)))
         units.extend((f"{h.id}|{spec.name}", model_work(h, spec)) for spec in config.candidates)
-    done_now, resumed = await run_stage(store, "candidate", units, config.concurrency, progress)
+    done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
     status = Counter(d["status"] for _, d in store.items("candidate"))
     summary = {
         "histories": len(loaded),
         "units": len(units),
-        "done_now": done_now,
-        "resumed": resumed,
+        "done_now": done.done_now,
+        "resumed": done.resumed,
         "candidates_by_status": dict(status),
     }
     store.put("stage", "generate", summary)
@@ -152,7 +164,7 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
             await check_logprobs(cards[spec.name], await models.get(spec.name, spec, "judge"))
 
     def judge_work(spec: JudgeSpec, h: History, a: str, first: Shown, second: Shown, order: str) -> Work:
-        async def work() -> Result:
+        async def work() -> tuple[dict[str, Any], Events]:
             model = await models.get(spec.name, spec, "judge")
             return await judge_pair(
                 model,
@@ -178,13 +190,13 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
                 units.append(
                     (f"{h.id}|{a}|{sb.name}|{spec.name}|{order}", judge_work(spec, h, a, first, second, order))
                 )
-    done_now, resumed = await run_stage(store, "comparison", units, config.concurrency, progress)
+    done = await run_stage(store, "comparison", units, workers=config.concurrency, progress=progress)
     status = Counter(d["status"] for _, d in store.items("comparison"))
     summary = {
         "pairs": len(pairs),
         "judgements": len(units),
-        "done_now": done_now,
-        "resumed": resumed,
+        "done_now": done.done_now,
+        "resumed": done.resumed,
         "judgements_by_status": dict(status),
         **counts,
     }
@@ -201,7 +213,7 @@ async def label(
     models = LazyModels(get_model)
 
     def label_work(h: History, cand: dict[str, Any]) -> Work:
-        async def work() -> Result:
+        async def work() -> tuple[dict[str, Any], Events]:
             model = await models.get("labeller", config.labeller_spec(), "labeller")
             return await label_reply(
                 model,
@@ -222,12 +234,12 @@ async def label(
             unusable += 1
         else:
             units.append((f"{hid}|{comp}", label_work(hs[hid], cand)))
-    done_now, resumed = await run_stage(store, "strategy", units, config.concurrency, progress)
+    done = await run_stage(store, "strategy", units, workers=config.concurrency, progress=progress)
     status = Counter(d["status"] for _, d in store.items("strategy"))
     summary = {
         "replies": len(units),
-        "done_now": done_now,
-        "resumed": resumed,
+        "done_now": done.done_now,
+        "resumed": done.resumed,
         "candidates_unusable": unusable,
         "replies_by_status": dict(status),
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..store.records import Comparison
 from .bradley_terry import bootstrap_intervals, fit_bradley_terry
 from .config import HUMAN
 from .verdicts import TIE, PairVerdict, combine_orders, order_consistency
@@ -123,7 +124,7 @@ def win_rates_vs_human(verdicts: list[PairVerdict], competitors: list[str]) -> l
 
 
 def compute_ratings(
-    comparisons: Iterable[dict[str, Any]],
+    comparisons: Iterable[Comparison],
     competitors: list[str],
     judges: list[str],
     keys: list[str],

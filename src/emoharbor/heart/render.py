@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
 
 from ..errors import EmoharborError
+from ..tables import cell as cell  # `heart strategy-check` imports cell and md_table from here
+from ..tables import csv_table, interval
+from ..tables import md_table as md_table
 from .dimensions import OVERALL
 
 CSV_TABLES = {
@@ -15,20 +16,6 @@ CSV_TABLES = {
     "agreement": ["judge_human", "human_human", "alpha", "bias", "rationale_focus"],
     "strategies": ["profiles"],
 }
-
-
-def cell(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}"
-    return str(v)
-
-
-def md_table(columns: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def dict_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
@@ -48,14 +35,8 @@ def to_csv(data: dict[str, Any], report: str, table: str | None) -> str:
     if name not in names:
         raise EmoharborError(f"no table '{name}' in the {report} report: choose one of {', '.join(names)}")
     rows: list[dict[str, Any]] = data[name]
-    out = io.StringIO()
-    cols: list[str] = []
-    for r in rows:
-        cols += [c for c in r if c not in cols]
-    w = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return out.getvalue()
+    cols: list[str] = list(dict.fromkeys(c for r in rows for c in r))
+    return csv_table(cols, [[r.get(c) for c in cols] for r in rows])
 
 
 Row = dict[str, Any]
@@ -90,11 +71,7 @@ def win_rate_rows(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], dict
 
 
 def _interval(r: Row | None) -> str:
-    if r is None or r["rating"] is None:
-        return "not compared"
-    if r["low"] is None:
-        return cell(r["rating"])
-    return f"{cell(r['rating'])} [{cell(r['low'])}, {cell(r['high'])}]"
+    return "not compared" if r is None else interval(r["rating"], r["low"], r["high"], na="not compared")
 
 
 def ratings_md(data: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..store import records
 from ..store.run_store import RunStore
 from .agreement import alphas, human_ceiling, human_verdicts, judge_human
 from .bias import bias_table, rationale_focus
@@ -44,7 +45,7 @@ def overview(store: RunStore) -> dict[str, Any]:
 
 
 def ratings_report(store: RunStore, config: HeartConfig, *, bootstrap: int | None = None) -> dict[str, Any]:
-    comparisons = [d for _, d in store.items("comparison")]
+    comparisons = records.comparisons(store)
     data = compute_ratings(
         comparisons,
         config.competitors(),
@@ -78,7 +79,7 @@ def import_human_judgments(store: RunStore, config: HeartConfig, path: Path) -> 
 def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> dict[str, Any]:
     keys = verdict_keys(config.dimensions)
     judges = [j.name for j in config.judges]
-    comparisons = [d for _, d in store.items("comparison")]
+    comparisons = records.comparisons(store)
     judge_vs, singles, counts = combine_orders(comparisons)
     subsets = {h.id: h.subset for h in histories(store).values()}
     human_rows = [d for _, d in store.items("human_judgment")]

@@ -153,7 +153,7 @@ async def label_reply(
     }
     events: Events = [("sentences_over_cap", str(len(sentences) - len(asked)))] if len(asked) < len(sentences) else []
     if not asked:
-        return {**rec, "status": "no_sentences"}, [("strategy_no_sentences", history.id)]
+        return {**rec, "status": "unscored", "reason": "no_sentences"}, [("strategy_no_sentences", history.id)]
     prompt = load_prompt("heart_strategy")
     form = "{" + ", ".join(f'"s{i + 1}": "<strategy>"' for i in range(len(asked))) + "}"
     text = prompt.render(
@@ -178,9 +178,10 @@ async def label_reply(
         events.append(("strategy_retried", history.id))
     if got.data is None:
         events.append(("strategy_unlabelled", got.error[:160]))
-        return {**rec, "status": "unlabelled", "error": got.error, "attempts": got.attempts}, events
+        failed = {"status": "unscored", "reason": "unlabelled", "error": got.error, "attempts": got.attempts}
+        return {**rec, **failed}, events
     labels = [got.data[f"s{i + 1}"] for i in range(len(asked))] + [None] * (len(sentences) - len(asked))
-    return {**rec, "status": "labelled", "labels": labels, "attempts": got.attempts}, events
+    return {**rec, "status": "ok", "labels": labels, "attempts": got.attempts}, events
 
 
 def strategy_profiles(records: list[dict[str, Any]], competitors: list[str], names: list[str]) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ labeller's record plus the annotators' label; ``stage`` -> "strategy_check".
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -20,21 +19,22 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ModelSpec, hash_config
+from ..config import ModelSpec
 from ..data.esconv import EsconvDialog
 from ..errors import DataError
-from ..prompts import load_prompt
+from ..models.pool import GetModel, LazyModels
 from ..stats.bootstrap import Estimate, bootstrap_ci
+from ..store.record import open_run, record_hash, run_record
 from ..store.run_store import RunStore
-from ..store.units import Work
+from ..store.units import Events, Work, run_stage
 from .config import HUMAN, HeartConfig
 from .histories import SEEKER, History, Turn
 from .render import cell, dict_table, md_table
-from .running import GetModel, LazyModels, Result, run_stage
 from .stats import cohen_kappa
 from .strategies import StrategyFile, label_patterns, label_reply
 
 KIND = "heart_strategy_check"
+PROMPTS = ("heart_strategy",)
 UNIT = "esconv_label"
 DEFAULTS = HeartConfig.model_fields  # max_sentences, label_retries, concurrency: as in a HEART run
 
@@ -119,10 +119,8 @@ def check_config(esconv: Path, table: StrategyFile, settings: CheckSettings) -> 
     them and keep the labels it has)."""
     return {
         "esconv": str(esconv.resolve()),
-        "esconv_sha256": hashlib.sha256(esconv.read_bytes()).hexdigest(),
         "labeller": settings.labeller.model_dump(mode="json"),
         "strategies": table.strategies,
-        "prompt": load_prompt("heart_strategy").version,
         "max_sentences": settings.max_sentences,
         "retries": settings.retries,
         "seed": settings.seed,
@@ -130,11 +128,11 @@ def check_config(esconv: Path, table: StrategyFile, settings: CheckSettings) -> 
 
 
 def default_folder(config: dict[str, Any]) -> Path:
-    return Path("runs") / f"strategy-check-{hash_config(config)[:8]}"
+    return Path("runs") / f"strategy-check-{record_hash(run_record(config, PROMPTS, [Path(config['esconv'])]))[:8]}"
 
 
 def open_check(folder: Path, config: dict[str, Any]) -> RunStore:
-    return RunStore.create_or_resume(folder, KIND, config, hash_config(config))
+    return open_run(folder, KIND, config, prompts=PROMPTS, inputs=[Path(config["esconv"])])
 
 
 async def label_items(
@@ -150,7 +148,7 @@ async def label_items(
     models = LazyModels(get_model)
 
     def work_for(item: Item) -> Work:
-        async def work() -> Result:
+        async def work() -> tuple[dict[str, Any], Events]:
             model = await models.get("labeller", settings.labeller, "labeller")
             history = History(item.key, "esconv", item.where, [Turn(SEEKER, item.seeker_text)])
             rec, events = await label_reply(
@@ -167,8 +165,8 @@ async def label_items(
         return work
 
     units = [(item.key, work_for(item)) for item in items]
-    done_now, resumed = await run_stage(store, UNIT, units, settings.concurrency, progress)
-    summary = {"messages": len(units), "done_now": done_now, "resumed": resumed}
+    done = await run_stage(store, UNIT, units, workers=settings.concurrency, progress=progress)
+    summary = {"messages": len(units), "done_now": done.done_now, "resumed": done.resumed}
     store.put("stage", "strategy_check", summary)
     return summary
 
@@ -244,8 +242,8 @@ def check_report(
             status["not_labelled_yet"] += 1
             continue
         records.append(rec)
-        first = rec["labels"][0] if rec["status"] == "labelled" else None
-        status["scored" if first is not None else rec["status"]] += 1
+        first = rec["labels"][0] if rec["status"] == "ok" else None
+        status["scored" if first is not None else rec.get("reason") or rec["status"]] += 1
         if first is not None:
             scored.append((item, first))
     pairs = [(item.strategy or "", first) for item, first in scored]

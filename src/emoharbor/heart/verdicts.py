@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..store.records import Comparison
+
 A, B, TIE = "a", "b", "tie"
 
 
@@ -47,26 +49,26 @@ class OrderVerdict:
     first_won: bool
 
 
-def combine_orders(comparisons: Iterable[dict[str, Any]]) -> tuple[list[PairVerdict], list[OrderVerdict], Counter[str]]:
+def combine_orders(comparisons: Iterable[Comparison]) -> tuple[list[PairVerdict], list[OrderVerdict], Counter[str]]:
     counts: Counter[str] = Counter()
-    groups: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    groups: dict[tuple[str, str, str, str], dict[str, Comparison]] = defaultdict(dict)
     singles: list[OrderVerdict] = []
     for c in comparisons:
-        counts[f"judgements_{c['status']}"] += 1
-        groups[(c["history_id"], c["a"], c["b"], c["judge"])][c["order"]] = c
-        if c["status"] == "scored":
-            for dim, v in c["verdicts"].items():
-                singles.append(OrderVerdict(c["judge"], dim, v["winner"] == c["first"]))
+        counts[f"judgements_{c.status}"] += 1
+        groups[(c.history_id, c.a, c.b, c.judge)][c.order] = c
+        if c.status == "ok":
+            for dim, v in c.verdicts.items():
+                singles.append(OrderVerdict(c.judge, dim, v["winner"] == c.first))
     out: list[PairVerdict] = []
     for (hid, a, b, judge), orders in sorted(groups.items()):
-        scored = [c for c in orders.values() if c["status"] == "scored"]
+        scored = [c for c in orders.values() if c.status == "ok"]
         if len(scored) < 2:
             counts["pairs_one_order_scored" if scored else "pairs_no_order_scored"] += 1
             continue
         counts["pairs_both_orders_scored"] += 1
         first = scored[0]
-        for dim in first["verdicts"]:
-            wins = [c["verdicts"][dim] for c in scored]
+        for dim in first.verdicts:
+            wins = [c.verdicts[dim] for c in scored]
             names = {w["winner"] for w in wins}
             outcome = TIE if len(names) > 1 else (A if a in names else B)
             strengths = [w.get("strength_expected", w["strength"]) for w in wins]
@@ -78,7 +80,7 @@ def combine_orders(comparisons: Iterable[dict[str, Any]]) -> tuple[list[PairVerd
             out.append(
                 PairVerdict(
                     hid,
-                    first["subset"],
+                    first.subset,
                     a,
                     b,
                     judge,
@@ -86,8 +88,8 @@ def combine_orders(comparisons: Iterable[dict[str, Any]]) -> tuple[list[PairVerd
                     outcome,
                     wa,
                     wb,
-                    int(first["words"][a]),
-                    int(first["words"][b]),
+                    first.words.get(a, 0),
+                    first.words.get(b, 0),
                 )
             )
     return out, singles, counts

@@ -94,7 +94,8 @@ class ChatModel(Protocol):
 class ModelCallError(Exception):
     """A call that failed for good (after retries)."""
 
-    def __init__(self, message: str, *, retries: int = 0, endpoint: str = "") -> None:
+    def __init__(self, message: str, *, retries: int = 0, endpoint: str = "", usage: Usage | None = None) -> None:
         super().__init__(message)
         self.retries = retries
         self.endpoint = endpoint
+        self.usage = usage or Usage()  # what its failed attempts were billed (empty replies): spent all the same

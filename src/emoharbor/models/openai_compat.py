@@ -126,6 +126,7 @@ class OpenAIChatModel:
 
     async def _call_with_retries(self, req: dict[str, Any]) -> ChatResult:
         attempt = 0
+        billed = Usage()  # failed attempts the server billed all the same (empty replies)
         while True:
             ep = self._pick()
             ep.outstanding += 1
@@ -136,7 +137,7 @@ class OpenAIChatModel:
                 ep.succeeded()
                 return ChatResult(
                     text=result[0],
-                    usage=result[1],
+                    usage=result[1] + billed,
                     latency_s=time.perf_counter() - started,
                     model=self.name,
                     endpoint=ep.url,
@@ -148,10 +149,14 @@ class OpenAIChatModel:
                 raise
             except Exception as exc:
                 raise_if_cancelled()
+                billed += getattr(exc, "usage", Usage())
                 secrets = (ep.client.api_key,) if self.spec.api_key_env else ()  # never in a record or a log
                 if not is_retryable(exc):
                     raise ModelCallError(
-                        f"{self.name} at {ep.url}: {describe(exc, secrets)}", retries=attempt, endpoint=ep.url
+                        f"{self.name} at {ep.url}: {describe(exc, secrets)}",
+                        retries=attempt,
+                        endpoint=ep.url,
+                        usage=billed,
                     ) from exc
                 ep.failed()
                 if attempt >= self.spec.max_retries:
@@ -159,6 +164,7 @@ class OpenAIChatModel:
                         f"{self.name} at {ep.url}: {describe(exc, secrets)} (gave up after {attempt + 1} tries)",
                         retries=attempt,
                         endpoint=ep.url,
+                        usage=billed,
                     ) from exc
                 wait = retry_after_s(exc)
                 delay = wait if wait is not None else backoff_s(attempt)
@@ -175,17 +181,17 @@ class OpenAIChatModel:
             raise EmptyReply("the server answered with no choices")
         choice = resp.choices[0]
         text = choice.message.content or ""
-        if not text.strip():  # not a reply: not cached, and the unit is done again by the next run
-            at_length = choice.finish_reason == "length"
-            hint = f": max_tokens ({req['max_tokens']}) ran out before any text" if at_length else ""
-            raise EmptyReply(f"the server answered with an empty message{hint}", retry=not at_length)
         u = resp.usage
         pt = int(getattr(u, "prompt_tokens", 0) or 0) if u else 0
         ct = int(getattr(u, "completion_tokens", 0) or 0) if u else 0
         price = self.spec.price
-        cost = (pt * price.input_per_mtok + ct * price.output_per_mtok) / 1e6
+        usage = Usage(pt, ct, (pt * price.input_per_mtok + ct * price.output_per_mtok) / 1e6)
+        if not text.strip():  # not a reply: not cached, and the unit is done again by the next run
+            at_length = choice.finish_reason == "length"
+            hint = f": max_tokens ({req['max_tokens']}) ran out before any text" if at_length else ""
+            raise EmptyReply(f"the server answered with an empty message{hint}", retry=not at_length, usage=usage)
         lp = token_logprobs(choice) if req.get("logprobs") else None
-        return text, Usage(pt, ct, cost), str(choice.finish_reason or ""), lp
+        return text, usage, str(choice.finish_reason or ""), lp
 
     async def aclose(self) -> None:
         for e in self.endpoints:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -52,7 +52,9 @@ class RoleModel:
             )
         except ModelCallError as e:
             if self.sink:
-                self.sink(CallRecord(self.role, self.name, e.endpoint, 0, 0, 0.0, 0.0, False, e.retries, str(e)))
+                u = e.usage
+                self.sink(CallRecord(self.role, self.name, e.endpoint, u.prompt_tokens, u.completion_tokens, u.cost_usd,
+                                     0.0, False, e.retries, str(e)))  # fmt: skip
             raise
         if self.sink:
             u = r.usage
@@ -187,3 +189,21 @@ def check_model_spec(spec: ModelSpec) -> None:
 
 
 __all__ = ["EmoharborError", "ModelPool", "RoleModel", "check_model_spec"]
+
+
+GetModel = Callable[[ModelSpec, str], Awaitable[ChatModel]]
+
+
+class LazyModels:
+    """Builds each model on first use, so a resumed stage with nothing left to do starts no server."""
+
+    def __init__(self, get_model: GetModel) -> None:
+        self._get = get_model
+        self._models: dict[str, ChatModel] = {}
+        self._lock = asyncio.Lock()
+
+    async def get(self, key: str, spec: ModelSpec, role: str) -> ChatModel:
+        async with self._lock:
+            if key not in self._models:
+                self._models[key] = await self._get(spec, role)
+            return self._models[key]

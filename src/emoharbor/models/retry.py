@@ -11,6 +11,8 @@ import time
 import httpx
 import openai
 
+from .base import Usage
+
 MAX_WAIT_S = 60.0
 
 
@@ -41,11 +43,13 @@ def raise_if_cancelled() -> None:
 
 class EmptyReply(Exception):
     """The server answered 200 but with no choice, no message or no text: never cached, retried unless
-    ``retry`` is False (the reply ran out of tokens before any text: a retry would do the same)."""
+    ``retry`` is False (the reply ran out of tokens before any text: a retry would do the same). ``usage``: what
+    the server billed for it, counted as spent."""
 
-    def __init__(self, message: str, *, retry: bool = True) -> None:
+    def __init__(self, message: str, *, retry: bool = True, usage: Usage | None = None) -> None:
         super().__init__(message)
         self.retry = retry
+        self.usage = usage or Usage()
 
 
 def retry_after_s(exc: BaseException) -> float | None:

@@ -16,7 +16,7 @@ import numpy as np
 from ..assess.dimensions import group_keys
 from ..profiles.schema import Profile
 from ..profiles.stats import TRAITS
-from .html import esc, heat, note, table
+from .html import esc, heat, note, num, table
 from .runs import RunView
 
 
@@ -32,7 +32,7 @@ def attributes(p: Profile) -> list[tuple[str, str]]:
 
 
 def personal_score(a: dict[str, Any] | None) -> float | None:
-    if a is None or a["unscored"]:
+    if a is None or a["status"] != "ok":
         return None
     vals = [a["scores"][k] for k in group_keys("personal") if a["scores"].get(k) is not None]
     return float(np.mean(vals)) if vals else None
@@ -74,15 +74,11 @@ def breakdowns_html(view: RunView, judge: str = "user") -> str:
                 continue
             mean, n = got
             delta = mean - data["baseline"][sup]
-            weakest[sup].append((delta, f"{attr}: {value} ({mean:.2f}, n={n})"))
-            row.append(
-                (
-                    f'<span data-sort="{delta:.6f}">{mean:.2f}</span> <small>n={n}, {delta:+.2f}</small>',
-                    heat(delta, 1.0),
-                )
-            )
+            weakest[sup].append((delta, f"{attr}: {value} ({num(mean)}, n={n})"))
+            html = f'<span data-sort="{delta:.6f}">{num(mean)}</span> <small>n={n}, {num(delta, signed=True)}</small>'
+            row.append((html, heat(delta, 1.0)))
         rows.append(row)
-    header = ["attribute", "value", *[f"{esc(s)} <small>(avg {data['baseline'][s]:.2f})</small>" for s in sups]]
+    header = ["attribute", "value", *[f"{esc(s)} <small>(avg {num(data['baseline'][s])})</small>" for s in sups]]
     spots = "".join(
         f"<li><b>{esc(s)}</b>: "
         + (esc("; ".join(t for d, t in sorted(weakest[s])[:3] if d < 0)) or "no attribute value below its average")

@@ -9,7 +9,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from .. import __version__
+from .. import __version__, kinds
 from ..validate.replay import SUPPORTER
 from .breakdowns import breakdowns_html
 from .health import health_html
@@ -17,7 +17,7 @@ from .heart_section import heart_html
 from .html import esc, est, note, section, table
 from .leaderboard_html import leaderboard_html, radars_html, trajectories_html
 from .other_sections import not_emoharbor_html, validation_html, validation_scatters
-from .runs import EMOHARBOR, HEART, VALIDATE, RunView, load_run
+from .runs import RunView, load_run
 from .transcripts import transcripts_html
 
 
@@ -60,12 +60,18 @@ def validate_body(view: RunView, rid: str, seed: int) -> str:
     return "".join(parts)
 
 
+def heart_body(view: RunView, rid: str, seed: int) -> str:
+    return note(
+        "A HEART run (human and model replies compared pairwise), not an EmoHarbor run: its ratings are shown below."
+    ) + heart_html(view.folder)
+
+
 def comparison_table(views: list[RunView]) -> str:
     """Several runs side by side: every supporter of every EmoHarbor run, by the user-judge."""
     rows = []
     for v in views:
         board = v.boards.get("user")
-        if v.kind != EMOHARBOR or board is None:
+        if v.kind != "emoharbor" or board is None:
             rows.append([esc(v.label), esc(v.kind), "-", "-", "-", "-", "-", "-", "-"])
             continue
         for r in board["rows"]:
@@ -98,17 +104,8 @@ def comparison_table(views: list[RunView]) -> str:
 
 def run_section(i: int, view: RunView, seed: int) -> tuple[str, str]:
     rid = run_id(i, view)
-    if view.kind == EMOHARBOR:
-        body = emoharbor_body(view, rid, seed)
-    elif view.kind == VALIDATE:
-        body = validate_body(view, rid, seed)
-    elif view.kind == HEART:
-        body = note(
-            "A HEART run (human and model replies compared pairwise), not an EmoHarbor run: its ratings "
-            "are shown below."
-        ) + heart_html(view.folder)
-    else:
-        body = not_emoharbor_html(view)
+    body_of = kinds.hook(view.kind, "html") or (lambda view, rid, seed: not_emoharbor_html(view))
+    body = body_of(view, rid, seed)
     head = f'<p class="runmeta">folder <code>{esc(view.folder)}</code>, kind <b>{esc(view.kind)}</b></p>'
     return rid, f'<section class="run" id="{rid}"><h2>{esc(view.label)}</h2>{head}{body}</section>'
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from ..errors import EmoharborError
 from ..heart.render import overview_md, rating_tables, win_rate_rows
-from .html import dict_rows_table, esc, note, table
+from ..tables import bounds, num
+from .html import dict_rows_table, esc, note, plain, table
 
 
 def heart_html(folder: Path) -> str:
@@ -70,15 +71,15 @@ def heart_html(folder: Path) -> str:
 def _rating(r: dict[str, Any] | None) -> str:
     if r is None or r.get("rating") is None:
         return '<span class="na">-</span>'
-    ci = f" <small>[{r['low']:.0f}, {r['high']:.0f}]</small>" if r.get("low") is not None else ""
-    return f'<span data-sort="{r["rating"]:.3f}">{r["rating"]:.0f}</span>{ci}'
+    ci = bounds(r.get("low"), r.get("high"))
+    return f'<span data-sort="{r["rating"]:.3f}">{num(r["rating"])}</span>' + (f" <small>{ci}</small>" if ci else "")
 
 
 def _win_rates(data: dict[str, Any], keys: list[str]) -> str:
     rows = [
         [
             *[esc(x) for x in g],
-            *[f"{_share(by_dim[k]['win_rate'])} <small>n={by_dim[k]['pairs']}</small>" for k in keys],
+            *[f"{plain(by_dim[k]['win_rate'])} <small>n={by_dim[k]['pairs']}</small>" for k in keys],
         ]
         for g, by_dim in win_rate_rows(data)
     ]
@@ -94,20 +95,16 @@ def _strategies(strat: dict[str, Any]) -> str:
     ]
     for subset in dict.fromkeys(r["subset"] for r in strat["profiles"]):
         rows = [r for r in strat["profiles"] if r["subset"] == subset]
-        body = [[esc(s), *[_share(r[s]) for r in rows]] for s in strat["strategies"]]
+        body = [[esc(s), *[plain(r[s]) for r in rows]] for s in strat["strategies"]]
         body += [[esc(k), *[esc(r[k]) for r in rows]] for k in ("replies", "sentences", "unlabelled")]
         out.append(f"<p>histories: {esc(subset)}</p>")
         out.append(table(["strategy", *[esc(r["competitor"]) for r in rows]], body, cls="heart-strategies"))
     p = strat["label_patterns"]
     out.append(
         f'<p class="hint">Most common label of first sentences: {esc(p["most_common_first"])} '
-        f"({_share(p['most_common_first_share'])} of {p['first_sentences']}); adjacent sentences labelled with "
-        f"the next strategy of the list: {_share(p['next_in_list_share'])} of {p['adjacent_pairs']} (by chance "
-        f"about {_share(p['next_in_list_by_chance'])}).</p>"
+        f"({plain(p['most_common_first_share'])} of {p['first_sentences']}); adjacent sentences labelled with "
+        f"the next strategy of the list: {plain(p['next_in_list_share'])} of {p['adjacent_pairs']} (by chance "
+        f"about {plain(p['next_in_list_by_chance'])}).</p>"
     )
     out += [note(f"Warning: {w}. Check the labeller (emoharbor heart strategy-check).") for w in p["warnings"]]
     return "".join(out)
-
-
-def _share(v: float | None) -> str:
-    return '<span class="na">n/a</span>' if v is None else f'<span data-sort="{v:.4f}">{v:.2f}</span>'

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from ..tables import NA, bounds, cell
+from ..tables import num as num  # the report's other modules import it from here
+
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
 
@@ -17,17 +20,13 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def num(v: float | None, digits: int = 2) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}"
-
-
 def est(e: dict[str, Any], digits: int = 2, value_key: str = "mean") -> str:
     """An estimate with its interval and n as HTML: ``3.10 [2.80, 3.40] n=12``; sorts by the estimate."""
-    v = e.get(value_key)
+    v, n = e.get(value_key), f" <small>n={e.get('n', 0)}</small>"
     if v is None:
-        return f'<span class="na" data-sort="">n/a</span> <small>n={e.get("n", 0)}</small>'
-    ci = f" <small>[{e['lo']:.{digits}f}, {e['hi']:.{digits}f}]</small>" if e.get("lo") is not None else ""
-    return f'<span data-sort="{v:.6f}">{v:.{digits}f}</span>{ci} <small>n={e.get("n", 0)}</small>'
+        return f'<span class="na" data-sort="">{NA}</span>{n}'
+    ci = bounds(e.get("lo"), e.get("hi"), digits)
+    return f'<span data-sort="{v:.6f}">{num(v, digits)}</span>' + (f" <small>{ci}</small>" if ci else "") + n
 
 
 Cell = str | tuple[str, str]  # HTML, or (HTML, extra attributes for the <td>)
@@ -56,14 +55,15 @@ def dict_rows_table(rows: list[dict[str, Any]], columns: list[str] | None = None
     if not rows:
         return '<p class="note">(none)</p>'
     cols = columns or list(rows[0])
-    return table([esc(c) for c in cols], [[_plain(r.get(c)) for c in cols] for r in rows])
+    return table([esc(c) for c in cols], [[plain(r.get(c)) for c in cols] for r in rows])
 
 
-def _plain(v: Any) -> str:
+def plain(v: Any) -> str:
+    """A value of any kind as a cell, formatted as in the commands' tables (`tables.cell`)."""
     if v is None:
-        return '<span class="na">n/a</span>'
+        return f'<span class="na">{NA}</span>'
     if isinstance(v, float):
-        return f'<span data-sort="{v:.6f}">{v:.3f}</span>'
+        return f'<span data-sort="{v:.6f}">{cell(v)}</span>'
     return esc(v)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from .html import esc, heat, note, table
+from .html import esc, est, heat, note, num, table
 from .runs import RunView
 from .svg import Point, scatter
 
@@ -15,11 +15,9 @@ FAILED, SUCCEEDED = "#c0392b", "#2e86c1"
 
 def _cell(c: dict[str, Any], target: str, difference: bool = False) -> str | tuple[str, str]:
     if c["value"] is None:
-        return f'<span class="na" data-sort="">n/a</span> <small>n={c["n"]}</small>'
-    ci = f" <small>[{c['lo']:.2f}, {c['hi']:.2f}]</small>" if c["lo"] is not None else ""
-    html = f'<span data-sort="{c["value"]:.6f}">{c["value"]:.2f}</span>{ci} <small>n={c["n"]}</small>'
+        return est(c, value_key="value")
     centre = 0.5 if target == "not_failed" and not difference else 0.0
-    return html, heat(c["value"] - centre, 0.5)
+    return est(c, value_key="value"), heat(c["value"] - centre, 0.5)
 
 
 def validation_html(data: dict[str, Any], run_id: str) -> str:
@@ -62,7 +60,7 @@ def validation_scatters(rows: list[dict[str, Any]]) -> str:
                 r["overall"],
                 FAILED if r["failed"] else SUCCEEDED,
                 f"{r['conversation']}: seeker empathy {r['seeker_empathy']}, relevance {r.get('seeker_relevance')}, "
-                f"{judge} overall {r['overall']:.2f}",
+                f"{judge} overall {num(r['overall'])}",
             )
             for r in rows
             if r.get("judge") == judge and r["overall"] is not None and r.get("seeker_empathy") is not None

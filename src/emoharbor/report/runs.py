@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import kinds
 from ..assess.leaderboard import leaderboard
 from ..errors import EmoharborError
 from ..evaluate import config_of
@@ -13,8 +14,6 @@ from ..profiles.loader import resolve_profiles
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
-
-EMOHARBOR, VALIDATE, HEART = "emoharbor", "validate", "heart"
 
 
 @dataclass
@@ -58,16 +57,15 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
         view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
         view.usage_by_role = store.usage_by_role()
         view.events = store.event_counts()
-        if view.kind == EMOHARBOR:
-            _load_emoharbor(store, view, seed)
-        elif view.kind == VALIDATE:
-            _load_validate(store, view, seed)
+        fill = kinds.hook(view.kind, "view")
+        if fill is not None:
+            fill(store, view, seed)
         return view
     finally:
         store.close()
 
 
-def _load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
+def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
     view.conversations = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     view.assessments = _assessments(store)
     for judge in view.judges or ["user"]:
@@ -79,7 +77,7 @@ def _load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
         view.notes.append(f"profiles could not be read again, so there are no breakdowns by profile: {e}")
 
 
-def _load_validate(store: RunStore, view: RunView, seed: int) -> None:
+def load_validate(store: RunStore, view: RunView, seed: int) -> None:
     from ..validate.analysis import score_rows, validation_table  # the report does not need validate otherwise
 
     records = dict(store.items("replay"))

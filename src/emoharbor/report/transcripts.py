@@ -68,7 +68,7 @@ def assessments_html(per_judge: dict[str, dict[str, Any]]) -> str:
         row = [esc(k)]
         for j in judges:
             a = per_judge[j]
-            if a["unscored"]:
+            if a["status"] != "ok":
                 row.append('<span class="na">unscored</span>')
             elif k not in a["scores"]:
                 row.append('<span class="na">-</span>')
@@ -79,7 +79,7 @@ def assessments_html(per_judge: dict[str, dict[str, Any]]) -> str:
         f'<p class="note">{esc(j)}: unscored after {per_judge[j].get("attempts", 0)} tries: '
         f"{esc(str(per_judge[j].get('error', ''))[:300])}</p>"
         for j in judges
-        if per_judge[j]["unscored"]
+        if per_judge[j]["status"] != "ok"
     )
     return table(header, rows, sortable=False, cls="assess") + errs
 
@@ -87,7 +87,7 @@ def assessments_html(per_judge: dict[str, dict[str, Any]]) -> str:
 def overall(a: dict[str, Any] | None) -> str:
     if a is None:
         return "not assessed"
-    if a["unscored"]:
+    if a["status"] != "ok":
         return "unscored"
     return f"{np.mean([v for v in a['scores'].values() if v is not None]):.2f}"
 

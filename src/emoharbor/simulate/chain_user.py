@@ -26,6 +26,8 @@ from .conversation import Decision, Turn, UserState
 from .text_checks import clean_message, repeats, user_text_events
 from .user_agent import UserStep
 
+CHAIN_PROMPTS = ("user_system", "user_open", "user_appraise", "user_feel", "user_express")  # what the chain reads
+
 
 class UserSimulationError(Exception):
     """The simulated user could not produce a message: the conversation ends with termination 'error'."""

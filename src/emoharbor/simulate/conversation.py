@@ -36,6 +36,7 @@ class Conversation(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     states: list[UserState] = Field(default_factory=list)
     termination: Termination = "max_turns"
+    status: Literal["ok", "unscored", "error"] = "ok"  # error: a model call failed for good (the unit is redone)
     error: str = ""
     events: list[tuple[str, str]] = Field(default_factory=list)
     wall_s: float = 0.0

@@ -57,11 +57,11 @@ async def converse(
                 conv.termination = "user_disengaged"
                 break
     except ModelCallError as e:
-        conv.termination = "error"
+        conv.termination, conv.status = "error", "error"
         conv.error = str(e)
         conv.events.append(("model_error", str(e)[:200]))
-    except UserSimulationError as e:
-        conv.termination = "error"
+    except UserSimulationError as e:  # the simulated user's output did not parse: not redone
+        conv.termination, conv.status = "error", "unscored"
         conv.error = str(e)
         conv.events.extend(e.events)
     conv.wall_s = time.perf_counter() - started

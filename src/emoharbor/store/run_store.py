@@ -5,8 +5,10 @@ comparison) is written in one transaction together with the records of the model
 so a run killed at any moment holds only whole units; started again with the same config it skips
 the units it has and does the rest. A different config is refused.
 
-Every call a unit made is kept, also when the unit is done again (it ended on a failed model call): the
-calls of the earlier attempt stay, marked ``superseded``, so the money and retries spent on it still count.
+Every call is written the moment it returns, tagged with the unit and the attempt that made it, so a run
+killed outright still has every call it paid for. When a unit is done again (it ended on a failed model call,
+or the run was killed before the unit was written), the calls of the earlier attempts stay, marked
+``superseded``, so the money and retries spent on them still count.
 A call served from the cache is marked ``cached`` and carries the cost the original call had: that is
 money saved, reported apart from money spent.
 """
@@ -24,6 +26,7 @@ from typing import Any
 
 from .. import userfiles
 from ..errors import EmoharborError
+from ..kinds import title
 from ..models.base import CallRecord
 
 DB_NAME = "run.sqlite"
@@ -35,7 +38,8 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, role TEXT, model TEXT,
     endpoint TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL,
-    latency_s REAL, cached INTEGER, retries INTEGER, error TEXT, superseded INTEGER NOT NULL DEFAULT 0);
+    latency_s REAL, cached INTEGER, retries INTEGER, error TEXT, superseded INTEGER NOT NULL DEFAULT 0,
+    attempt TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, event TEXT, detail TEXT);
 """
@@ -56,16 +60,40 @@ USAGE_COLUMNS = (
     "cached_cost_usd",
 )
 RUN_TABLES = {"meta", "results", "calls", "events", "sqlite_sequence"}
-KIND_NAMES = {
-    "emoharbor": "an EmoHarbor run (emoharbor run)",
-    "validate": "a validate run",
-    "heart": "a HEART run",
-    "heart_strategy_check": "a strategy check (emoharbor heart strategy-check)",
-    "evolve_refine": "an evolve refine round",
-}
 
-# the model calls made by the unit of work running in this task
-unit_calls: contextvars.ContextVar[list[CallRecord] | None] = contextvars.ContextVar("unit_calls", default=None)
+STATUSES = ("ok", "unscored", "error")  # how a unit ended: see store.units
+
+
+def status_of(record: dict[str, Any]) -> str:
+    """How a stored unit ended. A record written before every unit carried one of ``STATUSES`` is read by what
+    it holds: a conversation or assessment that ended on a failed model call is an ``error``, one whose output
+    did not parse is ``unscored``; so are HEART's missing or empty replies and unlabelled messages, and evolve's
+    dropped contexts (``error`` where a model call failed)."""
+    status = record.get("status")
+    if status in STATUSES:
+        return str(status)
+    if record.get("termination") == "error":
+        return "error" if any(ev[0] == "model_error" for ev in record.get("events", [])) else "unscored"
+    if record.get("unscored"):
+        return "error" if record.get("attempts") == 0 and record.get("error") else "unscored"
+    if status == "dropped":
+        return "error" if record.get("reason") == "model_error" else "unscored"
+    return "unscored" if status in ("missing", "empty", "unlabelled", "no_sentences") else "ok"
+
+
+# kinds written by the stages themselves, not as units of the stage runner: they carry no status
+NOT_UNITS = frozenset({"history", "load_report", "stage", "human_judgment", "human_import"})
+
+
+def _read(kind: str, data: str) -> dict[str, Any]:
+    record = dict(json.loads(data))
+    if kind not in NOT_UNITS and record.get("status") not in STATUSES:
+        record["status"] = status_of(record)
+    return record
+
+
+# the unit of work running in this task, as (kind, key, attempt): its model calls are tagged with it
+unit_attempt: contextvars.ContextVar[tuple[str, str, str] | None] = contextvars.ContextVar("unit_attempt", default=None)
 
 
 def config_differences(old: Any, new: Any, most: int = 6) -> list[str]:
@@ -108,7 +136,7 @@ class RunStore:
         elif have.get("kind") != kind:
             store.close()
             raise EmoharborError(
-                f"{store.folder} holds a '{have.get('kind')}' run, not a '{kind}' run: use another folder"
+                f"{store.folder} holds {title(str(have.get('kind')))}, not {title(kind)}: use another folder"
             )
         elif have.get("config_hash") != config_hash:
             differs = config_differences(json.loads(have.get("config", "{}")), resolved)
@@ -118,7 +146,21 @@ class RunStore:
                 f"{store.folder} was started with a different config (hash {have.get('config_hash')}, "
                 f"this one is {config_hash}{where}): resume it with the same config, or give a new run folder"
             )
+        else:
+            store._note_settings(json.loads(have["config"]), resolved)
         return store
+
+    def _note_settings(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """A resume whose config differs only in settings that change no output (the hash is the same): the
+        new config is kept, and what changed goes into the run's ``history``."""
+        changed = config_differences(old, new, most=50)
+        if not changed:
+            return
+        history = json.loads(self.meta().get("history", "[]"))
+        history.append({"at": time.time(), "changed": changed})
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('config', ?)", (json.dumps(new, sort_keys=True),))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('history', ?)", (json.dumps(history),))
 
     @classmethod
     def open_existing(cls, folder: Path, *kinds: str) -> RunStore:
@@ -130,8 +172,8 @@ class RunStore:
         kind = store.meta()["kind"]
         if kinds and kind not in kinds:
             store.close()
-            wanted = " or ".join(KIND_NAMES.get(k, f"a '{k}' run") for k in kinds)
-            raise EmoharborError(f"{folder} holds {KIND_NAMES.get(kind, f'a {kind!r} run')}, not {wanted}")
+            wanted = " or ".join(title(k) for k in kinds)
+            raise EmoharborError(f"{folder} holds {title(kind)}, not {wanted}")
         return store
 
     def _connect(self, *, new_ok: bool) -> None:
@@ -150,6 +192,8 @@ class RunStore:
             have = {r[1] for r in self.db.execute("PRAGMA table_info(calls)")}
             if "superseded" not in have:  # a run database from before superseded attempts were kept
                 self.db.execute("ALTER TABLE calls ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0")
+            if "attempt" not in have:  # from before calls were written as they were made
+                self.db.execute("ALTER TABLE calls ADD COLUMN attempt TEXT NOT NULL DEFAULT ''")
         except sqlite3.DatabaseError as e:
             self.close()
             raise EmoharborError(
@@ -197,51 +241,37 @@ class RunStore:
         key: str,
         data: dict[str, Any],
         *,
-        calls: list[CallRecord] | None = None,
+        attempt: str | None = None,
         events: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Write one finished unit, its calls and its events, atomically. A unit written again (done again
-        after a failed model call) replaces its record and events; the calls of the earlier attempt are kept,
-        marked superseded, since they were made (and paid for)."""
+        """Write one finished unit and its events, atomically (its calls are in the store already, tagged with
+        ``attempt``; None: calls of no attempt). A unit written again replaces its record and events; the calls
+        of its earlier attempts are kept, marked superseded, since they were made (and paid for)."""
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
                 (kind, key, json.dumps(data, ensure_ascii=False), time.time()),
             )
-            db.execute("UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0", (kind, key))
+            db.execute(
+                "UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0 AND attempt!=?",
+                (kind, key, attempt or "-"),
+            )
             db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, key))
-            for c in calls or []:
-                self._insert_call(db, c, kind, key)
             for ev, detail in events or []:
                 db.execute(
                     "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)", (kind, key, ev, detail)
                 )
 
-    def record_call(self, c: CallRecord) -> None:
-        """A call outside any unit of work: written at once."""
+    def record_call(self, c: CallRecord, unit: tuple[str, str, str] | None = None) -> None:
+        """A call as it returns: of the unit attempt ``unit`` (kind, key, attempt), or of no unit."""
+        kind, key, attempt = unit or ("", "", "")
         with self._tx() as db:
-            self._insert_call(db, c, "", "")
-
-    @staticmethod
-    def _insert_call(db: sqlite3.Connection, c: CallRecord, kind: str, key: str) -> None:
-        db.execute(
-            "INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
-            " cost_usd, latency_s, cached, retries, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                kind,
-                key,
-                c.role,
-                c.model,
-                c.endpoint,
-                c.prompt_tokens,
-                c.completion_tokens,
-                c.cost_usd,
-                c.latency_s,
-                int(c.cached),
-                c.retries,
-                c.error,
-            ),
-        )
+            db.execute(
+                "INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
+                " cost_usd, latency_s, cached, retries, error, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (kind, key, c.role, c.model, c.endpoint, c.prompt_tokens, c.completion_tokens, c.cost_usd,
+                 c.latency_s, int(c.cached), c.retries, c.error, attempt),
+            )  # fmt: skip
 
     def has(self, kind: str, key: str) -> bool:
         row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (kind, key)).fetchone()
@@ -252,12 +282,12 @@ class RunStore:
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
         row = self._conn().execute("SELECT data FROM results WHERE kind=? AND key=?", (kind, key)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        return None if row is None else _read(kind, row[0])
 
     def items(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
         cur = self._conn().execute("SELECT key, data FROM results WHERE kind=? ORDER BY key", (kind,))
         for key, data in cur:
-            yield key, json.loads(data)
+            yield key, _read(kind, data)
 
     def kinds(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT kind FROM results ORDER BY kind")]
@@ -304,14 +334,11 @@ class RunStore:
 
 
 def call_sink(store: RunStore | None) -> Any:
-    """A sink for model calls: into the running unit's list if there is one, else straight to the store."""
+    """A sink for model calls: each is written to the store as it returns, tagged with the running unit."""
 
     def sink(c: CallRecord) -> None:
-        pending = unit_calls.get()
-        if pending is not None:
-            pending.append(c)
-        elif store is not None:
-            store.record_call(c)
+        if store is not None:
+            store.record_call(c, unit_attempt.get())
 
     return sink
 

@@ -1,25 +1,36 @@
-"""Running many units of work concurrently into a run store, resumably.
+"""The one stage runner: units of work done by a fixed pool of workers into a run store, resumably.
 
-A unit is (key, work): ``work()`` returns the unit's record (a JSON-able dict) and a list of
-(event, detail) pairs to count (parse failures, repetition, skips...). The record, the unit's
-model calls and its events are written in one transaction when the unit finishes. Units whose key
-the store already holds are skipped, so a killed run started again only does what is missing.
+A unit is (key, work): ``work()`` returns the unit's record (a JSON-able dict) and a list of (event, detail)
+pairs to count (parse failures, repetition, skips...). Every record says how it ended in ``status``:
+
+- ``ok``: done;
+- ``unscored``: done, but its output could not be used (it did not parse, a reply was missing): counted and
+  reported, never redone (the same calls would come back from the cache);
+- ``error``: a model call failed for good (the endpoint was down, a timeout outlived the retries): the next
+  run of the same command does the unit again.
+
+The record and its events are written in one transaction when the unit finishes; its model calls are written
+as they return (``run_store.call_sink``). Units whose stored record is not an ``error`` are skipped, so a
+killed run started again only does what is missing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from .run_store import RunStore, unit_calls
+from .run_store import STATUSES, RunStore, status_of, unit_attempt
 
 Events = list[tuple[str, str]]
 Work = Callable[[], Awaitable[tuple[dict[str, Any], Events]]]
+T = TypeVar("T")
 
 
 def progress_bar(total: int, done: int, desc: str, *, enabled: bool, unit: str = "it") -> tqdm[Any]:
@@ -29,74 +40,96 @@ def progress_bar(total: int, done: int, desc: str, *, enabled: bool, unit: str =
     )
 
 
-@dataclass
-class UnitsDone:
-    skipped: int  # already in the store
-    done: int
-
-
-def failed_call(record: dict[str, Any]) -> bool:
-    """Whether a stored conversation or assessment ended on a model call that failed for good (the
-    endpoint was down, a timeout outlived the retries): such a unit is done again by the next run. Output
-    that did not parse is kept as it is: the same calls would come back from the cache."""
-    if record.get("termination") == "error":
-        return any(ev[0] == "model_error" for ev in record.get("events", []))
-    return bool(record.get("unscored")) and record.get("attempts") == 0 and bool(record.get("error"))
-
-
 def finished(store: RunStore, kind: str) -> set[str]:
     """The keys of ``kind`` that a resumed run does not do again."""
-    return {k for k, d in store.items(kind) if not failed_call(d)}
+    return {k for k, d in store.items(kind) if status_of(d) != "error"}
 
 
 async def unit(
-    store: RunStore,
-    kind: str,
-    key: str,
-    work: Work,
-    *,
-    redo_failed_calls: bool = False,
-    redo_if: Callable[[dict[str, Any]], bool] | None = None,
+    store: RunStore, kind: str, key: str, work: Work, *, redo_if: Callable[[dict[str, Any]], bool] | None = None
 ) -> dict[str, Any]:
-    """Do one unit unless the store has it (with ``redo_failed_calls``: unless it has it and the unit did
-    not end on a failed model call; with ``redo_if``: unless that says the stored record must be done
-    again); write its record, calls and events in one transaction."""
+    """Do one unit unless the store has it and it did not end in ``error`` (with ``redo_if``: and that does not
+    say the stored record must be done again); write its record and events in one transaction."""
     have = store.get(kind, key)
-    redo = have is not None and ((redo_failed_calls and failed_call(have)) or (redo_if is not None and redo_if(have)))
-    if have is not None and not redo:
+    if have is not None and status_of(have) != "error" and not (redo_if is not None and redo_if(have)):
         return have
-    token = unit_calls.set([])
+    attempt = uuid.uuid4().hex
+    token = unit_attempt.set((kind, key, attempt))
     try:
         record, events = await work()
-        store.put(kind, key, record, calls=unit_calls.get(), events=events)
+        if record.get("status") not in STATUSES:
+            got = record.get("status")
+            raise RuntimeError(f"unit {kind} {key}: its record has status {got!r}, not one of {STATUSES}")
+        store.put(kind, key, record, attempt=attempt, events=events)
     finally:
-        unit_calls.reset(token)
+        unit_attempt.reset(token)
     return record
 
 
-async def run_units(
+async def in_workers(items: Iterable[T], work: Callable[[T], Awaitable[None]], workers: int) -> None:
+    """``work`` on every item, ``workers`` at a time: a fixed pool of tasks, so memory does not grow with the
+    number of items."""
+    it = iter(items)
+
+    async def worker() -> None:
+        for item in it:
+            await work(item)
+
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(max(1, workers)):
+            tg.create_task(worker())
+
+
+@dataclass
+class StageDone:
+    units: int  # in the stage
+    resumed: int  # found finished in the store
+    done_now: int  # done (or done again) by this run
+    statuses: dict[str, int]  # the stage's units by status, after this run
+
+
+def stage_todo(store: RunStore, kind: str, keys: Sequence[str], more: Callable[[str], bool] | None = None,
+               redo_if: Callable[[dict[str, Any]], bool] | None = None) -> list[str]:  # fmt: skip
+    """The keys with work left: not stored, stored as ``error``, ``redo_if`` says so, or ``more`` says the unit
+    has follow-on work left (an assessment of a stored conversation)."""
+    out = []
+    for key in keys:
+        have = store.get(kind, key)
+        left = have is None or status_of(have) == "error" or (redo_if is not None and redo_if(have))
+        if left or (more is not None and more(key)):
+            out.append(key)
+    return out
+
+
+async def run_stage(
     store: RunStore,
     kind: str,
     units: Sequence[tuple[str, Work]],
     *,
-    concurrency: int = 32,
+    workers: int,
     progress: bool = True,
     label: str = "",
-) -> UnitsDone:
-    have = store.keys(kind)
-    todo = [(k, w) for k, w in units if k not in have]
+    then: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
+    more: Callable[[str], bool] | None = None,
+    redo_if: Callable[[dict[str, Any]], bool] | None = None,
+) -> StageDone:
+    """Every unit not finished yet, ``workers`` at a time, with a progress bar. ``then(key, record)``: follow-on
+    work on a unit's record that did not end in ``error`` (its assessments), run in the same worker;
+    ``more(key)``: whether a finished unit still has such work left."""
+    keys = [k for k, _ in units]
+    todo = set(stage_todo(store, kind, keys, more, redo_if))
     bar = progress_bar(len(units), len(units) - len(todo), label or kind, enabled=progress, unit=kind)
-    gate = asyncio.Semaphore(concurrency)
 
-    async def one(key: str, work: Work) -> None:
-        async with gate:
-            await unit(store, kind, key, work)
-            bar.update(1)
+    async def one(item: tuple[str, Work]) -> None:
+        key, work = item
+        record = await unit(store, kind, key, work, redo_if=redo_if)
+        if then is not None and status_of(record) != "error":
+            await then(key, record)
+        bar.update(1)
 
     try:
-        async with asyncio.TaskGroup() as tg:
-            for key, work in todo:
-                tg.create_task(one(key, work))
+        await in_workers([u for u in units if u[0] in todo], one, workers)
     finally:
         bar.close()
-    return UnitsDone(skipped=len(units) - len(todo), done=len(todo))
+    statuses = Counter(status_of(d) for k, d in store.items(kind) if k in set(keys))
+    return StageDone(len(units), len(units) - len(todo), len(todo), dict(sorted(statuses.items())))

@@ -3,11 +3,25 @@
 It answers ``POST /v1/chat/completions`` after a fixed latency with deterministic text, or with a
 JSON object that fits the request's schema. Faults can be queued: each request takes the next one.
 
-Faults: ``ok``, ``400``, ``429`` (with Retry-After), ``500``, ``hang`` (never answers in time),
-``truncated`` (the body stops short of its Content-Length), ``invalid_json`` (200 with a broken body),
-``bad_output`` (200 with text that is not the requested JSON), ``empty`` (200 with an empty message),
-``empty_length`` (the same, finished by the token limit),
+Faults: ``ok``, ``400``, ``429`` (with Retry-After), ``500``, ``hang`` (no answer for ``hang_s`` seconds,
+then the connection is closed: a client's timeout beats it), ``reset`` (the connection is closed at once,
+without a response), ``truncated`` (the body stops short of its Content-Length), ``invalid_json`` (200 with a
+broken body), ``bad_output`` (200 with text that is not the requested JSON), ``empty`` (200 with an empty
+message), ``empty_length`` (the same, finished by the token limit),
 ``echo_key`` (401 whose error message repeats the request's Authorization header, as some servers do).
+
+Besides the queue, ``fault_rate`` R draws a fault from ``fault_mix`` for a request with probability R. The
+draw is seeded (``seed``) and made from the request itself and how many times the same request came before,
+so it does not depend on the order in which concurrent requests arrive: the same requests meet the same
+faults in every run.
+
+Billing: every request answered 200 with ``usage`` is billed its prompt and completion tokens as ``usage``
+reports them (``billed`` keeps the totals per model). ``ledger``: a file that gets one JSON line per request
+(its arrival time, model, digest, fault or ok, status, the tokens billed), written and flushed as the request
+is answered (a fault: as it is drawn, a hang before it starts), so it survives a client that is killed. The
+replies are deterministic functions of the request (the text and the JSON of the messages and the schema; only
+the reply's ``id`` and ``created`` vary), so a run resumed after a kill gets the same text as one that was never
+interrupted.
 
 Asked for ``logprobs`` (with ``logprobs=True`` here, the default), it returns them in the OpenAI form: the
 reply cut into tokens (runs of letters, single digits, single other characters), each digit 1-5 with a
@@ -17,21 +31,30 @@ fixed distribution over the digits 1-5 (``digit_probs``) and every other token w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
 import random
 import re
 import socket
+import struct
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import uvicorn
 
 Reply = Callable[[list[dict[str, Any]], dict[str, Any] | None], str]
+
+FAULTS = (
+    "ok", "400", "429", "500", "hang", "reset", "truncated", "invalid_json",
+    "bad_output", "empty", "empty_length", "echo_key",
+)  # fmt: skip
+DEFAULT_MIX = ("429", "500", "hang", "reset", "invalid_json")
 
 
 def example_from_schema(schema: dict[str, Any], rng: random.Random) -> Any:
@@ -89,11 +112,33 @@ def logprobs_of(text: str, top: int) -> dict[str, Any]:
 
 
 class FakeOpenAIServer:
-    def __init__(self, latency_s: float = 0.0, reply: Reply = default_reply, *, logprobs: bool = True) -> None:
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        reply: Reply = default_reply,
+        *,
+        logprobs: bool = True,
+        fault_rate: float = 0.0,
+        fault_mix: tuple[str, ...] | list[str] = DEFAULT_MIX,
+        seed: int = 0,
+        hang_s: float = 3600.0,
+        ledger: Path | str | None = None,
+    ) -> None:
         self.latency_s = latency_s
         self.reply = reply
         self.logprobs = logprobs
         self.faults: deque[str] = deque()
+        unknown = [f for f in fault_mix if f not in FAULTS]
+        if unknown or not 0.0 <= fault_rate <= 1.0 or (fault_rate > 0 and not fault_mix):
+            raise ValueError(f"fault_rate must be in [0, 1] and fault_mix name faults of {FAULTS}; got {unknown}")
+        self.fault_rate = fault_rate
+        self.fault_mix = tuple(fault_mix)
+        self.seed = seed
+        self.hang_s = hang_s
+        self._seen: Counter[str] = Counter()  # how many times each request (by digest) came
+        # per model: requests, faults, billed (200 with usage), prompt_tokens, completion_tokens
+        self.billed: dict[str, Counter[str]] = {}
+        self._ledger: IO[str] | None = open(ledger, "a", encoding="utf-8") if ledger else None  # noqa: SIM115
         self.requests = 0
         self.completed = 0
         self.in_flight = 0
@@ -136,13 +181,71 @@ class FakeOpenAIServer:
         finally:
             self.in_flight -= 1
 
+    def _draw_fault(self, body: bytes) -> tuple[str, str]:
+        """The next queued fault, else a seeded draw from the request and how often it came before (so the
+        draw does not depend on the order of concurrent requests); and the request's digest."""
+        digest = hashlib.sha256(body).hexdigest()[:16]
+        nth = self._seen[digest]
+        self._seen[digest] += 1
+        if self.faults:
+            return self.faults.popleft(), digest
+        if self.fault_rate > 0:
+            rng = random.Random(f"{self.seed}|{digest}|{nth}")
+            if rng.random() < self.fault_rate:
+                return rng.choice(self.fault_mix), digest
+        return "ok", digest
+
+    def _bill(
+        self,
+        arrival: tuple[int, float],
+        req: dict[str, Any],
+        digest: str,
+        fault: str,
+        status: int | None,
+        usage: dict[str, int],
+    ) -> None:
+        """Count one request, billed when it was answered 200 with usage; one line in the ledger, flushed
+        (``arrival``: the request's number and when it came)."""
+        model = str(req.get("model", ""))
+        c = self.billed.setdefault(model, Counter())
+        c["requests"] += 1
+        billed = status == 200 and bool(usage)
+        if billed:
+            c["billed"] += 1
+            c["prompt_tokens"] += int(usage.get("prompt_tokens", 0))
+            c["completion_tokens"] += int(usage.get("completion_tokens", 0))
+        if fault != "ok":
+            c["faults"] += 1
+        if self._ledger is not None:
+            line = {
+                "n": arrival[0],
+                "t": arrival[1],
+                "model": model,
+                "request": digest,
+                "fault": fault,
+                "status": status,
+                "billed": billed,
+                "prompt_tokens": int(usage.get("prompt_tokens", 0)) if billed else 0,
+                "completion_tokens": int(usage.get("completion_tokens", 0)) if billed else 0,
+            }
+            self._ledger.write(json.dumps(line) + "\n")
+            self._ledger.flush()
+
     async def _complete(self, body: bytes, send: Any, headers: dict[bytes, bytes]) -> None:
-        fault = self.faults.popleft() if self.faults else "ok"
+        arrival = (self.requests, time.time())
+        fault, digest = self._draw_fault(body)
         req = json.loads(body or b"{}")
         if self.keep_bodies:
             self.bodies.append(req)
+        status = {"400": 400, "429": 429, "500": 500, "echo_key": 401, "truncated": 200, "invalid_json": 200}
+        if fault not in ("ok", "bad_output", "empty", "empty_length"):  # no usage reaches the client: not billed
+            self._bill(arrival, req, digest, fault, status.get(fault), {})
         if fault == "hang":
-            await asyncio.sleep(3600)
+            await asyncio.sleep(self.hang_s)
+            await _reset(send)
+            return
+        if fault == "reset":
+            await _reset(send)
             return
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
@@ -185,6 +288,7 @@ class FakeOpenAIServer:
         }
         if req.get("logprobs") and self.logprobs:
             choice["logprobs"] = logprobs_of(text, int(req.get("top_logprobs") or 0))
+        usage = {"prompt_tokens": pt, "completion_tokens": len(text.split()), "total_tokens": pt + len(text.split())}
         await _send(
             send,
             200,
@@ -195,14 +299,11 @@ class FakeOpenAIServer:
                     "created": int(time.time()),
                     "model": req.get("model", "fake"),
                     "choices": [choice],
-                    "usage": {
-                        "prompt_tokens": pt,
-                        "completion_tokens": len(text.split()),
-                        "total_tokens": pt + len(text.split()),
-                    },
+                    "usage": usage,
                 }
             ),
         )
+        self._bill(arrival, req, digest, fault, 200, usage)
 
     def start(self) -> FakeOpenAIServer:
         config = uvicorn.Config(
@@ -230,12 +331,34 @@ class FakeOpenAIServer:
             self._server.force_exit = True
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+async def _reset(send: Any) -> None:
+    """Close the request's connection without a response (a reset, where the socket allows it)."""
+    cycle = getattr(send, "__self__", None)  # uvicorn's request cycle, which holds the connection's transport
+    transport = getattr(cycle, "transport", None)
+    if transport is None:  # not uvicorn's: a response cut off before its body, which closes the connection
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"100")]})
+        return
+    if not transport.is_closing():
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    for _ in range(100):  # let uvicorn see the connection lost, so it does not answer 500 on it
+        if getattr(cycle, "disconnected", True):
+            break
+        await asyncio.sleep(0.001)
 
 
 async def _send(send: Any, status: int, body: str, headers: dict[str, str] | None = None) -> None:
@@ -253,14 +376,31 @@ def _free_port() -> int:
 
 
 def main() -> None:
-    """``python -m emoharbor.testing.fake_server --port P --latency S``: serve until killed."""
+    """``python -m emoharbor.testing.fake_server --port P --latency S [--fault-rate R --fault-mix 429,500,...
+    --seed N --hang-s S --ledger FILE]``: serve until killed."""
     import argparse
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--fault-rate", type=float, default=0.0, help="probability of a fault per request")
+    ap.add_argument("--fault-mix", default=",".join(DEFAULT_MIX), help=f"faults to draw from, of {','.join(FAULTS)}")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the fault draws")
+    ap.add_argument("--hang-s", type=float, default=30.0, help="how long a hang lasts before the connection closes")
+    ap.add_argument("--ledger", default=None, help="append one JSON line per request (fault or billed) here")
     args = ap.parse_args()
-    srv = FakeOpenAIServer(latency_s=args.latency)
+    mix = tuple(f.strip() for f in args.fault_mix.split(",") if f.strip())
+    try:
+        srv = FakeOpenAIServer(
+            latency_s=args.latency,
+            fault_rate=args.fault_rate,
+            fault_mix=mix,
+            seed=args.seed,
+            hang_s=args.hang_s,
+            ledger=args.ledger,
+        )
+    except ValueError as e:
+        ap.error(str(e))
     srv.keep_bodies = False
     if args.port:
         srv.port = args.port

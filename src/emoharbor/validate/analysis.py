@@ -206,8 +206,8 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
         ),
         "judges": {
             j: {
-                "scored": sum(1 for k, a in by_judge[j].items() if k in ok and not a["unscored"]),
-                "unscored": sum(1 for k, a in by_judge[j].items() if k in ok and a["unscored"]),
+                "scored": sum(1 for k, a in by_judge[j].items() if k in ok and a["status"] == "ok"),
+                "unscored": sum(1 for k, a in by_judge[j].items() if k in ok and a["status"] != "ok"),
                 "not_assessed": sum(1 for k in ok if k not in by_judge[j]),
             }
             for j in judges
@@ -314,7 +314,8 @@ def score_rows(store: RunStore, *, embedding: bool = True) -> list[dict[str, Any
         if not judged:
             out.append(base)
         for a in judged:
-            out.append({**base, "judge": a["judge"], "unscored": a["unscored"], "saw": view_of(a), **_flat_scores(a)})
+            unscored = a["status"] != "ok"
+            out.append({**base, "judge": a["judge"], "unscored": unscored, "saw": view_of(a), **_flat_scores(a)})
     return out
 
 
@@ -330,3 +331,8 @@ def _flat_scores(a: dict[str, Any]) -> dict[str, Any]:
         out |= {f"{name}{suffix}": score_of(sc, name) for name in SCORES if name != "relief"}
         out |= {f"{k}{suffix}": sc.get(k) for k in keys()}
     return out
+
+
+def export_tables(store: RunStore) -> dict[str, list[dict[str, Any]]]:
+    """``validate_scores``: one flat row per conversation and judge, beside the seeker's own ratings."""
+    return {"validate_scores": score_rows(store)}

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
+
+from ..store.run_store import RunStore
+from ..tables import csv_table, interval
+from ..tables import text_table as text_table  # `emoharbor judges` imports it from here
+from .analysis import validation_table
 
 VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}
 
 
 def cell_text(c: dict[str, Any]) -> str:
-    if c["value"] is None:
-        return f"n/a (n={c['n']})"
-    if c["lo"] is None:
-        return f"{c['value']:.2f} (n={c['n']})"
-    return f"{c['value']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}] n={c['n']}"
+    """``0.41 [0.20, 0.60] n=12``; ``0.41 (n=12)`` without an interval; ``n/a (n=0)``."""
+    text = interval(c["value"], c["lo"], c["hi"])
+    return f"{text} n={c['n']}" if c["value"] is not None and c["lo"] is not None else f"{text} (n={c['n']})"
 
 
 def all_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -36,20 +37,6 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for r in all_rows(data)
     ]
     return header, rows
-
-
-def text_table(header: list[str], rows: list[list[str]], md: bool = False) -> str:
-    """An aligned plain-text table, or a Markdown one."""
-    if md:
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-    widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    line = fmt(header)
-    return "\n".join([line, "-" * len(line), *[fmt(r) for r in rows]])
 
 
 def summary_lines(data: dict[str, Any]) -> list[str]:
@@ -112,14 +99,12 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
 
 
 def to_csv(data: dict[str, Any]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["judge", "score", "target", "value", "lo", "hi", "n", "scoring"])
-    for r in all_rows(data):
-        for t in data["targets"]:
-            c = r["cells"][t]
-            w.writerow([r["judge"], r["score"], t, c["value"], c["lo"], c["hi"], c["n"], r.get("scoring", "")])
-    return buf.getvalue()
+    rows = [
+        [r["judge"], r["score"], t, *(r["cells"][t][k] for k in ("value", "lo", "hi", "n")), r.get("scoring", "")]
+        for r in all_rows(data)
+        for t in data["targets"]
+    ]
+    return csv_table(["judge", "score", "target", "value", "lo", "hi", "n", "scoring"], rows)
 
 
 def render_validation(data: dict[str, Any], fmt: str) -> str:
@@ -128,3 +113,9 @@ def render_validation(data: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return to_csv(data)
     return to_text(data, md=(fmt == "md"))
+
+
+def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
+    """A validate run's validation table (every judge and scoring): rendered, and its data."""
+    table = validation_table(store)
+    return render_validation(table, fmt), table

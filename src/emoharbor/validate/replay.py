@@ -99,7 +99,7 @@ async def replay(
                 conv.events.append(("crisis_referral_heard", f"supporter turn {heard}"))
             conv.turns[-1].inner = inner
     except ModelCallError as e:
-        conv.termination = "error"
+        conv.termination, conv.status = "error", "error"
         conv.error = str(e)
         conv.events.append(("model_error", str(e)[:200]))
     conv.wall_s = time.perf_counter() - started

@@ -14,7 +14,6 @@ name, so a finished run can be rated by another card in the same folder: only th
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 import zlib
@@ -22,18 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import ModelSpec, hash_config
+from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
+from ..config import ModelSpec
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
-from ..evaluate import Judge, assess_unit, check_judges, judge_models, make_judges, work_left
 from ..models.base import ChatModel
 from ..models.pool import ModelPool
 from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
 from ..simulate.chain_user import ChainSettings, ChainUser
 from ..simulate.conversation import Conversation, Turn
+from ..store.record import open_run, read_run
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, finished, progress_bar, unit
+from ..store.units import Events, Work, finished, run_stage, stage_todo, unit
 from .replay import SUPPORTER, esconv_facts, plan_replay, replay
 
 KIND = "validate"
@@ -104,18 +104,14 @@ def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
     return [c[i] for i in range(longest) for c in per_file if i < len(c)]
 
 
-CHAIN_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what a replay through the chain reads
-
-
-def run_record(opts: ValidateOptions) -> dict[str, Any]:
-    """What every record of the run depends on. The chain's prompt versions are kept in each replay that
-    went through the chain (``chain_prompts``), the judges' in their cards: a changed judge prompt or
-    Feeler prompt does not block rating a run with other judges, and is never mixed into old records."""
-    return opts.resolved()
+# What a replay through the chain reads. Their versions are kept in each replay that went through the chain
+# (``chain_prompts``), the judges' in their cards, not in the run record: a changed judge or Feeler prompt
+# does not block rating a run with other judges, and is never mixed into old records.
+REPLAY_PROMPTS = ("user_system", "user_appraise", "user_feel")
 
 
 def chain_versions() -> dict[str, str]:
-    return {n: load_prompt(n).version for n in CHAIN_PROMPTS}
+    return {n: load_prompt(n).version for n in REPLAY_PROMPTS}
 
 
 def check_chain_prompts(store: RunStore) -> None:
@@ -172,26 +168,18 @@ def seen_by(conv: Conversation, record: dict[str, Any], judge: Judge) -> tuple[C
     return seen, {"saw": judge.card.sees, "supporter_turns_seen": sum(1 for t in turns if t.speaker == "supporter")}
 
 
-async def replay_and_assess(
-    store: RunStore,
-    dialog: EsconvDialog,
-    opts: ValidateOptions,
-    user_model: ChatModel | None,
-    judges: list[Judge],
-    models: dict[str, ChatModel],
-) -> bool:
-    """One conversation: replayed (or read back from the store), then rated by every judge. False on error."""
+def replay_work(dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatModel | None, chain: bool) -> Work:
+    """One conversation replayed: through the simulated user's chain when a judge reads what it perceived,
+    else the real turns alone (no model call)."""
     profile = draft_profile(dialog, evaluation_only=True)
     plan = plan_replay(dialog, opts.max_supporter_turns)
-    chain = needs_chain(judges)
 
     async def work() -> tuple[dict[str, Any], Events]:
+        seed = conversation_seed(opts.seed, dialog.id)
         if chain:
             assert user_model is not None
-            user = ChainUser(user_model, profile, ChainSettings())
-            conv = await replay(user, dialog, profile, plan, seed=conversation_seed(opts.seed, dialog.id))
-        else:  # no judge reads an inner record: the real turns alone, no model call
-            seed = conversation_seed(opts.seed, dialog.id)
+            conv = await replay(ChainUser(user_model, profile, ChainSettings()), dialog, profile, plan, seed=seed)
+        else:
             conv = Conversation(id=dialog.id, profile_id=profile.id, supporter=SUPPORTER, seed=seed)
             conv.turns = [Turn.model_validate(t) for t in whole_dialog(dialog)[: len(plan.turns)]]
         record = {
@@ -204,83 +192,81 @@ async def replay_and_assess(
         }
         return record, [*conv.events, ("replay", "error" if conv.termination == "error" else "done")]
 
-    def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
-        return chain and not have.get("perceived", True)
+    return work
 
-    record = await unit(store, "replay", dialog.id, work, redo_failed_calls=True, redo_if=not_lived)
+
+async def assess_replay(store: RunStore, dialog: EsconvDialog, record: dict[str, Any], judges: list[Judge],
+                        models: dict[str, ChatModel]) -> bool:  # fmt: skip
+    """Every judge on one stored replay, each shown what its card sees; False if the replay ended in error."""
     conv = Conversation.model_validate(record)
     if conv.termination == "error":
         return False
     if "dialog_turns" not in record:  # a replay stored before the whole dialog was kept
         record = {**record, "dialog_turns": whole_dialog(dialog)}
-    for j in judges:
-        seen, saw = seen_by(conv, record, j)
-        await assess_unit(store, seen, j, models[j.name], profile, extra=saw)
+    profile = draft_profile(dialog, evaluation_only=True)
+    await assess_all(store, conv, judges, models, profile, extra=lambda j: seen_by(conv, record, j))
     return True
+
+
+async def replay_and_assess(store: RunStore, dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatModel,
+                            judges: list[Judge], models: dict[str, ChatModel]) -> bool:  # fmt: skip
+    """One conversation outside a run's worker pool: replayed (or read back), then rated by every judge."""
+    record = await unit(store, "replay", dialog.id, replay_work(dialog, opts, user_model, needs_chain(judges)))
+    return await assess_replay(store, dialog, record, judges, models)
 
 
 async def run_validation(
     opts: ValidateOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> ValidateSummary:
-    dialogs = load_selection(opts)
+    dialogs = {d.id: d for d in load_selection(opts)}
     judges = opts.make_judges()
-    resolved = run_record(opts)
-    store = RunStore.create_or_resume(run_dir, KIND, resolved, hash_config(resolved))
+    chain = needs_chain(judges)
+    store = open_run(run_dir, KIND, opts.resolved(), inputs=opts.esconv)
     try:
         check_judges(store, judges)
-        if needs_chain(judges):
+        if chain:
             check_chain_prompts(store)
-    except ConfigError:
-        store.close()
-        raise
-    have = finished(store, "replay") & {d.id for d in dialogs}
-    pending, errors = work_left(store, "replay", [d.id for d in dialogs], tuple(j.name for j in judges))
-    if needs_chain(judges):
-        pending |= {k for k, d in store.items("replay") if not d.get("perceived", True)}
-    todo = [d for d in dialogs if d.id in pending]
-    if not todo:  # nothing to do: no model server is started
-        store.set_meta("status", "complete")
-        store.close()
-        return ValidateSummary(run_dir, len(dialogs), 0, errors)
-    bar = progress_bar(len(dialogs), len(dialogs) - len(todo), "conversations", enabled=progress)
-    gate = asyncio.Semaphore(effective_concurrency(opts, judges))
-    started = time.perf_counter()
-    before = float(store.meta().get("wall_s", "0"))  # earlier sessions of this run
 
-    def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
-        store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
+        def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
+            return chain and not have.get("perceived", True)
 
-    try:
+        more = unassessed(store, judges)
+        had = len(finished(store, "replay") & set(dialogs))  # replays stored before this run
+        if not stage_todo(store, "replay", list(dialogs), more, not_lived):  # nothing to do: no server started
+            store.set_meta("status", "complete")
+            return ValidateSummary(run_dir, len(dialogs), 0, _errors(store, dialogs))
+        started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
+
+        def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
+            store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
+
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-            user_model = await pool.get(opts.user, "user") if needs_chain(judges) else None
+            user_model = await pool.get(opts.user, "user") if chain else None
             models = await judge_models(pool, judges)
 
-            async def one(d: EsconvDialog) -> None:
-                nonlocal errors
-                async with gate:
-                    if not await replay_and_assess(store, d, opts, user_model, judges, models):
-                        errors += 1
-                    bar.update(1)
-                    record_wall_time()
+            async def assess(key: str, record: dict[str, Any]) -> None:
+                await assess_replay(store, dialogs[key], record, judges, models)
+                record_wall_time()
 
-            async with asyncio.TaskGroup() as tg:
-                for d in todo:
-                    tg.create_task(one(d))
-        store.set_meta("status", "complete")
-    finally:
-        bar.close()
+            units = [(k, replay_work(d, opts, user_model, chain)) for k, d in dialogs.items()]
+            await run_stage(store, "replay", units, workers=effective_concurrency(opts, judges),
+                                   progress=progress, label="conversations", then=assess, more=more,
+                                   redo_if=not_lived)  # fmt: skip
         record_wall_time()
+        store.set_meta("status", "complete")
+        return ValidateSummary(run_dir, len(dialogs), len(dialogs) - had, _errors(store, dialogs))
+    finally:
         store.close()
-    return ValidateSummary(run_dir, len(dialogs), len(dialogs) - len(have), errors)
+
+
+def _errors(store: RunStore, keys: Any) -> int:
+    return sum(1 for k, d in store.items("replay") if k in keys and d.get("termination") == "error")
 
 
 def options_of(run_dir: Path) -> ValidateOptions:
     """The options a validate run was started with, read back from its folder."""
-    store = RunStore.open_existing(run_dir)
-    try:
-        cfg = store.config()
-    finally:
-        store.close()
+    store, cfg = read_run(run_dir, KIND)
+    store.close()
     user = ModelSpec.model_validate(cfg["user"])
     return ValidateOptions(
         esconv=[Path(p) for p in cfg["esconv"]],

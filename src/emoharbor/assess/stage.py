@@ -1,0 +1,125 @@
+"""The assessment stage shared by EmoHarbor and validate runs: judges made from cards, each conversation
+rated by each judge as one unit of the run store (kind ``assessment``, key ``conversation|judge``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ModelSpec
+from ..errors import ConfigError
+from ..models.base import ChatModel, ModelCallError
+from ..models.pool import ModelPool
+from ..profiles.schema import Profile
+from ..simulate.conversation import Conversation
+from ..store.run_store import RunStore
+from ..store.units import Events, finished, unit
+from .cards import JudgeCard, judge_model, load_card
+from .judge import check_logprobs, judge_conversation
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A judge card as a run uses it: the card, the model it runs on, its name in the records."""
+
+    card: JudgeCard
+    model: ModelSpec
+    name: str
+    role: str = "judge"  # "user" for a user-kind card on the user's own model: it shares the user's server
+
+
+def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
+    """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
+    A user-kind card runs on the simulated user's model unless it names its own."""
+    out: list[Judge] = []
+    for ref in refs:
+        card = load_card(ref).with_options(**options)
+        spec = judge_model(card, user if card.kind == "user" else judge)
+        if card.kind == "heart_pairwise":
+            raise ConfigError(f"judge card {card.name} is a HEART pairwise judge: give it to `emoharbor heart judge`")
+        if card.scoring == "expected" and spec.backend in ("scripted", "hf"):
+            raise ConfigError(
+                f"judge card {card.name} has scoring: expected, but the {spec.backend} backend ({spec.model}) gives "
+                "no token log-probabilities: use an OpenAI-compatible or local: model, or scoring: argmax"
+            )
+        role = "user" if card.kind == "user" and spec == user else "judge"
+        out.append(Judge(card, spec, card.judge_id(spec.model, user.model), role))
+    names = [j.name for j in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"two judges have the same name {dup}: give the cards different names")
+    return out
+
+
+def judges_record(judges: list[Judge]) -> dict[str, Any]:
+    return {j.name: j.card.record(j.model) for j in judges}
+
+
+def check_judges(store: RunStore, judges: list[Judge]) -> None:
+    """Record more judges in a run (``judges`` in its meta), refusing a name used before with another card."""
+    have: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+    for j in judges:
+        old = have.get(j.name)
+        new = j.card.record(j.model)
+        if old is not None and old["version"] != new["version"]:
+            raise ConfigError(
+                f"{store.folder}: judge {j.name} was used with card {old['version']}, not {new['version']}: "
+                "give the changed card another name"
+            )
+        have[j.name] = new
+    store.set_meta("judges", json.dumps(have, sort_keys=True))
+
+
+async def judge_models(pool: ModelPool, judges: list[Judge]) -> dict[str, ChatModel]:
+    """Each judge's model, after checking that the cards set to ``scoring: expected`` get log-probabilities."""
+    models: dict[str, ChatModel] = {}
+    for j in judges:
+        models[j.name] = await pool.get(j.model, j.role)
+        await check_logprobs(j.card, models[j.name])
+    return models
+
+
+def assessment_key(conversation: str, judge: str) -> str:
+    return f"{conversation}|{judge}"
+
+
+def unassessed(store: RunStore, judges: list[Judge]) -> Any:
+    """``more`` for the stage runner: whether a stored conversation still lacks a finished assessment."""
+    done = finished(store, "assessment")
+    return lambda key: any(assessment_key(key, j.name) not in done for j in judges)
+
+
+async def assess_unit(
+    store: RunStore,
+    conv: Conversation,
+    judge: Judge,
+    model: ChatModel,
+    profile: Profile | None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Score ``conv`` with ``judge`` (``profile``: the user's, for the kinds that are shown it); ``extra``
+    goes into the record (a validate run says there what the judge saw)."""
+    name = judge.name
+
+    async def work() -> tuple[dict[str, Any], Events]:
+        try:
+            rec = await judge_conversation(judge.card, model, name, conv, profile, seed=conv.seed)
+        except ModelCallError as e:
+            rec = {"judge": name, "scores": {}, "evidence": {}, "status": "error", "error": str(e), "attempts": 0}
+            return {**rec, "conversation": conv.id, **(extra or {})}, [("model_error", str(e)[:200])]
+        events = [("unscored", f"{name}: {rec['error'][:160]}")] if rec["status"] != "ok" else []
+        if rec.get("expected_error") and rec["status"] == "ok":
+            events.append(("expected_unscored", f"{name}: {rec['expected_error'][:160]}"))
+        return {**rec, "conversation": conv.id, **(extra or {})}, events
+
+    return await unit(store, "assessment", assessment_key(conv.id, name), work)
+
+
+async def assess_all(store: RunStore, conv: Conversation, judges: list[Judge], models: dict[str, ChatModel],
+                     profile: Profile | None, extra: Any = None) -> None:  # fmt: skip
+    """Every judge on one conversation; ``extra(judge)``: (the conversation as that judge sees it, what the
+    record says of that)."""
+    for j in judges:
+        seen, more = extra(j) if extra is not None else (conv, None)
+        await assess_unit(store, seen, j, models[j.name], profile, extra=more)

@@ -1,0 +1,60 @@
+"""The kinds of run folder, in one table: what each is called, and where its leaderboard, its report section
+and its extra export tables come from. A new kind of run plugs in here, and nowhere else.
+
+Hooks are ``module:function`` paths, imported when used, so that reading this table imports nothing heavy:
+- ``board(store, fmt, judge, scoring) -> (text, data)``: ``emoharbor leaderboard`` and ``report --format``;
+- ``view(store, view, seed)``: fills the report's ``RunView``; ``html(view, rid, seed) -> str``: its section;
+- ``export(store) -> {name: rows}``: more tables for ``emoharbor export``;
+- ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunKind:
+    name: str  # as stored in the run's meta
+    title: str  # in messages: "holds <title>, not ..."
+    board: str = ""
+    view: str = ""
+    html: str = ""
+    export: str = ""
+    rejudge: str = ""
+
+
+KINDS = {
+    k.name: k
+    for k in (
+        RunKind("emoharbor", "an EmoHarbor run (emoharbor run)", board="emoharbor.assess.render:board",
+                view="emoharbor.report.runs:load_emoharbor", html="emoharbor.report.build:emoharbor_body",
+                rejudge="emoharbor.evaluate.run:rejudge"),
+        RunKind("validate", "a validate run", board="emoharbor.validate.render:board",
+                view="emoharbor.report.runs:load_validate", html="emoharbor.report.build:validate_body",
+                export="emoharbor.validate.analysis:export_tables", rejudge="emoharbor.validate.run:rejudge"),
+        RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body"),
+        RunKind("heart_strategy_check", "a strategy check (emoharbor heart strategy-check)"),
+        RunKind("evolve_refine", "an evolve refine round"),
+    )
+}  # fmt: skip
+
+
+def title(kind: str) -> str:
+    return KINDS[kind].title if kind in KINDS else f"a '{kind}' run"
+
+
+def hook(kind: str, part: str) -> Any:
+    """The function ``part`` ("board", "view", "html", "export") of ``kind``; None where it has none."""
+    path = getattr(KINDS[kind], part) if kind in KINDS else ""
+    if not path:
+        return None
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def with_part(part: str) -> list[str]:
+    """The kinds that have ``part``: those a command reading it accepts."""
+    return [k for k, v in KINDS.items() if getattr(v, part)]

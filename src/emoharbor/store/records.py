@@ -1,0 +1,77 @@
+"""Typed records for the nouns of a run at the store boundary (DESIGN.md): an Assessment of a conversation by
+a judge, a Candidate reply to a HEART history, a Comparison of two candidates by a judge in one order.
+
+Readers in other packages take these instead of reading the stored dicts by key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .run_store import RunStore
+
+
+@dataclass(frozen=True)
+class Assessment:
+    conversation: str
+    judge: str
+    status: str  # ok | unscored | error
+    scores: dict[str, int | None] = field(default_factory=dict)
+    expected: dict[str, float | None] | None = None  # probability-weighted scores, for cards that ask for them
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Assessment:
+        return cls(str(d["conversation"]), str(d["judge"]), str(d["status"]), dict(d.get("scores") or {}),
+                   d.get("expected"))  # fmt: skip
+
+    @property
+    def scored(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    history_id: str
+    competitor: str
+    status: str  # ok | unscored (a missing or empty reply: ``reason``) | error
+    text: str = ""
+    words: int = 0
+    reason: str = ""
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Candidate:
+        return cls(str(d["history_id"]), str(d["competitor"]), str(d["status"]), str(d.get("text", "")),
+                   int(d.get("words", 0)), str(d.get("reason", "")))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Comparison:
+    history_id: str
+    a: str
+    b: str
+    judge: str
+    order: str  # "ab": a's reply shown first
+    first: str  # the competitor shown first
+    status: str  # ok | unscored | error
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # dimension -> winner, strength, rationale
+    subset: str = ""
+    words: dict[str, int] = field(default_factory=dict)  # competitor -> words of its reply
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Comparison:
+        return cls(str(d["history_id"]), str(d["a"]), str(d["b"]), str(d["judge"]), str(d["order"]),
+                   str(d.get("first", "")), str(d["status"]), dict(d.get("verdicts") or {}), str(d.get("subset", "")),
+                   {k: int(v) for k, v in (d.get("words") or {}).items()})  # fmt: skip
+
+
+def assessments(store: RunStore) -> list[Assessment]:
+    return [Assessment.of(d) for _, d in store.items("assessment")]
+
+
+def candidates(store: RunStore) -> dict[tuple[str, str], Candidate]:
+    return {(c.history_id, c.competitor): c for c in (Candidate.of(d) for _, d in store.items("candidate"))}
+
+
+def comparisons(store: RunStore) -> list[Comparison]:
+    return [Comparison.of(d) for _, d in store.items("comparison")]

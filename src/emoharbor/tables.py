@@ -1,0 +1,69 @@
+"""Result tables and numbers as text, one way for every command and the HTML report: a header and rows as an
+aligned plain-text table, a Markdown table or CSV; a number; an estimate with its 95% interval."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+NA = "n/a"  # a missing number
+
+
+def num(v: float | str | None, digits: int = 2, *, signed: bool = False) -> str:
+    """``3.20``; ``+0.25`` with ``signed``; ``n/a`` for None; a string (``"inf"`` in JSON-safe data) as it is."""
+    if v is None:
+        return NA
+    if isinstance(v, str):
+        return v
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def bounds(lo: float | str | None, hi: float | str | None, digits: int = 2) -> str:
+    """An interval alone, ``[2.90, 3.50]``; "" when it has no bounds."""
+    return "" if lo is None or hi is None else f"[{num(lo, digits)}, {num(hi, digits)}]"
+
+
+def interval(
+    est: float | str | None, lo: float | str | None, hi: float | str | None, digits: int = 2, na: str = NA
+) -> str:
+    """An estimate with its interval, ``3.20 [2.90, 3.50]``; the estimate alone without bounds; ``na`` without
+    an estimate."""
+    if est is None:
+        return na
+    ci = bounds(lo, hi, digits)
+    return f"{num(est, digits)} {ci}" if ci else num(est, digits)
+
+
+def cell(v: Any) -> str:
+    """A table cell of any kind: floats to 3 decimals (1 from 100 up), None as n/a, anything else as str()."""
+    if isinstance(v, float):
+        return num(v, 1 if abs(v) >= 100 else 3)
+    return NA if v is None else str(v)
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table; cells go through `cell`."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], md: bool = False) -> str:
+    """An aligned plain-text table (a dashed line under the header, no trailing spaces), or with ``md`` a
+    Markdown one; cells go through `cell`."""
+    if md:
+        return md_table(header, rows)
+    cells = [list(header), *[[cell(c) for c in r] for r in rows]]
+    widths = [max(len(x) for x in col) for col in zip(*cells, strict=True)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+
+
+def csv_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """CSV with "\\n" line ends; values as the csv module writes them (None as an empty field)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return out.getvalue()
