@@ -28,9 +28,10 @@ SEEKER_LABEL = re.compile(r"^\s*\**\s*(?:seeker|user|help-seeker)\s*\**\s*:", re
 
 def overview(store: RunStore) -> dict[str, Any]:
     """What was loaded, skipped, generated, judged and counted in this run."""
-    cands = Counter(f"{d['competitor']}:{d['status']}" for _, d in store.items("candidate"))
-    judged = Counter(f"{d['judge']}:{d['status']}" for _, d in store.items("comparison"))
-    as_seeker = Counter(d["competitor"] for _, d in store.items("candidate") if SEEKER_LABEL.match(d["text"]))
+    replies = records.candidates(store).values()
+    cands = Counter(f"{c.competitor}:{c.status}" + (f" ({c.reason})" if c.reason else "") for c in replies)
+    judged = Counter(f"{c.judge}:{c.status}" for c in records.comparisons(store))
+    as_seeker = Counter(c.competitor for c in replies if SEEKER_LABEL.match(c.text))
     return {
         "histories": dict(Counter(d["subset"] for _, d in store.items("history"))),
         "speakers_inferred": sum(1 for _, d in store.items("history") if d["speakers_inferred"]),
