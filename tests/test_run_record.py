@@ -92,3 +92,21 @@ def test_every_hook_in_the_table_of_run_kinds_resolves() -> None:
              if getattr(v, part)]  # fmt: skip
     assert len(found) == 10 and all(callable(kinds.hook(k, part)) for k, part in found)
     assert kinds.hook("nobody", "board") is None and kinds.title("nobody") == "a 'nobody' run"
+
+
+def test_a_changed_prompt_blocks_the_kinds_that_read_it_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emoharbor.prompts import Prompt, load_prompt
+    from emoharbor.store import record
+
+    open_run(tmp_path / "h", "heart", {}, prompts=["heart_strategy"]).close()
+    open_run(tmp_path / "e", "evolve_refine", {}, prompts=["evolve_refine"]).close()
+    monkeypatch.setattr(
+        record,
+        "load_prompt",
+        lambda n: Prompt(n, "edited") if n == "heart_strategy" else load_prompt(n),
+    )
+    with pytest.raises(EmoharborError, match=r"differs in prompt_versions\.heart_strategy"):
+        open_run(tmp_path / "h", "heart", {}, prompts=["heart_strategy"])
+    open_run(tmp_path / "e", "evolve_refine", {}, prompts=["evolve_refine"]).close()  # not a prompt it reads

@@ -104,6 +104,25 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     assert not a["superseded"] and b["superseded"] and all(unit in b["results"] for unit in b["superseded"])
 
 
+def test_more_concurrency_and_a_longer_time_out_are_allowed_on_a_resume(tmp_path: Path) -> None:
+    env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer() as srv:
+        cfg = write_config(tmp_path / "c.yaml", srv.base_url)
+        assert emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env).wait(60) == 0
+        raw = yaml.safe_load(cfg.read_text())
+        raw["concurrency"] = 16
+        raw["roles"]["judge"] = {**raw["roles"]["judge"], "timeout_s": 30, "max_retries": 6}
+        cfg.write_text(yaml.safe_dump(raw))
+        p = emoharbor("run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet", env=env)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    store = RunStore.open_existing(tmp_path / "r")
+    history = json.loads(store.meta()["history"])
+    assert store.config()["concurrency"] == 16
+    store.close()
+    assert history[0]["changed"] == ["concurrency", "roles.judge.max_retries", "roles.judge.timeout_s"]
+
+
 def test_a_different_config_is_refused(tmp_path: Path) -> None:
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
     with FakeOpenAIServer() as srv:

@@ -3,6 +3,8 @@ agrees with itself, retries, errors, tokens and cost per role."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections import Counter
 
 from ..assess.evidence import assessment_evidence
@@ -133,4 +135,12 @@ def health_html(view: RunView) -> str:
     parts.insert(
         0, f"<p>Run status: <b>{esc(status)}</b>; config hash <code>{esc(view.meta.get('config_hash', ''))}</code>.</p>"
     )
+    history = json.loads(view.meta.get("history", "[]"))
+    if history:  # resumed with settings that change no output
+        when = [f"<li>{esc(_when(h['at']))}: {esc(', '.join(h['changed']))}</li>" for h in history]
+        parts.insert(1, f"<p>Resumed with other settings (they change no output):</p><ul>{''.join(when)}</ul>")
     return "".join(parts)
+
+
+def _when(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
