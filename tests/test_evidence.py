@@ -26,13 +26,16 @@ def test_paraphrases_and_placeholders() -> None:
 def test_an_assessment_is_checked_against_its_own_conversation() -> None:
     from emoharbor.assess.evidence import assessment_evidence
     from emoharbor.simulate.conversation import Conversation, Turn
+    from emoharbor.store.records import Assessment
 
     turns = [Turn(speaker="user", text="I am so tired of it all"), *[Turn(speaker="supporter", text=t) for t in SAID]]
     conv = Conversation(id="c", profile_id="p", supporter="s", turns=turns)
-    rec = {"status": "ok", "evidence": {"a": "I am so tired", "b": "what would rest look like", "c": "..."}}
+    said = {"a": "I am so tired", "b": "what would rest look like", "c": "..."}
+    rec = Assessment("c", "user", "ok", evidence=said)
     assert assessment_evidence(rec, conv) == {
         "not_a_quote": 1,
         "quoted": 1,
         "placeholder": 1,
     }  # the user's words are not the supporter's
-    assert assessment_evidence({**rec, "status": "unscored"}, conv) == {} and assessment_evidence(None, conv) == {}
+    unscored = Assessment("c", "user", "unscored", evidence=said)
+    assert assessment_evidence(unscored, conv) == {} and assessment_evidence(None, conv) == {}

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 from ..simulate.conversation import Conversation
+from ..store.records import Assessment
 
 WORD = re.compile(r"[a-z0-9']+")
 KINDS = ("quoted", "not_a_quote", "placeholder")
@@ -45,8 +45,8 @@ def evidence_counts(evidence: dict[str, str], supporter_texts: list[str]) -> Cou
     return Counter(evidence_kind(e, supporter_texts) for e in evidence.values())
 
 
-def assessment_evidence(assessment: dict[str, Any] | None, conv: Conversation) -> Counter[str]:
+def assessment_evidence(assessment: Assessment | None, conv: Conversation) -> Counter[str]:
     """The evidence kinds of one assessment of ``conv`` (none when it is missing or unscored)."""
-    if assessment is None or assessment["status"] != "ok":
+    if assessment is None or not assessment.scored:
         return Counter()
-    return evidence_counts(assessment["evidence"], [t.text for t in conv.turns if t.speaker == "supporter"])
+    return evidence_counts(assessment.evidence, [t.text for t in conv.turns if t.speaker == "supporter"])

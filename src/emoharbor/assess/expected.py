@@ -18,7 +18,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..models.base import TokenLogprob
 
@@ -90,15 +89,3 @@ def expected_scores(
         probs[k] = dist
         expected[k] = sum(v * p for v, p in dist.items())
     return ExpectedScores(expected, probs, error)
-
-
-def scores_for(assessment: dict[str, Any], scoring: str) -> dict[str, Any] | None:
-    """An assessment's scores under ``scoring``: the integers written (``argmax``) or the probability-weighted
-    ones (``expected``); None where it has none under that scoring (unscored, or judged without
-    log-probabilities), so that callers count it as unscored instead of mixing the two."""
-    if assessment.get("status") != "ok":
-        return None
-    if scoring == "argmax":
-        return dict(assessment["scores"])
-    ex = assessment.get("expected") or {}
-    return dict(ex) if any(v is not None for v in ex.values()) else None

@@ -11,10 +11,10 @@ import numpy as np
 
 from ..simulate.conversation import Conversation
 from ..stats.bootstrap import Estimate, bootstrap_ci
+from ..store import records
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
 from .evidence import KINDS, assessment_evidence
-from .expected import scores_for
 
 
 def _row_means(scores: list[dict[str, int | None]], dims: list[str] | None = None) -> list[float]:
@@ -48,8 +48,8 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
     """``scoring``: the judge's written integers, or its probability-weighted scores (``expected``; an
     assessment without them counts as unscored here)."""
     convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
-    assessments = {d["conversation"]: d for _, d in store.items("assessment") if d["judge"] == judge}
-    under = {k: scores_for(a, scoring) for k, a in assessments.items()}
+    assessments = {a.conversation: a for a in records.assessments(store) if a.judge == judge}
+    under = {k: a.under(scoring) for k, a in assessments.items()}
     # the 10 dimensions, or the dimensions of the judge card's own rubric (one, for a one-question card)
     seen = {d for sc in under.values() if sc for d in sc}
     dim_keys = [*keys(), *sorted(seen - set(keys()))]
@@ -87,7 +87,7 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
             }
         )
     rows.sort(key=lambda r: -(r["overall"]["mean"] if r["overall"]["mean"] is not None else -99))
-    judges = sorted({d["judge"] for _, d in store.items("assessment")})
+    judges = sorted({a.judge for a in records.assessments(store)})
     return {
         "judge": judge,
         "scoring": scoring,

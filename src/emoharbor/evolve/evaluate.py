@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import RunConfig, load_config
 from ..errors import EmoharborError
+from ..store import records
 from ..store.run_store import RunStore
 
 Log = Callable[[str], None]
@@ -44,21 +45,19 @@ def model_config(base: RunConfig, name: str, folder: Path) -> RunConfig:
 
 
 def dimension_means(run_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """judge -> dimension -> {mean, scored, unscored}; the judge is the record's ``judge`` field ("user"
-    when it has none)."""
+    """judge -> dimension -> {mean, scored, unscored}."""
     store = RunStore.open_existing(run_dir)
     try:
         values: dict[tuple[str, str], list[float]] = defaultdict(list)
         unscored: dict[tuple[str, str], int] = defaultdict(int)
-        for _, rec in store.items("assessment"):
-            judge = str(rec.get("judge") or rec.get("by") or "user")
-            if not rec.get("scores"):  # the whole assessment failed
-                unscored[(judge, RECORD)] += 1
-            for dim, v in (rec.get("scores") or {}).items():
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    values[(judge, dim)].append(float(v))
+        for a in records.assessments(store):
+            if not a.scored:  # the whole assessment failed
+                unscored[(a.judge, RECORD)] += 1
+            for dim, v in a.scores.items():
+                if v is None:
+                    unscored[(a.judge, dim)] += 1
                 else:
-                    unscored[(judge, dim)] += 1
+                    values[(a.judge, dim)].append(float(v))
     finally:
         store.close()
     out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)

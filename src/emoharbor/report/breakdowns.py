@@ -16,6 +16,7 @@ import numpy as np
 from ..assess.dimensions import group_keys
 from ..profiles.schema import Profile
 from ..profiles.stats import TRAITS
+from ..store.records import Assessment
 from .html import esc, heat, note, num, table
 from .runs import RunView
 
@@ -31,10 +32,10 @@ def attributes(p: Profile) -> list[tuple[str, str]]:
     return out
 
 
-def personal_score(a: dict[str, Any] | None) -> float | None:
-    if a is None or a["status"] != "ok":
+def personal_score(a: Assessment | None) -> float | None:
+    if a is None or not a.scored:
         return None
-    vals = [a["scores"][k] for k in group_keys("personal") if a["scores"].get(k) is not None]
+    vals = [v for k in group_keys("personal") if (v := a.scores.get(k)) is not None]
     return float(np.mean(vals)) if vals else None
 
 

@@ -27,9 +27,9 @@ def scoring_table(view: RunView) -> str:
         for sup in sorted({c.supporter for c in view.conversations}):
             mine = [c for c in view.conversations if c.supporter == sup and c.termination != "error"]
             recs = [view.assessments.get(c.id, {}).get(judge) for c in mine]
-            scored = sum(1 for a in recs if a is not None and a["status"] == "ok")
-            unscored = sum(1 for a in recs if a is not None and a["status"] != "ok")
-            retried = sum(1 for a in recs if a is not None and int(a.get("attempts", 1)) > 1)
+            scored = sum(1 for a in recs if a is not None and a.scored)
+            unscored = sum(1 for a in recs if a is not None and not a.scored)
+            retried = sum(1 for a in recs if a is not None and a.attempts > 1)
             evidence: Counter[str] = Counter()
             for c, a in zip(mine, recs, strict=True):
                 evidence += assessment_evidence(a, c)

@@ -13,6 +13,8 @@ from ..evaluate import config_of
 from ..profiles.loader import resolve_profiles
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
+from ..store import records
+from ..store.records import Assessment
 from ..store.run_store import RunStore
 
 
@@ -22,7 +24,7 @@ class RunView:
     kind: str
     meta: dict[str, str]
     conversations: list[Conversation] = field(default_factory=list)
-    assessments: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # conversation -> judge -> record
+    assessments: dict[str, dict[str, Assessment]] = field(default_factory=dict)  # conversation -> judge -> record
     profiles: dict[str, Profile] = field(default_factory=dict)
     boards: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> leaderboard
     usage_by_role: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -42,10 +44,10 @@ class RunView:
         return sorted(names, key=lambda j: (j != "user", j))
 
 
-def _assessments(store: RunStore) -> dict[str, dict[str, dict[str, Any]]]:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for _, a in store.items("assessment"):
-        out.setdefault(a["conversation"], {})[a["judge"]] = a
+def _assessments(store: RunStore) -> dict[str, dict[str, Assessment]]:
+    out: dict[str, dict[str, Assessment]] = {}
+    for a in records.assessments(store):
+        out.setdefault(a.conversation, {})[a.judge] = a
     return out
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..assess.dimensions import keys
 from ..simulate.conversation import Conversation, Turn
+from ..store.records import Assessment
 from .html import esc, table
 from .runs import RunView
 
@@ -51,45 +52,44 @@ def turns_html(conv: Conversation, user_label: str) -> str:
     return f'<div class="turns">{"".join(rows)}</div>'
 
 
-def _score_text(a: dict[str, Any], k: str) -> str:
+def _score_text(a: Assessment, k: str) -> str:
     """The score written, and the probability-weighted one beside it where the card asked for it."""
-    ex = (a.get("expected") or {}).get(k)
-    return f"{a['scores'][k]}" + (f" ({ex:.2f})" if ex is not None else "")
+    ex = (a.expected or {}).get(k)
+    return f"{a.scores[k]}" + (f" ({ex:.2f})" if ex is not None else "")
 
 
-def assessments_html(per_judge: dict[str, dict[str, Any]]) -> str:
+def assessments_html(per_judge: dict[str, Assessment]) -> str:
     if not per_judge:
         return '<p class="note">not assessed</p>'
     judges = sorted(per_judge, key=lambda j: (j != "user", j))
     header = ["dimension", *[esc(j) for j in judges]]
     rows = []
-    extra = sorted({k for a in per_judge.values() for k in a["scores"]} - set(keys()))  # a card's own rubric
+    extra = sorted({k for a in per_judge.values() for k in a.scores} - set(keys()))  # a card's own rubric
     for k in [*keys(), *extra]:
         row = [esc(k)]
         for j in judges:
             a = per_judge[j]
-            if a["status"] != "ok":
+            if not a.scored:
                 row.append('<span class="na">unscored</span>')
-            elif k not in a["scores"]:
+            elif k not in a.scores:
                 row.append('<span class="na">-</span>')
             else:
-                row.append(f"<b>{_score_text(a, k)}</b> <q>{esc(a['evidence'].get(k, ''))}</q>")
+                row.append(f"<b>{_score_text(a, k)}</b> <q>{esc(a.evidence.get(k, ''))}</q>")
         rows.append(row)
     errs = "".join(
-        f'<p class="note">{esc(j)}: unscored after {per_judge[j].get("attempts", 0)} tries: '
-        f"{esc(str(per_judge[j].get('error', ''))[:300])}</p>"
+        f'<p class="note">{esc(j)}: unscored after {per_judge[j].attempts} tries: {esc(per_judge[j].error[:300])}</p>'
         for j in judges
-        if per_judge[j]["status"] != "ok"
+        if not per_judge[j].scored
     )
     return table(header, rows, sortable=False, cls="assess") + errs
 
 
-def overall(a: dict[str, Any] | None) -> str:
+def overall(a: Assessment | None) -> str:
     if a is None:
         return "not assessed"
-    if a["status"] != "ok":
+    if not a.scored:
         return "unscored"
-    return f"{np.mean([v for v in a['scores'].values() if v is not None]):.2f}"
+    return f"{np.mean([v for v in a.scores.values() if v is not None]):.2f}"
 
 
 def conversation_html(view: RunView, conv: Conversation) -> str:

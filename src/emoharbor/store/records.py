@@ -19,15 +19,31 @@ class Assessment:
     status: str  # ok | unscored | error
     scores: dict[str, int | None] = field(default_factory=dict)
     expected: dict[str, float | None] | None = None  # probability-weighted scores, for cards that ask for them
+    evidence: dict[str, str] = field(default_factory=dict)
+    attempts: int = 1
+    error: str = ""
+    saw: str = "replayed"  # validate runs: what the judge was shown (the replayed turns, or all)
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> Assessment:
         return cls(str(d["conversation"]), str(d["judge"]), str(d["status"]), dict(d.get("scores") or {}),
-                   d.get("expected"))  # fmt: skip
+                   d.get("expected"), dict(d.get("evidence") or {}), int(d.get("attempts", 1)),
+                   str(d.get("error") or ""), str(d.get("saw") or "replayed"))  # fmt: skip
 
     @property
     def scored(self) -> bool:
         return self.status == "ok"
+
+    def under(self, scoring: str) -> dict[str, Any] | None:
+        """The scores under ``scoring``: the integers written (``argmax``) or the probability-weighted ones
+        (``expected``); None where it has none under that scoring (unscored, or judged without
+        log-probabilities), so that callers count it as unscored instead of mixing the two."""
+        if not self.scored:
+            return None
+        if scoring == "argmax":
+            return dict(self.scores)
+        ex = self.expected or {}
+        return dict(ex) if any(v is not None for v in ex.values()) else None
 
 
 @dataclass(frozen=True)

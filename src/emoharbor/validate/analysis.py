@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from ..assess.dimensions import group_keys, keys
-from ..assess.expected import scores_for
 from ..simulate.coherence import total_coherence
 from ..simulate.conversation import Conversation
 from ..stats.bootstrap import Estimate
@@ -48,8 +47,10 @@ from ..stats.correlation import (
     order_codes,
     spearman_rows,
 )
+from ..store import records
+from ..store.records import Assessment
 from ..store.run_store import RunStore
-from .baselines import FEATURES, Features, baseline_features, view_of, views_used
+from .baselines import FEATURES, Features, baseline_features, views_used
 
 TARGETS = ["empathy", "relevance", "intensity_drop", "not_failed"]
 TARGET_LABELS = {
@@ -62,7 +63,7 @@ SCORES = ["overall", "generic", "personal", "relief"]
 SCORINGS = ["argmax", "expected"]  # the integers a judge wrote; the probability-weighted scores
 CHAIN_ROW = ("user (inner state)", "simulated intensity drop")
 
-Judged = dict[str, dict[str, dict[str, Any]]]  # judge -> conversation -> assessment
+Judged = dict[str, dict[str, Assessment]]  # judge -> conversation -> assessment
 
 
 def _mean(scores: dict[str, Any], dims: list[str]) -> float | None:
@@ -80,14 +81,14 @@ def score_of(scores: dict[str, Any], name: str) -> float | None:
     return None if v is None else float(v)
 
 
-def scores_of(assessment: dict[str, Any], scoring: str) -> dict[str, Any]:
-    """The judge's scores under ``scoring`` (see ``assess.expected.scores_for``); empty where it has none."""
-    return scores_for(assessment, scoring) or {}
+def scores_of(assessment: Assessment, scoring: str) -> dict[str, Any]:
+    """The judge's scores under ``scoring`` (see ``Assessment.under``); empty where it has none."""
+    return assessment.under(scoring) or {}
 
 
-def scorings_of(assessments: list[dict[str, Any]]) -> list[str]:
+def scorings_of(assessments: list[Assessment]) -> list[str]:
     """``argmax``, and ``expected`` too where some assessment has a probability-weighted score."""
-    return SCORINGS if any(scores_for(a, "expected") is not None for a in assessments) else SCORINGS[:1]
+    return SCORINGS if any(a.under("expected") is not None for a in assessments) else SCORINGS[:1]
 
 
 def target_of(facts: dict[str, Any], name: str) -> float | None:
@@ -164,8 +165,8 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
     replays = {k: d for k, d in store.items("replay")}
     ok = {k: d for k, d in replays.items() if d["termination"] != "error"}
     by_judge: Judged = {}
-    for _, a in store.items("assessment"):
-        by_judge.setdefault(a["judge"], {})[a["conversation"]] = a
+    for a in records.assessments(store):
+        by_judge.setdefault(a.judge, {})[a.conversation] = a
     judges = sorted(by_judge, key=lambda j: (j != "user", j))
     views = views_used([a for j in judges for a in by_judge[j].values()])
     features, notes = baseline_features(replays, views, embedding=embedding)  # as score_rows: encoded once
@@ -206,8 +207,8 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
         ),
         "judges": {
             j: {
-                "scored": sum(1 for k, a in by_judge[j].items() if k in ok and a["status"] == "ok"),
-                "unscored": sum(1 for k, a in by_judge[j].items() if k in ok and a["status"] != "ok"),
+                "scored": sum(1 for k, a in by_judge[j].items() if k in ok and a.scored),
+                "unscored": sum(1 for k, a in by_judge[j].items() if k in ok and not a.scored),
                 "not_assessed": sum(1 for k in ok if k not in by_judge[j]),
             }
             for j in judges
@@ -239,11 +240,11 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
     }
 
 
-def _baselines_of(col: Column, judged: dict[str, dict[str, Any]], features: Features, usable: list[str]) -> Baselines:
+def _baselines_of(col: Column, judged: dict[str, Assessment], features: Features, usable: list[str]) -> Baselines:
     """The usable baselines of the view the judge saw, for each conversation of ``col`` that has them all."""
     out = {}
     for k in col:
-        values = features.get(view_of(judged[k]), {}).get(k, {})
+        values = features.get(judged[k].saw, {}).get(k, {})
         b = tuple(values.get(f) for f in usable)
         if usable and None not in b:
             out[k] = tuple(float(v) for v in b if v is not None)
@@ -283,9 +284,9 @@ def score_rows(store: RunStore, *, embedding: bool = True) -> list[dict[str, Any
     (``mean_supporter_words_replayed`` ...), and the judge's 10 scores with the group means (empty where
     unscored), with ``*_expected`` beside them where the judge gave probability-weighted scores. A
     conversation no judge has assessed yet has one row without a judge."""
-    by_conv: dict[str, list[dict[str, Any]]] = {}
-    for _, a in store.items("assessment"):
-        by_conv.setdefault(a["conversation"], []).append(a)
+    by_conv: dict[str, list[Assessment]] = {}
+    for a in records.assessments(store):
+        by_conv.setdefault(a.conversation, []).append(a)
     replays = dict(store.items("replay"))
     views = views_used([a for per in by_conv.values() for a in per])
     features, _notes = baseline_features(replays, views, embedding=embedding)
@@ -310,12 +311,11 @@ def score_rows(store: RunStore, *, embedding: bool = True) -> list[dict[str, Any
             "simulated_intensity_last": last,
             **{feature_column(f, view): features[view].get(key, {}).get(f) for view in views for f in FEATURES},
         }
-        judged = sorted(by_conv.get(key, []), key=lambda a: (a["judge"] != "user", a["judge"]))
+        judged = sorted(by_conv.get(key, []), key=lambda a: (a.judge != "user", a.judge))
         if not judged:
             out.append(base)
         for a in judged:
-            unscored = a["status"] != "ok"
-            out.append({**base, "judge": a["judge"], "unscored": unscored, "saw": view_of(a), **_flat_scores(a)})
+            out.append({**base, "judge": a.judge, "unscored": not a.scored, "saw": a.saw, **_flat_scores(a)})
     return out
 
 
@@ -323,10 +323,10 @@ def feature_column(feature: str, view: str) -> str:
     return f"{feature.replace(' ', '_')}_{view}"
 
 
-def _flat_scores(a: dict[str, Any]) -> dict[str, Any]:
+def _flat_scores(a: Assessment) -> dict[str, Any]:
     """The group means and the 10 scores, and the same with ``_expected`` where the record has ``expected``."""
     out: dict[str, Any] = {}
-    for scoring in SCORINGS if "expected" in a else SCORINGS[:1]:
+    for scoring in SCORINGS if a.expected is not None else SCORINGS[:1]:
         sc, suffix = scores_of(a, scoring), "" if scoring == "argmax" else f"_{scoring}"
         out |= {f"{name}{suffix}": score_of(sc, name) for name in SCORES if name != "relief"}
         out |= {f"{k}{suffix}": sc.get(k) for k in keys()}

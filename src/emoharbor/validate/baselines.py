@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import embed
+from ..store.records import Assessment
 
 VIEWS = ("replayed", "all")
 WORD_FEATURES = ("mean supporter words", "total supporter words", "mean seeker words", "supporter turns shown")
@@ -33,10 +34,6 @@ NOT_INSTALLED = f"embedding baseline: not available, {embed.INSTALL_HINT}"
 TURNED_OFF = "embedding baseline: turned off"
 
 Features = dict[str, dict[str, dict[str, float | None]]]  # view -> conversation -> feature -> value
-
-
-def view_of(assessment: dict[str, Any]) -> str:
-    return str(assessment.get("saw") or "replayed")
 
 
 def shown_turns(replay: dict[str, Any], view: str) -> list[dict[str, Any]] | None:
@@ -115,7 +112,7 @@ def baseline_features(
     return values, notes
 
 
-def views_used(assessments: list[dict[str, Any]]) -> list[str]:
+def views_used(assessments: list[Assessment]) -> list[str]:
     """The views some assessment saw, in the order of ``VIEWS`` (``replayed`` when there is none yet)."""
-    seen = {view_of(a) for a in assessments} or {"replayed"}
+    seen = {a.saw for a in assessments} or {"replayed"}
     return [v for v in VIEWS if v in seen]
