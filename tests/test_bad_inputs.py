@@ -1,14 +1,24 @@
 """Bad inputs found trying the tool as a new user would: each is one line naming the file, record or field,
-exit status 2, before any work starts, and with nothing written (no run folder, no progress bar)."""
+exit status 2, before any work starts, and with nothing written (no run folder, no progress bar).
+
+Every input is a ``Case`` in one of the lists below (``CASES`` holds them all): the files it writes in an
+empty working folder, the command that must refuse it (and any other commands that must refuse it the same
+way), and what the error line must say. ``bench/bad_inputs.py`` runs the same lists and prints them as a
+table. The few inputs that need more than files (a patched environment, a port held open) are tests of
+their own at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as md
+import importlib.util
+import io
 import json
 import socket
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +26,618 @@ import pytest
 import yaml
 
 from cli_helpers import run_main as run
+from emoharbor.cli import main
 from emoharbor.models import local
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
 
 DOWN = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
 SCRIPTED = {"supporter": ["scripted"], "user": "scripted", "judge": "scripted"}
+NO_KEY = "EMOHARBOR_TEST_NO_SUCH_KEY"  # an environment variable nobody sets
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PROFILE = (EXAMPLES / "profile.yaml").read_text(encoding="utf-8")  # a valid profile, id lena-night-shift
+NOT_UTF8 = "name: caf\xe9\n".encode("latin-1")
+
+
+# -- the cases ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    what: str  # what was tried, in a few words
+    args: tuple[str, ...]  # the command line (after `emoharbor`)
+    needles: tuple[str, ...]  # what the one error line must hold
+    files: Mapping[str, str | bytes] = field(default_factory=dict)  # written in the working folder first
+    setup: Callable[[], object] | None = None  # run after the files are written (a run folder, a database)
+    also: tuple[tuple[str, ...], ...] = ()  # more commands that must refuse the same input with the same line
+    absent: tuple[str, ...] = ()  # paths that must not exist afterwards (no run folder was made)
+    unchanged: tuple[str, ...] = ()  # files whose bytes the commands must leave as they were
+    needs: tuple[str, ...] = ()  # modules the commands need (the case is skipped without them)
+
+    def commands(self) -> list[tuple[str, ...]]:
+        return [self.args, *self.also]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    args: tuple[str, ...]
+    code: int
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [ln for ln in self.err.splitlines() if ln.strip()]
+
+
+def cli(*args: str) -> Outcome:
+    """``emoharbor ARGS`` in this process (``cli.main``, as the console script), its output captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return Outcome(tuple(args), code, err.getvalue())
+
+
+def prepare(case: Case) -> None:
+    """Write the case's files in the current folder and run its setup."""
+    for name, content in case.files.items():
+        path = Path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    if case.setup is not None:
+        case.setup()
+
+
+def attempt(case: Case) -> list[Outcome]:
+    """Every command of the case, in the current folder (which ``prepare`` has made ready)."""
+    return [cli(*args) for args in case.commands()]
+
+
+def problems(case: Case, outcomes: list[Outcome], before: Mapping[str, bytes]) -> list[str]:
+    """What breaks the rule: not exit 2 with one line ``error: ...`` holding every needle, a path that was
+    made, a file that was changed."""
+    found = []
+    for o in outcomes:
+        if o.code != 2 or len(o.lines) != 1 or not o.lines[0].startswith("error: "):
+            found.append(f"{' '.join(o.args)}: exit {o.code}, stderr {o.err[-600:]!r}")
+            continue
+        found += [f"{' '.join(o.args)}: {n!r} not in {o.lines[0]!r}" for n in case.needles if n not in o.lines[0]]
+    found += [f"{p} was made" for p in case.absent if Path(p).exists()]
+    found += [f"{p} was changed" for p, data in before.items() if Path(p).read_bytes() != data]
+    return found
+
+
+def missing_modules(case: Case) -> list[str]:
+    return [m for m in case.needs if importlib.util.find_spec(m) is None]
+
+
+def dump(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def config(**settings: Any) -> dict[str, str]:
+    """A run config c.yaml: scripted models, one built-in profile, and the settings given."""
+    return {"c.yaml": dump({"roles": SCRIPTED, "profiles": ["builtin:p001*"], **settings})}
+
+
+def supporter(**spec: Any) -> dict[str, Any]:
+    return {**SCRIPTED, "supporter": [{"model": "scripted", **spec}]}
+
+
+CHECK = ("config", "check", "c.yaml")
+RUN = ("run", "c.yaml", "--run-dir", "r", "--quiet")
+
+
+def settings_case(what: str, settings: dict[str, Any], *needles: str, **more: Any) -> Case:
+    """A run config that `config check` and `run` both refuse, the run before making its folder."""
+    files = {**config(**settings), **more.pop("files", {})}
+    return Case(what, CHECK, ("c.yaml", *needles), files, also=(RUN,), absent=("r",), **more)
+
+
+SETTINGS_CASES = [
+    settings_case("a supporter's max_tokens is negative", {"roles": supporter(max_tokens=-5)},
+                  "roles.supporter.0.max_tokens", "greater than or equal to 1"),
+    settings_case("a negative temperature", {"roles": supporter(temperature=-1)}, "roles.supporter.0.temperature"),
+    settings_case("top_p above 1", {"roles": supporter(top_p=7)}, "roles.supporter.0.top_p"),
+    settings_case("a negative price", {"roles": supporter(price={"input_per_mtok": -3})}, "price.input_per_mtok"),
+    settings_case("a supporter name with '|'", {"roles": supporter(name="a|b")},
+                  "roles.supporter.0.name", "must not contain '|'"),
+    settings_case("base_url without http://", {"roles": supporter(model="m", base_url="localhost:8000/v1")},
+                  "base_url", "not an http(s) URL"),
+    settings_case("an endpoint that is not a URL", {"roles": supporter(model="m", endpoints=["nope"])},
+                  "endpoints", "not an http(s) URL"),
+    settings_case("no supporters", {"roles": {**SCRIPTED, "supporter": []}}, "roles.supporter", "at least 1 item"),
+    settings_case("no profiles", {"profiles": []}, "field 'profiles'", "at least 1 item"),
+    settings_case("min_turns above max_turns", {"min_turns": 9, "max_turns": 3},
+                  "min_turns (9) is above max_turns (3)"),
+    settings_case("repeats of 100 billion", {"repeats": 100_000_000_000},
+                  "field 'repeats'", "less than or equal to 10000"),
+    settings_case("max_turns given as a word", {"max_turns": "many"}, "field 'max_turns'", "valid integer"),
+    settings_case("an unknown key", {"colour": "red"}, "field 'colour'", "Extra inputs are not permitted"),
+    settings_case("an unknown role", {"roles": {**SCRIPTED, "critic": "scripted"}}, "field 'roles.critic'"),
+    settings_case("profiles as one string, not a list", {"profiles": "builtin:p001*"},
+                  "field 'profiles'", "valid list"),
+    settings_case("an unknown user_agent", {"user_agent": "smart"}, "field 'user_agent'", "'chain' or 'simple'"),
+    settings_case("a json_mode that does not exist", {"roles": supporter(json_mode="xml")},
+                  "roles.supporter.0.json_mode"),
+    settings_case("both base_url and endpoints",
+                  {"roles": supporter(model="m", base_url="http://x/v1", endpoints=["http://y/v1"])},
+                  "roles.supporter.0", "give base_url or endpoints, not both"),
+    settings_case("a header whose value is a number", {"roles": supporter(model="m", base_url="http://x/v1",
+                                                                          headers={"X-Team": 7})},
+                  "roles.supporter.0.headers.X-Team", "valid string"),
+    settings_case("base_url with port 99999", {"roles": supporter(model="m", base_url="http://x:99999/v1")},
+                  "roles.supporter.0.base_url", "port that is not a number from 1 to 65535"),
+    settings_case("a run name that is a path out of runs/", {"name": "../../elsewhere"},
+                  "field 'name'", "plain name, without '/'"),
+    settings_case("an empty judge list", {"judges": []}, "field 'judges'", "no judge cards"),
+    settings_case("a judge card that does not exist", {"judges": ["nope"]}, "field 'judges'", "no judge card 'nope'"),
+    settings_case("the HEART pairwise card in a run", {"judges": ["heart_pairwise"]},
+                  "field 'judges'", "belongs in a HEART config"),
+    settings_case("the same judge card twice", {"judges": ["user", "user"]},
+                  "field 'judges'", "two judges have the same name ['user']"),
+    settings_case("a card with scoring: expected on a scripted judge", {"judges": ["card.yaml"]},
+                  "field 'judges'", "scoring: expected", "gives no token log-probabilities",
+                  files={"card.yaml": dump({"name": "mine", "kind": "third_party", "scoring": "expected",
+                                            "prompt": "builtin:third_party_judge"})}),
+    settings_case("an unknown embedded model", {"roles": supporter(model="local:nope.gguf")},
+                  "field 'roles.supporter.0'", "unknown local model 'nope.gguf'"),
+    settings_case("a key variable that is not set", {"roles": {**SCRIPTED, "judge": {
+                  "model": "gpt-4o-mini", "base_url": "http://x/v1", "api_key_env": NO_KEY}}},
+                  "field 'roles.judge'", f"{NO_KEY} is not set"),
+    settings_case("a built-in profile id that matches none", {"profiles": ["builtin:zzz"]},
+                  "field 'profiles'", "no built-in profile matches 'zzz'"),
+    settings_case("a profile file that does not exist", {"profiles": ["nope.yaml"]},
+                  "field 'profiles'", "profile file nope.yaml not found"),
+    settings_case("two profile files with the same id", {"profiles": ["a.yaml", "b.yaml"]},
+                  "field 'profiles'", "'lena-night-shift' appears more than once: in b.yaml and a.yaml",
+                  files={"a.yaml": PROFILE, "b.yaml": PROFILE}),
+    settings_case("a system prompt file that is a folder", {"roles": supporter(system_prompt="@prompts")},
+                  "system_prompt", "prompts is a folder", setup=lambda: Path("prompts").mkdir()),
+    settings_case("a judge card whose rubric file is missing", {"judges": ["card.yaml"]},
+                  "field 'judges'", "rubric file nope.yaml not found",
+                  files={"card.yaml": dump({"name": "mine", "kind": "third_party", "rubric": "nope.yaml",
+                                            "prompt": "builtin:third_party_judge"})}),
+    Case("a YAML key given twice (the last would win)", CHECK, ("c.yaml", "key 'roles' is given twice at line 3"),
+         {"c.yaml": "roles: {supporter: [scripted], user: scripted, judge: scripted}\nprofiles: ['builtin:p001*']\n"
+                    "roles: {}\n"}, also=(RUN,), absent=("r",)),
+    Case("a JSON config with a key given twice", ("config", "check", "c.json"), ("c.json", "key 'max_turns'"),
+         {"c.json": '{"roles": {"supporter": ["scripted"], "user": "scripted", "judge": "scripted"}, '
+                    '"max_turns": 3, "max_turns": 30}'}),
+    Case("a config that is a number", CHECK, ("c.yaml: the top level must be a mapping of settings",),
+         {"c.yaml": "42\n"}, also=(RUN,), absent=("r",)),
+    Case("an API key pasted as api_key_env", CHECK, ("api_key_env is the name of the environment variable",),
+         config(roles=supporter(model="m", api_key_env="sk-live-0123456789"))),
+    Case("an empty config file", ("config", "check", "empty.yaml"), ("empty.yaml is empty",),
+         {"empty.yaml": "# nothing yet\n"}, also=(("run", "empty.yaml", "--run-dir", "r"),), absent=("r",)),
+]  # fmt: skip
+
+
+def preflight_case(what: str, settings: dict[str, Any], *needles: str) -> Case:
+    """A config that `config check --no-models` already refuses (it reads files, builds no model)."""
+    return Case(what, ("config", "check", "c.yaml", "--no-models"), needles,
+                {**config(**settings), "none.yaml": "[]\n"}, setup=lambda: Path("empty_folder").mkdir(),
+                also=(RUN,), absent=("r",))  # fmt: skip
+
+
+PREFLIGHT_CASES = [
+    preflight_case("a system prompt file that is missing", {"roles": supporter(system_prompt="@missing.txt")},
+                   "supporter scripted: system_prompt", "missing.txt not found"),
+    preflight_case("a built-in prompt that does not exist", {"roles": supporter(system_prompt="builtin:nope")},
+                   "no built-in supporter prompt 'nope'"),
+    preflight_case("a profile folder with no profile files", {"profiles": ["empty_folder"]},
+                   "empty_folder: no .yaml, .yml or .json profile files"),
+    preflight_case("a profile file that is an empty list", {"profiles": ["none.yaml"]}, "none.yaml: no profiles in it"),
+    preflight_case("2 million conversations", {"profiles": ["builtin:*"], "repeats": 10_000,
+                                              "roles": {**SCRIPTED, "supporter": ["scripted", "local:x"]}},
+                   "2,000,000 conversations"),
+    Case("an endpoint that is down", RUN, (f"cannot connect to {DOWN}",),
+         config(roles=supporter(model="m", base_url=DOWN)), absent=("r",)),
+]  # fmt: skip
+
+
+def card_case(what: str, card: dict[str, Any], *needles: str, **files: str | bytes) -> Case:
+    base = {"name": "mine", "kind": "third_party", "prompt": "builtin:third_party_judge"}
+    return Case(what, ("config", "check", "card.yaml"), ("card.yaml", *needles), {"card.yaml": dump({**base, **card}),
+                **files})  # fmt: skip
+
+
+RUBRIC = {"group": "generic", "ask": "Did it help?", "levels": {1: "no", 5: "yes"}}
+CARD_CASES = [
+    card_case("a judge card of an unknown kind", {"kind": "gossip"}, "field 'kind'"),
+    card_case("a card naming a built-in prompt that does not exist", {"prompt": "builtin:nope"},
+              "card mine: no built-in prompt 'builtin:nope'"),
+    card_case("a card whose prompt file is missing", {"prompt": "nope.txt"}, "prompt file nope.txt not found"),
+    card_case("a card whose prompt file is not UTF-8", {"prompt": "latin.txt"}, "latin.txt: not UTF-8 text",
+              **{"latin.txt": NOT_UTF8}),
+    card_case("a card whose rubric file is missing", {"rubric": "nope.yaml"}, "rubric file nope.yaml not found"),
+    card_case("a rubric that is a list", {"rubric": "r.yaml"}, "r.yaml: a rubric is a mapping of dimension keys",
+              **{"r.yaml": "- empathy\n- warmth\n"}),
+    card_case("a rubric dimension of an unknown group", {"rubric": "r.yaml"}, "dimension 'help': group must be one of",
+              **{"r.yaml": dump({"help": {**RUBRIC, "group": "kindness"}})}),
+    card_case("rubric levels that are not numbers", {"rubric": "r.yaml"},
+              "dimension 'help': levels must map whole numbers to anchor texts",
+              **{"r.yaml": dump({"help": {**RUBRIC, "levels": {"low": "no"}}})}),
+    card_case("a card name with a space", {"name": "my card"}, "field 'name'", "plain word"),
+    card_case("a card max_tokens of 5", {"max_tokens": 5}, "field 'max_tokens'", "greater than or equal to 16"),
+    card_case("a card model with no endpoint", {"model": "gpt-x"}, "field 'model'", "needs base_url"),
+    card_case("a card model that is an unknown embedded model", {"model": "local:nope"},
+              "field 'model'", "unknown local model 'nope'"),
+    card_case("a card with an unknown key", {"colour": "red"}, "field 'colour'", "Extra inputs are not permitted"),
+    card_case("a card that says what it sees in a word it does not know", {"sees": "everything"}, "field 'sees'"),
+]  # fmt: skip
+
+
+def profile_case(what: str, text: str | bytes, *needles: str, name: str = "p.yaml") -> Case:
+    return Case(what, ("profiles", "validate", name), needles, {name: text})
+
+
+PROFILE_CASES = [
+    profile_case("a profile with an unknown hidden need", PROFILE.replace("type: reassurance", "type: hugs"),
+                 "p.yaml: profile 'lena-night-shift': field 'needs.hidden_need_type'"),
+    profile_case("a profile without a name", PROFILE.replace("name: Lena\n", ""),
+                 "p.yaml: profile 'lena-night-shift': field 'name': Field required"),
+    profile_case("an empty profile file", "", "p.yaml: no profiles in it"),
+    profile_case("a profile file that is not UTF-8", NOT_UTF8, "p.yaml: not UTF-8 text"),
+    profile_case("a profile file that is a list of numbers", "- 1\n- 2\n", "p.yaml: record 1 is not a mapping"),
+    profile_case("an age written as a word", PROFILE.replace("age: 34", "age: thirty"), "field 'age'"),
+    profile_case("an id with capitals and a space", PROFILE.replace("id: lena-night-shift", "id: Lena Night"),
+                 "profile 'Lena Night': field 'id'"),
+    profile_case("a profile JSON file cut short", '{"id": "x"', "p.json: not valid JSON at line 1", name="p.json"),
+    profile_case("a profile with a key given twice", PROFILE + "age: 35\n", "p.yaml: key 'age' is given twice"),
+    Case("a profile path that does not exist", ("profiles", "validate", "nope.yaml"), ("nope.yaml: no such file",)),
+    Case("the same profile id in two files", ("profiles", "validate", "a.yaml", "b.yaml"),
+         ("b.yaml: profile id 'lena-night-shift' is also in a.yaml",), {"a.yaml": PROFILE, "b.yaml": PROFILE}),
+    Case("the same profile id twice in one folder", ("profiles", "validate", "folder"),
+         ("'lena-night-shift' appears more than once: in folder/b.yaml and folder/a.yaml",),
+         {"folder/a.yaml": PROFILE, "folder/b.yaml": PROFILE}),
+    Case("profiles show with an id that does not exist", ("profiles", "show", "nope"), ("no profile with id 'nope'",)),
+    Case("profiles list --risk with an unknown level", ("profiles", "list", "--risk", "extreme"),
+         ("'--risk'", "'extreme' is not one of")),
+    Case("chat with a profile source of 100 profiles",
+         ("chat", "--profile", "builtin:*", "--supporter", "scripted", "--user", "scripted"),
+         ("builtin:* holds 100 profiles",)),
+]  # fmt: skip
+
+
+def esconv(*records: Any) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+TURN = {"speaker": "usr", "text": "I lost my job today."}
+VALIDATE = ("validate", "--esconv", "e.jsonl", "--model", "scripted", "--run-dir", "v", "--quiet")
+
+
+def esconv_case(what: str, text: str | bytes, *needles: str, name: str = "e.jsonl") -> Case:
+    args = ("validate", "--esconv", name, "--model", "scripted", "--run-dir", "v", "--quiet")
+    return Case(what, args, (name, *needles), {name: text}, absent=("v",))
+
+
+DATA_CASES = [
+    esconv_case("ESConv JSON that is an object, not a list", json.dumps({"dialog": [TURN]}, indent=2),
+                "the top level must be a JSON array of ESConv records", name="e.json"),
+    esconv_case("an ESConv record without 'dialog'", esconv({"dialog": [TURN]}, {"situation": "x"}),
+                "record 2: field 'dialog' must be a list of turns"),
+    esconv_case("ESConv JSON lines with a broken line", esconv({"dialog": [TURN]}) + '{"dialog": [\n',
+                "line 2 is not valid JSON"),
+    esconv_case("an ESConv JSON array cut short", '[{"dialog": []', "not valid JSON", name="e.json"),
+    esconv_case("an empty ESConv file", "", "no ESConv records in it"),
+    esconv_case("an ESConv turn by an unknown speaker", esconv({"dialog": [{**TURN, "speaker": "bot"}]}),
+                "record 1: dialog turn 1: field 'speaker': unknown speaker 'bot'"),
+    esconv_case("an ESConv turn whose text is a number", esconv({"dialog": [{**TURN, "text": 5}]}),
+                "field 'text' must be a string"),
+    esconv_case("a seeker rating of 9", esconv({"dialog": [TURN], "survey_score": {"seeker": {"empathy": "9"}}}),
+                "field 'survey_score.seeker.empathy': 9 is not a rating from 1 to 5"),
+    esconv_case("survey_score that is a number", esconv({"dialog": [TURN], "survey_score": 3}),
+                "record 1: field 'survey_score' must be an object"),
+    esconv_case("an ESConv record with no turns", esconv({"dialog": []}), "record 1: field 'dialog' has no turns"),
+    esconv_case("an ESConv file that is not UTF-8", b"\xff\xfe{}\n", "not UTF-8 text"),
+    Case("--esconv given a folder", ("validate", "--esconv", "data", "--model", "scripted", "--run-dir", "v"),
+         ("ESConv file data is a folder",), setup=lambda: Path("data").mkdir(), absent=("v",)),
+    Case("validate --limit -1", (*VALIDATE, "--limit", "-1"), ("--limit must be at least 1, not -1",),
+         {"e.jsonl": esconv({"dialog": [TURN]})}, absent=("v",)),
+    Case("validate with both --limit and --sample", (*VALIDATE, "--limit", "1", "--sample", "1"),
+         ("give --limit N", "not both"), {"e.jsonl": esconv({"dialog": [TURN]})}, absent=("v",)),
+    Case("validate whose endpoint is down", ("validate", "--esconv", "e.jsonl", "--model", "m", "--base-url", DOWN,
+                                             "--run-dir", "v", "--quiet"),
+         ("cannot connect",), {"e.jsonl": esconv({"dialog": [TURN]})}, absent=("v",)),
+    Case("profiles import-esconv of a file with a broken line", ("profiles", "import-esconv", "e.jsonl", "--out",
+                                                                 "p.yaml"),
+         ("e.jsonl: line 2 is not valid JSON",), {"e.jsonl": esconv({"dialog": [TURN]}) + "{\n"}, absent=("p.yaml",)),
+]  # fmt: skip
+
+
+HISTORY = {"dialogue_history": ["Hi.", "I lost my job today."], "prev_speakers": ["supporter", "seeker"],
+           "vanilla_completion": "That must be a shock."}  # fmt: skip
+
+
+def heart_config(items: Any = (HISTORY,), **settings: Any) -> dict[str, str]:
+    """A HEART config h.yaml over the history items in h.json (a list, or the file's text)."""
+    data = {"histories": [{"path": "h.json"}], "candidates": [{"name": "bot", "model": "scripted"}],
+            "judges": [{"name": "j", "model": "scripted"}], **settings}  # fmt: skip
+    text = items if isinstance(items, str) else json.dumps(list(items))
+    return {"h.json": text, "h.yaml": dump(data)}
+
+
+GENERATE = ("heart", "generate", "h.yaml", "--run", "r", "--no-progress")
+
+
+def heart_case(what: str, files: dict[str, str], *needles: str, check: bool = True) -> Case:
+    """A HEART config that `heart generate` refuses before making its folder, and (``check``: when the
+    problem is not an endpoint) `config check` too."""
+    return Case(what, GENERATE, needles, files, also=((("config", "check", "h.yaml"),) if check else ()),
+                absent=("r",))  # fmt: skip
+
+
+BOT = {"name": "bot", "model": "scripted"}
+HEART_CASES = [
+    heart_case("a history file that is an empty list", heart_config([]), "h.json: no histories in it"),
+    heart_case("histories under a key, not a list", heart_config(json.dumps({"histories": [HISTORY]})),
+               "no usable history", "skipped 1 bad_field"),
+    heart_case("items that are not HEART items", heart_config([{"text": "not a HEART item"}]), "no usable history"),
+    heart_case("a candidate's system prompt file is missing",
+               heart_config(candidates=[{**BOT, "system_prompt": "@nope.txt"}]),
+               "h.yaml: field 'candidates.0.system_prompt'", "candidate bot: system prompt file", "nope.txt not found"),
+    heart_case("a candidate's built-in prompt does not exist",
+               heart_config(candidates=[{**BOT, "system_prompt": "builtin:nope"}]),
+               "h.yaml: field 'candidates.0.system_prompt'", "no built-in supporter prompt 'nope'"),
+    heart_case("a strategy file that is missing", heart_config(strategy_file="none.yaml"),
+               "h.yaml: field 'strategy_file'", "strategy file", "none.yaml not found"),
+    heart_case("a lexicon file that is missing", heart_config(lexicon_file="none.yaml"),
+               "h.yaml: field 'lexicon_file'", "lexicon file", "none.yaml not found"),
+    heart_case("a strategy file that is a list", {**heart_config(strategy_file="s.yaml"), "s.yaml": "- empathy\n"},
+               "h.yaml: field 'strategy_file'", "must map each strategy name to its definition"),
+    heart_case("a candidate whose endpoint is down",
+               heart_config(candidates=[{"name": "bot", "model": "m", "base_url": DOWN}]),
+               f"cannot connect to {DOWN}", check=False),
+    heart_case("an unknown HEART dimension", heart_config(dimensions=["kindness"]),
+               "h.yaml: field 'dimensions': unknown dimensions ['kindness']"),
+    heart_case("a history source of an unknown format", heart_config(histories=[{"path": "h.json", "format": "csv"}]),
+               "h.yaml: field 'histories.0.format'"),
+    heart_case("a candidate named 'human'", heart_config(candidates=[{**BOT, "name": "human"}]),
+               "h.yaml: field 'candidates': 'human' is the name of the human candidate"),
+    heart_case("a judge with a card of another kind", heart_config(judges=[{"name": "j", "model": "scripted",
+                                                                            "card": "user"}]),
+               "h.yaml: field 'judges.0'", "not heart_pairwise"),
+    heart_case("two history sources with the same name", heart_config(histories=[{"path": "h.json"}] * 2),
+               "h.yaml: field 'histories'", "distinct names"),
+    heart_case("a history file that is missing", heart_config(histories=[{"path": "nope.json"}]),
+               "h.yaml: field 'histories.0'", "nope.json not found"),
+    heart_case("both 'first' and 'sample'", heart_config(histories=[{"path": "h.json", "first": 1, "sample": 1}]),
+               "h.yaml: field 'histories.0'", "give 'first' or 'sample', not both"),
+    heart_case("no judges", heart_config(judges=[]), "h.yaml: field 'judges': give at least one judge"),
+    heart_case("a candidate on an unknown embedded model", heart_config(candidates=[{**BOT, "model": "local:nope"}]),
+               "h.yaml: field 'candidates.0': unknown local model 'nope'"),
+    heart_case("a labeller on an unknown embedded model", heart_config(labeller="local:zzz"),
+               "h.yaml: field 'labeller': unknown local model 'zzz'"),
+    heart_case("a history file that is a JSON string", heart_config('"text"'),
+               "h.json: expected a JSON array of histories"),
+    heart_case("a history JSON array cut short", heart_config(json.dumps([HISTORY])[:-1]),
+               "h.json: not valid JSON"),
+    heart_case("a HEART run name that is a path", heart_config(name="a/b"), "h.yaml: field 'name'", "plain name"),
+    Case("a HEART-looking config with a wrong type", ("config", "check", "h2.yaml"), ("h2.yaml: field 'pairs'",),
+         {**heart_config(), "h2.yaml": dump({"histories": [{"path": "h.json"}], "pairs": "some"})}),
+]  # fmt: skip
+
+
+def _generated() -> None:
+    """A HEART run in r whose judges are at an endpoint that is down."""
+    outcome = cli(*GENERATE)
+    assert outcome.code == 0, outcome.err
+
+
+HEART_DOWN = heart_config(judges=[{"name": "j", "model": "m", "base_url": DOWN}])
+HEART_STAGE_CASES = [
+    Case("heart judge with its judges' endpoint down", ("heart", "judge", "r", "--no-progress"),
+         (f"cannot connect to {DOWN}",), HEART_DOWN, setup=_generated),
+    Case("heart strategies with its labeller's endpoint down", ("heart", "strategies", "r", "--no-progress"),
+         (f"cannot connect to {DOWN}",), HEART_DOWN, setup=_generated),
+]  # fmt: skip
+
+
+def _store(folder: str, kind: str) -> Callable[[], None]:
+    return lambda: RunStore.create_or_resume(Path(folder), kind, {}, "h").close()
+
+
+def _database(folder: str, make: Callable[[Path], object]) -> Callable[[], None]:
+    def setup() -> None:
+        Path(folder).mkdir()
+        make(Path(folder) / "run.sqlite")
+
+    return setup
+
+
+def _truncated(db: Path) -> None:
+    """A real run database cut short, as a full disk or a copy stopped half-way leaves it."""
+    RunStore.create_or_resume(db.parent, "emoharbor", {}, "h").close()
+    db.write_bytes(db.read_bytes()[:5000])
+
+
+def _foreign(db: Path) -> None:
+    with contextlib.closing(sqlite3.connect(db)) as c:
+        c.execute("CREATE TABLE notes (x)")
+        c.commit()
+
+
+def db_case(what: str, name: str, make: Callable[[Path], object], needle: str) -> Case:
+    """A run folder whose run.sqlite cannot be read: every command that reads a run refuses it, and none
+    writes into it."""
+    return Case(what, ("leaderboard", name), (f"{name}/run.sqlite", needle), setup=_database(name, make),
+                also=(("export", name), ("heart", "judge", name), ("report", name)),
+                unchanged=(f"{name}/run.sqlite",))  # fmt: skip
+
+
+def _folder_and_heart_run() -> None:
+    Path("folder").mkdir()
+    _store("heart_run", "heart")()
+
+
+OUT_FOLDER = "folder is a folder: give the path of a file"
+RUN_FOLDER_CASES = [
+    Case("a run folder that is a file", ("run", "c.yaml", "--run-dir", "a_file"), ("run folder a_file is a file",),
+         {**config(), "a_file": "x"}),
+    Case("a run folder inside a file", ("run", "c.yaml", "--run-dir", "a_file/sub"),
+         ("a_file is a file, not a folder",), {**config(), "a_file": "x"}),
+    Case("export --out a file", ("export", "a_file", "--out", "a_file"), ("'--out'", "a_file is a file"),
+         {"a_file": "x"}),
+    Case("evolve pairs --out inside a file", ("evolve", "pairs", "a_file", "--out", "a_file/p.jsonl"),
+         ("a_file is a file, not a folder",), {"a_file": "x"}),
+    Case("EmoHarbor commands given a HEART run", ("leaderboard", "heart_run"),
+         ("heart_run holds a HEART run, not an EmoHarbor run",), setup=_store("heart_run", "heart"),
+         also=(("assess", "heart_run", "--judge", "third_party"), ("report", "heart_run", "--format", "md"))),
+    Case("heart judge given an EmoHarbor run", ("heart", "judge", "emo_run"), ("not a HEART run",),
+         setup=_store("emo_run", "emoharbor"), also=(("heart", "ratings", "emo_run"),
+                                                     ("heart", "agreement", "emo_run"))),
+    Case("study create --heart-run given an EmoHarbor run", ("study", "create", "s", "--heart-run", "emo_run",
+                                                             "--overlap", "1"),
+         ("not a HEART run",), setup=_store("emo_run", "emoharbor"), absent=("s",)),
+    db_case("a run.sqlite that is not SQLite", "corrupt", lambda p: p.write_bytes(b"this is not sqlite" * 10),
+            "cannot be read"),
+    db_case("a run.sqlite of another program", "foreign", _foreign, "holds no emoharbor run"),
+    db_case("an empty run.sqlite", "zero", lambda p: p.write_bytes(b""), "holds no emoharbor run"),
+    db_case("a run.sqlite cut short", "cut", _truncated, "cannot be read"),
+    Case("run into a folder whose run.sqlite is corrupt", ("run", "c.yaml", "--run-dir", "corrupt"),
+         ("corrupt/run.sqlite cannot be read as a run database",), config(),
+         setup=_database("corrupt", lambda p: p.write_bytes(b"this is not sqlite" * 10)),
+         unchanged=("corrupt/run.sqlite",)),
+    Case("run into a folder whose run.sqlite is a folder", ("run", "c.yaml", "--run-dir", "r"),
+         ("r/run.sqlite is a folder, not a run database",), config(),
+         setup=lambda: Path("r/run.sqlite").mkdir(parents=True)),
+    Case("leaderboard of a folder with no run in it", ("leaderboard", "empty"),
+         ("empty is not a run folder (no run.sqlite in it)",), setup=lambda: Path("empty").mkdir(),
+         also=(("export", "empty"), ("judges", "empty"))),
+    Case("report --out a folder", ("report", "heart_run", "--out", "folder"), ("'--out'", OUT_FOLDER),
+         setup=_folder_and_heart_run),
+    Case("heart ratings --out a folder", ("heart", "ratings", "heart_run", "--out", "folder"), ("'--out'", OUT_FOLDER),
+         setup=_folder_and_heart_run),
+    Case("study export --out a folder", ("study", "export", "heart_run", "--out", "folder"), ("'--out'", OUT_FOLDER),
+         setup=_folder_and_heart_run),
+    Case("profiles import-esconv --out a folder", ("profiles", "import-esconv", "x.jsonl", "--out", "folder"),
+         ("'--out'", OUT_FOLDER), setup=lambda: Path("folder").mkdir()),
+]  # fmt: skip
+
+
+CLI_CASES = [
+    Case("chat with a base URL that is not a URL",
+         ("chat", "--profile", "builtin:p001*", "--supporter", "m", "--user", "m", "--base-url", "notaurl"),
+         ("--supporter m: field 'base_url'", "not an http(s) URL")),
+    Case("chat with a served model and no endpoint",
+         ("chat", "--profile", "builtin:p001*", "--supporter", "gpt-x", "--user", "scripted"),
+         ("--supporter gpt-x", "needs base_url")),
+    Case("validate --api-key-env with a space", ("validate", "--esconv", "e.jsonl", "--model", "m", "--api-key-env",
+                                                 "has space"),
+         ("--model m", "api_key_env")),
+    Case("strategy-check --temperature -1", ("heart", "strategy-check", "e.jsonl", "--model", "scripted",
+                                             "--temperature", "-1"),
+         ("--model scripted: field 'temperature'",)),
+    Case("import-esconv --enrich-model with no endpoint", ("profiles", "import-esconv", "e.jsonl", "--out", "p.yaml",
+                                                           "--enrich-model", "gpt-x"),
+         ("--enrich-model gpt-x",)),
+    Case("run with no config", ("run",), ("Missing argument 'CONFIG'", "emoharbor run --help")),
+    Case("leaderboard --format xml", ("leaderboard", "r", "--format", "xml"), ("'--format'", "'xml' is not one of")),
+    Case("study invite --base-url that is not a URL", ("study", "invite", "s", "--raters", "1", "--base-url",
+                                                       "not a url"),
+         ("--base-url 'not a url' is not an http(s) URL",)),
+    Case("serve --public-url ftp://", ("serve", "s", "--public-url", "ftp://x"), ("--public-url 'ftp://x'",)),
+    Case("chat --max-turns 0", ("chat", "--profile", "builtin:p001*", "--supporter", "scripted", "--user", "scripted",
+                                "--max-turns", "0"),
+         ("'--max-turns'", "0 is not in the range 1<=x<=50")),
+    Case("chat --user-agent smart", ("chat", "--profile", "builtin:p001*", "--user-agent", "smart"),
+         ("'--user-agent'", "'smart' is not one of")),
+    Case("validate --concurrency 0", ("validate", "--esconv", "e.jsonl", "--concurrency", "0"),
+         ("'--concurrency'", "0 is not in the range")),
+    Case("validate --max-supporter-turns -1", ("validate", "--esconv", "e.jsonl", "--max-supporter-turns", "-1"),
+         ("'--max-supporter-turns'", "-1 is not in the range x>=0")),
+    Case("heart ratings --bootstrap -5", ("heart", "ratings", "r", "--bootstrap", "-5"),
+         ("'--bootstrap'", "-5 is not in the range 0<=x<=10000")),
+    Case("study create --overlap 0", ("study", "create", "s", "--overlap", "0"),
+         ("'--overlap'", "0 is not in the range"), absent=("s",)),
+    Case("serve --port 0", ("serve", "s", "--port", "0"), ("'--port'", "0 is not in the range 1<=x<=65535")),
+    Case("judges --format xml", ("judges", "r", "--format", "xml"), ("'--format'", "'xml' is not one of")),
+    Case("a misspelt command", ("runn", "c.yaml"), ("No such command 'runn'", "Did you mean 'run'?")),
+    Case("an option that does not exist", ("run", "c.yaml", "--speed", "3"), ("No such option '--speed'",)),
+]  # fmt: skip
+
+
+def _model_folder() -> None:
+    """A model folder as `evolve sft` leaves it (its model card only: nothing is trained here)."""
+    Path("m0").mkdir()
+    Path("m0/evolve_model.json").write_text(json.dumps({"base_model": "smollm2", "round": 0}), encoding="utf-8")
+
+
+TRAIN = ("torch", "transformers", "peft")  # `evolve sft|refine|dpo|run` need the train extra first
+SFT = ("evolve", "sft", "--out", "m1")
+EVOLVE_CASES = [
+    Case("evolve --set of a key that does not exist", (*SFT, "--set", "sft.nope=3"),
+         ("--set sft.nope: field 'sft.nope'", "Extra inputs are not permitted"), absent=("m1",), needs=TRAIN),
+    Case("evolve --set of a word for a number", (*SFT, "--set", "sft.max_steps=lots"),
+         ("--set sft.max_steps: field 'sft.max_steps'", "valid integer"), absent=("m1",), needs=TRAIN),
+    Case("evolve --set without '='", (*SFT, "--set", "sft.max_steps"), ("--set 'sft.max_steps': write KEY=VALUE",),
+         absent=("m1",), needs=TRAIN),
+    Case("evolve --set into a setting the config gives one value", (*SFT, "--config", "e.yaml", "--set", "sft.lr=1"),
+         ("--set sft.lr: 'sft' is a single setting in e.yaml, not a group of settings",), {"e.yaml": "sft: 5\n"},
+         absent=("m1",), needs=TRAIN),
+    Case("evolve --set device=tpu", (*SFT, "--set", "device=tpu"), ("--set device: field 'device'",),
+         absent=("m1",), needs=TRAIN),
+    Case("evolve --set general_share without general data", (*SFT, "--set", "sft.general_share=0.5"),
+         ("field 'sft'", "sft.general_share > 0 needs sft.general_data"), absent=("m1",), needs=TRAIN),
+    Case("an evolve config that does not exist", (*SFT, "--config", "nope.yaml"),
+         ("evolve config nope.yaml not found",), absent=("m1",), needs=TRAIN),
+    Case("an evolve config naming a data file that is missing", ("config", "check", "e.yaml"),
+         ("e.yaml: field 'sft.data'", "none.jsonl not found"), {"e.yaml": dump({"rounds": 1,
+                                                                                "sft": {"data": ["none.jsonl"]}})}),
+    Case("evolve refine --model of a folder with no model card", ("evolve", "refine", "--model", "empty", "--out", "r"),
+         ("empty/evolve_model.json: cannot read the model card",), setup=lambda: Path("empty").mkdir(),
+         absent=("r",), needs=TRAIN),
+    Case("evolve dpo --pairs with a pair missing its 'rejected'", ("evolve", "dpo", "--model", "m0", "--pairs",
+                                                                   "p.jsonl", "--out", "m1"),
+         ("p.jsonl: line 1: field 'rejected' is missing",), {"p.jsonl": '{"prompt": "a", "chosen": "b"}\n'},
+         setup=_model_folder, absent=("m1",), needs=TRAIN),
+    Case("evolve dpo --pairs of an empty file", ("evolve", "dpo", "--model", "m0", "--pairs", "p.jsonl", "--out", "m1"),
+         ("no preference pairs in p.jsonl",), {"p.jsonl": ""}, setup=_model_folder, absent=("m1",), needs=TRAIN),
+    Case("evolve pairs --holdout of a file that is missing", ("evolve", "pairs", "emo_run", "--out", "p.jsonl",
+                                                              "--holdout", "nope.txt"),
+         ("holdout nope.txt not found",), setup=_store("emo_run", "emoharbor"), absent=("p.jsonl",)),
+]  # fmt: skip
+
+CASES = [*SETTINGS_CASES, *PREFLIGHT_CASES, *CARD_CASES, *PROFILE_CASES, *DATA_CASES, *HEART_CASES,
+         *HEART_STAGE_CASES, *RUN_FOLDER_CASES, *CLI_CASES, *EVOLVE_CASES]  # fmt: skip
+
+
+# -- the tests --------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(autouse=True)
 def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(NO_KEY, raising=False)
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as srv:
         yield srv
+
+
+def test_the_cases_are_distinct() -> None:
+    assert len({c.what for c in CASES}) == len(CASES) >= 85
+    assert len({(c.args, tuple(sorted(c.files.items()))) for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.what for c in CASES])
+def test_a_bad_input_is_refused_in_one_line(case: Case) -> None:
+    if missing := missing_modules(case):
+        pytest.skip(f"needs {', '.join(missing)}")
+    prepare(case)
+    before = {p: Path(p).read_bytes() for p in case.unchanged}
+    assert problems(case, attempt(case), before) == []
 
 
 def refused(args: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:
@@ -46,99 +650,26 @@ def refused(args: list[str], capsys: pytest.CaptureFixture[str], *needles: str) 
     return lines[0]
 
 
-def config(path: str, **settings: Any) -> str:
-    data = {"roles": SCRIPTED, "profiles": ["builtin:p001*"], **settings}
-    Path(path).write_text(yaml.safe_dump(data), encoding="utf-8")
-    return path
-
-
-def supporter(**spec: Any) -> dict[str, Any]:
-    return {**SCRIPTED, "supporter": [{"model": "scripted", **spec}]}
-
-
-@pytest.mark.parametrize(
-    ("settings", "needles"),
-    [
-        ({"roles": supporter(max_tokens=-5)}, ["roles.supporter.0.max_tokens", "greater than or equal to 1"]),
-        ({"roles": supporter(temperature=-1)}, ["roles.supporter.0.temperature"]),
-        ({"roles": supporter(top_p=7)}, ["roles.supporter.0.top_p"]),
-        ({"roles": supporter(price={"input_per_mtok": -3})}, ["price.input_per_mtok"]),
-        ({"roles": supporter(name="a|b")}, ["roles.supporter.0.name", "must not contain '|'"]),
-        ({"roles": supporter(model="m", base_url="localhost:8000/v1")}, ["base_url", "not an http(s) URL"]),
-        ({"roles": supporter(model="m", endpoints=["nope"])}, ["endpoints", "not an http(s) URL"]),
-        ({"roles": {**SCRIPTED, "supporter": []}}, ["roles.supporter", "at least 1 item"]),
-        ({"profiles": []}, ["field 'profiles'", "at least 1 item"]),
-        ({"min_turns": 9, "max_turns": 3}, ["min_turns (9) is above max_turns (3)"]),
-        ({"repeats": 100_000_000_000}, ["field 'repeats'", "less than or equal to 10000"]),
-    ],
-)
-def test_settings_that_make_no_sense(
-    settings: dict[str, Any], needles: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    refused(["config", "check", config("c.yaml", **settings)], capsys, "c.yaml", *needles)
-    refused(["run", "c.yaml", "--run-dir", "r", "--quiet"], capsys, *needles)
-    assert not Path("r").exists()
-
-
 def test_the_default_min_turns_is_not_held_against_a_short_run(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["config", "check", config("c.yaml", max_turns=1)], capsys)[0] == 0
+    prepare(Case("", (), (), config(max_turns=1)))
+    assert run(["config", "check", "c.yaml"], capsys)[0] == 0
 
 
-def test_a_key_given_as_api_key_env_is_refused_without_repeating_it(capsys: pytest.CaptureFixture[str]) -> None:
-    line = refused(["config", "check", config("c.yaml", roles=supporter(model="m", api_key_env="sk-live-0123456789"))],
-                   capsys, "api_key_env is the name of the environment variable")  # fmt: skip
-    assert "sk-live" not in line
+def test_a_key_given_as_api_key_env_is_not_repeated(capsys: pytest.CaptureFixture[str]) -> None:
+    prepare(Case("", (), (), config(roles=supporter(model="m", api_key_env="sk-live-0123456789"))))
+    assert "sk-live" not in refused(["config", "check", "c.yaml"], capsys)
 
 
-def test_an_empty_config_file_starts_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    Path("empty.yaml").write_text("# nothing yet\n", encoding="utf-8")
-    for args in (["config", "check", "empty.yaml"], ["run", "empty.yaml", "--run-dir", "r"]):
-        refused(args, capsys, "empty.yaml is empty")
-    assert not Path("r").exists()
-
-
-@pytest.mark.parametrize(
-    ("settings", "needles"),
-    [
-        ({"roles": supporter(system_prompt="@missing.txt")},
-         ["supporter scripted: system_prompt", "missing.txt not found"]),
-        ({"roles": supporter(system_prompt="builtin:nope")}, ["no built-in supporter prompt 'nope'"]),
-        ({"profiles": ["empty_folder"]}, ["empty_folder: no .yaml, .yml or .json profile files"]),
-        ({"profiles": ["none.yaml"]}, ["none.yaml: no profiles in it"]),
-        ({"profiles": ["builtin:*"], "repeats": 10_000, "roles": {**SCRIPTED, "supporter": ["scripted", "local:x"]}},
-         ["2,000,000 conversations"]),
-    ],
-)  # fmt: skip
-def test_config_check_finds_what_the_run_would_fail_on(
-    settings: dict[str, Any], needles: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    Path("empty_folder").mkdir()
-    Path("none.yaml").write_text("[]\n", encoding="utf-8")
-    config("c.yaml", **settings)
-    refused(["config", "check", "c.yaml", "--no-models"], capsys, *needles)
-    refused(["run", "c.yaml", "--run-dir", "r", "--quiet"], capsys, *needles)
-    assert not Path("r").exists()
-    refused(["profiles", "validate", "none.yaml"], capsys, "no profiles in it")
-
-
-def test_an_endpoint_that_is_down_makes_no_run_folder(capsys: pytest.CaptureFixture[str]) -> None:
-    config("c.yaml", roles=supporter(model="m", base_url=DOWN))
-    refused(["run", "c.yaml", "--run-dir", "r", "--quiet"], capsys, f"cannot connect to {DOWN}")
-    assert not Path("r").exists()
-    esconv = Path("e.jsonl")
-    esconv.write_text(json.dumps({"dialog": [{"speaker": "usr", "text": "hi"}]}) + "\n", encoding="utf-8")
-    args = ["validate", "--esconv", "e.jsonl", "--model", "m", "--base-url", DOWN, "--run-dir", "v", "--quiet"]
-    refused(args, capsys, "cannot connect")
-    assert not Path("v").exists()
-
-
-def test_run_folders_that_cannot_be_folders(capsys: pytest.CaptureFixture[str]) -> None:
-    config("c.yaml")
-    Path("a_file").write_text("x", encoding="utf-8")
-    refused(["run", "c.yaml", "--run-dir", "a_file"], capsys, "run folder a_file is a file")
-    refused(["run", "c.yaml", "--run-dir", "a_file/sub"], capsys, "a_file is a file, not a folder")
-    refused(["export", "a_file", "--out", "a_file"], capsys, "'--out'", "a_file is a file")
-    refused(["evolve", "pairs", "a_file", "--out", "a_file/p.jsonl"], capsys, "a_file is a file, not a folder")
+def test_config_check_knows_every_kind_of_settings_file(capsys: pytest.CaptureFixture[str]) -> None:
+    prepare(Case("", (), (), heart_config()))
+    Path("train.jsonl").write_text("{}\n", encoding="utf-8")
+    Path("e.yaml").write_text(yaml.safe_dump({"rounds": 1, "sft": {"data": ["train.jsonl"], "max_steps": 2},
+                                              "refine": {"data": ["train.jsonl"]}}), encoding="utf-8")  # fmt: skip
+    for path, said in [("h.yaml", "# HEART config; config hash: "), ("e.yaml", "# evolve config"),
+                       (str(EXAMPLES / "cards" / "user_scores.yaml"), "# judge card; version: user_scores@"),
+                       (str(EXAMPLES / "profile.yaml"), "# profile file: 1 valid profiles")]:  # fmt: skip
+        code, out, err = run(["config", "check", path], capsys)
+        assert code == 0 and said in out, (path, err)
 
 
 def test_missing_model_packages_are_found_before_anything_is_written(
@@ -162,130 +693,10 @@ def test_missing_model_packages_are_found_before_anything_is_written(
     refused(["demo", "--run-dir", "d", "--quiet"], capsys, "local:qwen1.5b needs its model packages")
     assert not Path("d").exists()
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    config("c.yaml", roles={**SCRIPTED, "judge": "local:smollm2"})
-    refused(["config", "check", "c.yaml"], capsys, "the local model needs llama-cpp-python")
+    prepare(Case("", (), (), config(roles={**SCRIPTED, "judge": "local:smollm2"})))
+    refused(["config", "check", "c.yaml"], capsys, "c.yaml: field 'roles.judge'", "needs llama-cpp-python")
     refused(["run", "c.yaml", "--run-dir", "r", "--quiet"], capsys, "needs llama-cpp-python")
     assert not Path("r").exists()
-
-
-def heart_config(path: str, histories: Any, **settings: Any) -> str:
-    Path("h.json").write_text(json.dumps(histories), encoding="utf-8")
-    data = {"histories": [{"path": "h.json"}], "candidates": [{"name": "bot", "model": "scripted"}],
-            "judges": [{"name": "j", "model": "scripted"}], **settings}  # fmt: skip
-    Path(path).write_text(yaml.safe_dump(data), encoding="utf-8")
-    return path
-
-
-HISTORY = {"dialogue_history": ["Hi.", "I lost my job today."], "prev_speakers": ["supporter", "seeker"],
-           "vanilla_completion": "That must be a shock."}  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("histories", "settings", "needles"),
-    [
-        ([], {}, ["h.json: no histories in it"]),
-        ({"histories": [HISTORY]}, {}, ["no usable history", "skipped 1 bad_field"]),
-        ([{"text": "not a HEART item"}], {}, ["no usable history"]),
-        ([HISTORY], {"candidates": [{"name": "bot", "model": "scripted", "system_prompt": "@nope.txt"}]},
-         ["candidate bot: system prompt file", "nope.txt not found"]),
-        ([HISTORY], {"candidates": [{"name": "bot", "model": "scripted", "system_prompt": "builtin:nope"}]},
-         ["no built-in supporter prompt 'nope'"]),
-        ([HISTORY], {"strategy_file": "none.yaml"}, ["strategy file", "none.yaml not found"]),
-        ([HISTORY], {"lexicon_file": "none.yaml"}, ["lexicon file", "none.yaml not found"]),
-        ([HISTORY], {"candidates": [{"name": "bot", "model": "m", "base_url": DOWN}]}, [f"cannot connect to {DOWN}"]),
-    ],
-)  # fmt: skip
-def test_heart_generate_refuses_before_making_its_folder(
-    histories: Any, settings: dict[str, Any], needles: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    heart_config("h.yaml", histories, **settings)
-    refused(["heart", "generate", "h.yaml", "--run", "r", "--no-progress"], capsys, *needles)
-    assert not Path("r").exists()
-    if "cannot connect to" not in needles[0]:  # config check reaches no model
-        refused(["config", "check", "h.yaml"], capsys, *needles)
-
-
-def test_heart_stages_whose_endpoint_is_down(capsys: pytest.CaptureFixture[str]) -> None:
-    heart_config("h.yaml", [HISTORY], judges=[{"name": "j", "model": "m", "base_url": DOWN}])
-    assert run(["heart", "generate", "h.yaml", "--run", "r", "--no-progress"], capsys)[0] == 0
-    refused(["heart", "judge", "r", "--no-progress"], capsys, f"cannot connect to {DOWN}")
-    refused(["heart", "strategies", "r", "--no-progress"], capsys, f"cannot connect to {DOWN}")
-
-
-def test_config_check_knows_every_kind_of_settings_file(capsys: pytest.CaptureFixture[str]) -> None:
-    examples = Path(__file__).parent.parent / "examples"
-    heart_config("h.yaml", [HISTORY])
-    Path("train.jsonl").write_text("{}\n", encoding="utf-8")
-    Path("e.yaml").write_text(yaml.safe_dump({"rounds": 1, "sft": {"data": ["train.jsonl"], "max_steps": 2},
-                                              "refine": {"data": ["train.jsonl"]}}), encoding="utf-8")  # fmt: skip
-    for path, said in [("h.yaml", "# HEART config; config hash: "), ("e.yaml", "# evolve config"),
-                       (str(examples / "cards" / "user_scores.yaml"), "# judge card; version: user_scores@"),
-                       (str(examples / "profile.yaml"), "# profile file: 1 valid profiles")]:  # fmt: skip
-        code, out, err = run(["config", "check", path], capsys)
-        assert code == 0 and said in out, (path, err)
-    Path("e2.yaml").write_text(yaml.safe_dump({"rounds": 1, "sft": {"data": ["none.jsonl"]}}), encoding="utf-8")
-    refused(["config", "check", "e2.yaml"], capsys, "e2.yaml: field 'sft.data'", "none.jsonl not found")
-    Path("h2.yaml").write_text(yaml.safe_dump({"histories": [{"path": "h.json"}], "pairs": "some"}), encoding="utf-8")
-    refused(["config", "check", "h2.yaml"], capsys, "h2.yaml: field 'pairs'")
-
-
-def test_commands_given_a_run_of_another_kind(capsys: pytest.CaptureFixture[str]) -> None:
-    RunStore.create_or_resume(Path("heart_run"), "heart", {}, "h").close()
-    for args in (["leaderboard", "heart_run"], ["assess", "heart_run", "--judge", "third_party"],
-                 ["report", "heart_run", "--format", "md"]):  # fmt: skip
-        refused(args, capsys, "heart_run holds a HEART run, not an EmoHarbor run")
-    RunStore.create_or_resume(Path("emo_run"), "emoharbor", {}, "h").close()
-    refused(["heart", "judge", "emo_run"], capsys, "not a HEART run")
-
-
-def test_run_databases_that_cannot_be_read(capsys: pytest.CaptureFixture[str]) -> None:
-    for name, make in [("corrupt", lambda p: p.write_bytes(b"this is not sqlite" * 10)),
-                       ("foreign", lambda p: sqlite3.connect(p).execute("CREATE TABLE notes (x)").connection.commit()),
-                       ("zero", lambda p: p.write_bytes(b""))]:  # fmt: skip
-        Path(name).mkdir()
-        db = Path(name) / "run.sqlite"
-        make(db)
-        before = db.read_bytes()
-        for args in (["leaderboard", name], ["export", name], ["heart", "judge", name], ["report", name]):
-            refused(
-                args, capsys, f"{name}/run.sqlite", "cannot be read" if name == "corrupt" else "holds no emoharbor run"
-            )
-        assert db.read_bytes() == before  # nothing was written into someone else's file
-    config("c.yaml")
-    refused(["run", "c.yaml", "--run-dir", "corrupt"], capsys, "corrupt/run.sqlite cannot be read as a run database")
-
-
-def test_output_files_that_are_folders(capsys: pytest.CaptureFixture[str]) -> None:
-    Path("folder").mkdir()
-    RunStore.create_or_resume(Path("heart_run"), "heart", {}, "h").close()
-    for args in (["report", "heart_run", "--out", "folder"], ["heart", "ratings", "heart_run", "--out", "folder"],
-                 ["study", "export", "heart_run", "--out", "folder"],
-                 ["profiles", "import-esconv", "x.jsonl", "--out", "folder"]):  # fmt: skip
-        refused(args, capsys, "'--out'", "folder is a folder: give the path of a file")
-
-
-@pytest.mark.parametrize(
-    ("args", "needles"),
-    [
-        (["chat", "--profile", "builtin:p001*", "--supporter", "m", "--user", "m", "--base-url", "notaurl"],
-         ["--supporter m: field 'base_url'", "not an http(s) URL"]),
-        (["chat", "--profile", "builtin:p001*", "--supporter", "gpt-x", "--user", "scripted"],
-         ["--supporter gpt-x", "needs base_url"]),
-        (["validate", "--esconv", "e.jsonl", "--model", "m", "--api-key-env", "has space"],
-         ["--model m", "api_key_env"]),
-        (["heart", "strategy-check", "e.jsonl", "--model", "scripted", "--temperature", "-1"],
-         ["--model scripted: field 'temperature'"]),
-        (["profiles", "import-esconv", "e.jsonl", "--out", "p.yaml", "--enrich-model", "gpt-x"],
-         ["--enrich-model gpt-x"]),
-        (["run"], ["Missing argument 'CONFIG'", "emoharbor run --help"]),
-        (["leaderboard", "r", "--format", "xml"], ["'--format'", "'xml' is not one of"]),
-        (["study", "invite", "s", "--raters", "1", "--base-url", "not a url"],
-         ["--base-url 'not a url' is not an http(s) URL"]),
-        (["serve", "s", "--public-url", "ftp://x"], ["--public-url 'ftp://x'"]),
-    ],
-)  # fmt: skip
-def test_command_line_values(args: list[str], needles: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    refused(args, capsys, *needles)
 
 
 def test_serve_on_a_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

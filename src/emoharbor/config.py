@@ -114,7 +114,20 @@ def _http_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url!r} is not an http(s) URL: write it as http://HOST:PORT/v1")
+    try:
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError:
+        raise ValueError(f"{url!r} has a port that is not a number from 1 to 65535") from None
     return url
+
+
+def plain_name(name: str) -> str:
+    """A run's name, part of its default folder (runs/NAME-HASH): not empty, and no path in it."""
+    if not name.strip() or "/" in name or "\\" in name or name.strip(".") == "":
+        raise ValueError(
+            f"name {name!r} is part of the default run folder (runs/NAME-HASH): give a plain name, without '/'"
+        )
+    return name
 
 
 def _coerce_spec(value: Any) -> Any:
@@ -181,11 +194,15 @@ class RunConfig(BaseModel):
     # judge cards (built-in names or YAML paths): the user-judge and a third-party judge by default
     judges: list[str] = Field(default_factory=lambda: ["user", "third_party"])
 
+    _name = field_validator("name")(plain_name)
+
     @field_validator("judges")
     @classmethod
     def _cards(cls, refs: list[str]) -> list[str]:
         from .assess.cards import load_card  # the cards module imports this one
 
+        if not refs:
+            raise ValueError("no judge cards: the run's conversations would not be rated; give at least one card")
         for ref in refs:
             try:
                 card = load_card(ref)

@@ -16,7 +16,7 @@ from .errors import ConfigError
 from .evaluate import run_hash
 from .evolve.config import EvolveConfig, load_evolve_config
 from .heart.config import HeartConfig, load_heart_config
-from .preflight import check_heart_config, check_models, check_run_config
+from .preflight import check_heart_config, check_named_models, check_run_config
 from .profiles.loader import load_profile_file
 from .profiles.schema import Profile
 from .simulate.supporter import supporter_prompt
@@ -72,20 +72,21 @@ def check_config(path: Path, *, models: bool) -> list[str]:
     where = str(path)
     if kind == "HEART config":
         heart, base = load_heart_config(path)
-        check_heart_config(heart, base, where)
-        if models:
-            check_models([*heart.candidates, *heart.judges, heart.labeller_spec()])
+        check_heart_config(heart, base, where, models=models)
         return [_dump(heart.resolved()), f"# {kind}; config hash: {heart.config_hash()}"]
     if kind == "evolve config":
         evolve = load_evolve_config(path)
         _check_evolve_files(evolve, where)
         if models and evolve.refine.generator is not None:
-            check_models([evolve.refine.generator])
+            check_named_models([("refine.generator", evolve.refine.generator)], where)
         return [_dump(evolve.resolved()), f"# {kind}"]
     if kind == "judge card":
-        card = load_card(where)
+        try:
+            card = load_card(where)
+        except ConfigError as e:  # a file the card names (its prompt, its rubric): which card names it
+            raise ConfigError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
         if models and card.model is not None:
-            check_models([card.model])
+            check_named_models([("model", card.model)], where)
         return [_dump(card.model_dump(mode="json")), f"# {kind}; version: {card.version}"]
     if kind == "profile file":
         profiles = load_profile_file(path)

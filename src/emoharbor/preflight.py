@@ -32,6 +32,8 @@ def is_new_run(folder: Path) -> bool:
     """Whether ``folder`` (which must be able to be a folder) holds no run yet: then the models are checked
     before it is made. A folder that holds a run is resumed or reprinted; a finished one reaches no model."""
     userfiles.output_folder(folder, "run folder")
+    if (folder / DB_NAME).is_dir():
+        raise ConfigError(f"run folder {folder}: {folder / DB_NAME} is a folder, not a run database")
     if not (folder / DB_NAME).exists():
         return True
     RunStore.open_existing(folder).close()  # one that cannot be read is refused now
@@ -49,6 +51,21 @@ def check_models(specs: Iterable[ModelSpec]) -> None:
     """Every model can be built; nothing is started or reached."""
     for spec in _unique(specs):
         check_model_spec(spec)
+
+
+def check_named_models(models: Iterable[tuple[str, ModelSpec]], where: str) -> None:
+    """``check_models`` for models named by the field that gives them (``roles.judge``): an error names the
+    file (``where``) and that field. A model given in several fields is checked once."""
+    seen: set[str] = set()
+    for field, spec in models:
+        key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_model_spec(spec)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: field '{field}': {e}") from None
 
 
 def check_reach(specs: Iterable[ModelSpec]) -> None:
@@ -71,17 +88,33 @@ def check_run_config(cfg: RunConfig, where: str, *, models: bool = True, reach: 
             supporter_prompt(s.system_prompt)
         except ConfigError as e:
             raise ConfigError(f"{where}: supporter {s.name}: system_prompt: {e}") from None
-    conversations = len(resolve_profiles(cfg.profiles)) * len(cfg.roles.supporter) * cfg.repeats
+    try:
+        profiles = resolve_profiles(cfg.profiles)
+    except DataError as e:
+        raise DataError(f"{where}: field 'profiles': {e}") from None
+    try:
+        judges = run_judges(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: field 'judges': {e}") from None
+    conversations = len(profiles) * len(cfg.roles.supporter) * cfg.repeats
     if conversations > MAX_CONVERSATIONS:
         raise ConfigError(
             f"{where}: profiles x supporters x repeats is {conversations:,} conversations, more than one run "
             f"holds ({MAX_CONVERSATIONS:,}): lower repeats or split the profiles over several runs"
         )
-    specs = [*cfg.roles.supporter, cfg.roles.user, *(j.model for j in run_judges(cfg))]
+
+    def field_of(i: int, spec: ModelSpec) -> str:  # a judge's model: the judge role's, the user's, or its card's
+        return "roles.judge" if spec == cfg.roles.judge else "roles.user" if spec == cfg.roles.user else f"judges.{i}"
+
+    named = [
+        *((f"roles.supporter.{i}", s) for i, s in enumerate(cfg.roles.supporter)),
+        ("roles.user", cfg.roles.user),
+        *((field_of(i, j.model), j.model) for i, j in enumerate(judges)),
+    ]
     if models:
-        check_models(specs)
+        check_named_models(named, where)
     if reach:
-        check_reach(specs)
+        check_reach([*cfg.roles.supporter, cfg.roles.user, *(j.model for j in judges)])
 
 
 def _skips(report: LoadReport) -> str:
@@ -90,15 +123,31 @@ def _skips(report: LoadReport) -> str:
     return f"{report.source}: {report.examined} items, skipped {reasons}{first}"
 
 
-def check_heart_config(cfg: HeartConfig, base: Path, where: str) -> None:
+def check_heart_config(cfg: HeartConfig, base: Path, where: str, *, models: bool = True) -> None:
     """A HEART config: its candidates' system prompts, history files (with at least one usable history),
-    strategy file and lexicon file can be read."""
-    for spec in cfg.candidates:
-        system_prompt(spec, base)
-    loaded, reports = load_histories(cfg, base)
+    strategy file and lexicon file can be read, and (``models``) its models can be built."""
+    for i, spec in enumerate(cfg.candidates):
+        try:
+            system_prompt(spec, base)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: field 'candidates.{i}.system_prompt': {e}") from None
+    try:
+        loaded, reports = load_histories(cfg, base)
+    except DataError as e:
+        raise DataError(f"{where}: {e}") from None
     if not loaded:
         raise DataError(f"{where}: no usable history in its sources ({'; '.join(_skips(r) for r in reports)})")
-    if cfg.strategy_file:
-        load_strategies(resolve_path(base, cfg.strategy_file))
-    if cfg.lexicon_file:
-        load_lexicon(resolve_path(base, cfg.lexicon_file))
+    for field, load in (("strategy_file", load_strategies), ("lexicon_file", load_lexicon)):
+        path = getattr(cfg, field)
+        if path:
+            try:
+                load(resolve_path(base, path))
+            except DataError as e:
+                raise DataError(f"{where}: field '{field}': {e}") from None
+    if models:
+        check_named_models(
+            [*((f"candidates.{i}", c) for i, c in enumerate(cfg.candidates)),
+             *((f"judges.{i}", j) for i, j in enumerate(cfg.judges)),
+             ("labeller", cfg.labeller_spec())],
+            where,
+        )  # fmt: skip

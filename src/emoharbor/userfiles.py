@@ -14,14 +14,53 @@ import yaml
 
 from .errors import ConfigError, EmoharborError
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is 10x faster
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is 10x faster
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _RepeatedKey(Exception):
+    """A key given twice in one mapping: YAML and JSON would keep the last silently."""
+
+    def __init__(self, key: Any, line: int | None) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc]
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE:  # keys brought in by '<<' may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: the constructor says so below
+                continue
+            if repeated:
+                raise _RepeatedKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key, None)
+        out[key] = value
+    return out
 
 
 def parse(name: str | Path, text: str, error: type[EmoharborError] = ConfigError) -> Any:
-    """The text of file ``name``: JSON when the name ends in .json, else YAML."""
+    """The text of file ``name``: JSON when the name ends in .json, else YAML. A key given twice in one
+    mapping is an error, not "the last one wins"."""
     is_json = Path(name).suffix.lower() == ".json"
     try:
-        return json.loads(text) if is_json else yaml.load(text, Loader=_LOADER)
+        return json.loads(text, object_pairs_hook=_no_repeats) if is_json else yaml.load(text, Loader=_Loader)
+    except _RepeatedKey as e:
+        where = f" at line {e.line}" if e.line is not None else ""
+        raise error(f"{name}: key {e.key!r} is given twice{where}: keep one") from None
     except json.JSONDecodeError as e:
         raise error(f"{name}: not valid JSON at line {e.lineno}: {e.msg}") from None
     except yaml.YAMLError as e:

@@ -124,12 +124,17 @@ def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) ->
     dialog = rec.get("dialog")
     if not isinstance(dialog, list):
         raise DataError(f"{where}: field 'dialog' must be a list of turns")
-    seeker = ((rec.get("survey_score") or {}).get("seeker")) or {}
+    survey_score = rec.get("survey_score") or {}
+    if not isinstance(survey_score, dict):
+        raise DataError(f"{where}: field 'survey_score' must be an object (with 'seeker' ratings)")
+    seeker = survey_score.get("seeker") or {}
     if not isinstance(seeker, dict):
         raise DataError(f"{where}: field 'survey_score.seeker' must be an object")
     survey = {k: _score(seeker.get(k), f"{where}: field 'survey_score.seeker.{k}'") for k in SURVEY_FIELDS}
     turns = [_turn(t, f"{where}: dialog turn {i + 1}") for i, t in enumerate(dialog)]
     turns = [t for t in turns if t.text]
+    if not turns:
+        raise DataError(f"{where}: field 'dialog' has no turns with text: nothing to replay")
     return EsconvDialog(
         id=f"{Path(source).stem}:{index}",
         source=source,
@@ -144,6 +149,11 @@ def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) ->
     )
 
 
+def _kind(value: Any) -> str:
+    names: dict[type, str] = {dict: "object", str: "string", bool: "true/false", type(None): "null"}
+    return names.get(type(value), "number")
+
+
 def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[EsconvDialog]:
     """``failed_set``: whether the file holds conversations collected as failed; by default, whether
     its name says "failed" (as ``failed_dev.json`` does)."""
@@ -151,14 +161,18 @@ def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[Esc
     if failed_set is None:
         failed_set = "failed" in p.name.lower()
     text = userfiles.read_text(p, "ESConv file", DataError)
-    stripped = text.lstrip()
-    records: list[Any]
-    if stripped.startswith("["):
+    records: list[Any] | None = None
+    if text.lstrip().startswith("[") or p.suffix.lower() == ".json":
         try:
-            records = json.loads(text)
+            whole = json.loads(text)
         except json.JSONDecodeError as e:
-            raise DataError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
-    else:
+            if text.lstrip().startswith("["):
+                raise DataError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+            whole = None  # JSON lines in a .json file: read one by one below
+        if whole is not None and not isinstance(whole, list):  # the raw format is one array of records
+            raise DataError(f"{p}: the top level must be a JSON array of ESConv records, not a JSON {_kind(whole)}")
+        records = whole
+    if records is None:
         records = []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():

@@ -39,6 +39,7 @@ class TrainSettings(_Strict):
     warmup_steps: int = Field(default=0, ge=0)
     log_every: int = Field(default=5, ge=1)
     gradient_checkpointing: bool = False
+    save_steps: int = Field(default=50, ge=1)  # a checkpoint every N steps (the last 2 kept): a killed stage resumes
 
 
 class SftSettings(TrainSettings):
@@ -46,6 +47,12 @@ class SftSettings(TrainSettings):
     max_examples: int | None = Field(default=None, ge=1)  # ESConv examples kept (a seeded sample)
     general_data: str | None = None  # JSONL of general instructions, to keep general ability
     general_share: float = Field(default=0.0, ge=0, lt=1)  # share of the mixed set that is general data
+
+    @model_validator(mode="after")
+    def _check(self) -> SftSettings:
+        if self.general_share > 0 and not self.general_data:
+            raise ValueError("sft.general_share > 0 needs sft.general_data (a JSONL file of instructions)")
+        return self
 
 
 class RefineSettings(_Strict):
@@ -88,12 +95,8 @@ class EvolveConfig(_Strict):
     sft: SftSettings = Field(default_factory=SftSettings)
     refine: RefineSettings = Field(default_factory=RefineSettings)
     dpo: DpoSettings = Field(default_factory=DpoSettings)
-
-    @model_validator(mode="after")
-    def _check(self) -> EvolveConfig:
-        if self.sft.general_share > 0 and not self.sft.general_data:
-            raise ValueError("sft.general_share > 0 needs sft.general_data (a JSONL file of instructions)")
-        return self
+    quantization: Literal["none", "4bit"] = "none"  # 4bit: QLoRA, the base model in 4 bits (bitsandbytes, CUDA only)
+    report_to: Literal["none", "tensorboard"] = "none"  # training logs also to TensorBoard (in each model folder)
 
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -136,11 +139,19 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
     for dotted, value in (overrides or {}).items():
         node = raw
         *parents, leaf = dotted.split(".")
-        for key in parents:
+        for depth, key in enumerate(parents):
             node = node.setdefault(key, {})
+            if not isinstance(node, dict):  # the config gives a value where the key names a group
+                group = ".".join(parents[: depth + 1])
+                raise ConfigError(f"--set {dotted}: '{group}' is a single setting in {where}, not a group of settings")
         node[leaf] = value
     try:
         cfg = EvolveConfig.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(validation_message(str(where), e)) from None
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        # the --set whose key is the field, holds it, or (a value of the wrong type there) lies inside it
+        given = [k for k in overrides or {} if loc == k or loc.startswith(f"{k}.")
+                 or (k.startswith(f"{loc}.") and first["type"] != "value_error")]  # fmt: skip
+        raise ConfigError(validation_message(f"--set {given[0]}" if given else str(where), e)) from None
     return _resolve_paths(cfg, base)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import userfiles
 from ..assess.cards import load_card
-from ..config import ModelSpec, SupporterSpec, hash_config, validation_message
+from ..config import ModelSpec, SupporterSpec, hash_config, plain_name, validation_message
 from ..errors import ConfigError, EmoharborError
 from .dimensions import DIMENSION_KEYS
 
@@ -116,21 +116,46 @@ class HeartConfig(BaseModel):
     def _one(cls, value: Any) -> Any:
         return _coerce(value)
 
-    @model_validator(mode="after")
-    def _check(self) -> HeartConfig:
-        _name_specs(self.candidates, "candidate")
-        _name_specs(self.judges, "judge")
-        if any(c.name == HUMAN for c in self.candidates):
+    _name = field_validator("name")(plain_name)
+
+    @field_validator("candidates")
+    @classmethod
+    def _candidate_names(cls, specs: list[SupporterSpec]) -> list[SupporterSpec]:
+        _name_specs(specs, "candidate")
+        if any(c.name == HUMAN for c in specs):
             raise ValueError(f"'{HUMAN}' is the name of the human candidate: give the model another name")
-        if not self.judges:
+        return specs
+
+    @field_validator("judges")
+    @classmethod
+    def _judge_names(cls, specs: list[JudgeSpec]) -> list[JudgeSpec]:
+        if not specs:
             raise ValueError("give at least one judge")
-        unknown = [d for d in self.dimensions if d not in DIMENSION_KEYS]
-        if unknown or not self.dimensions:
-            raise ValueError(f"unknown dimensions {unknown}: choose from {list(DIMENSION_KEYS)}")
-        names = [h.name for h in self.histories]
+        _name_specs(specs, "judge")
+        return specs
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dimensions(cls, dims: list[str]) -> list[str]:
+        unknown = [d for d in dims if d not in DIMENSION_KEYS]
+        if unknown or not dims:
+            what = f"unknown dimensions {unknown}" if unknown else "no dimensions"
+            raise ValueError(f"{what}: choose from {list(DIMENSION_KEYS)}")
+        return dims
+
+    @field_validator("histories")
+    @classmethod
+    def _history_names(cls, sources: list[HistorySource]) -> list[HistorySource]:
+        names = [h.name for h in sources]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"history sources need distinct names (their ids would collide): {dup}")
+        return sources
+
+    @model_validator(mode="after")
+    def _check(self) -> HeartConfig:
+        _name_specs(self.candidates, "candidate")  # the defaults too: field validators skip them
+        _name_specs(self.judges, "judge")
         if len(self.competitors()) < 2:
             raise ValueError("there is nothing to compare: give at least two competitors (candidates and/or human)")
         return self

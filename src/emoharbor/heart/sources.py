@@ -105,10 +105,13 @@ def load_esconv_source(src: HistorySource, path: Path) -> tuple[list[History], L
 def load_histories(config: HeartConfig, base_dir: Path) -> tuple[list[History], list[LoadReport]]:
     histories: list[History] = []
     reports: list[LoadReport] = []
-    for src in config.histories:
+    for i, src in enumerate(config.histories):
         path = resolve_path(base_dir, src.path)
         loader = load_esconv_source if src.format == "esconv" else load_heart_source
-        got, report = loader(src, path)
+        try:
+            got, report = loader(src, path)
+        except DataError as e:  # a file that cannot be read at all: which source of the config it is
+            raise DataError(f"field 'histories.{i}': {e}") from None
         histories.extend(got)
         reports.append(report)
     ids = [h.id for h in histories]

@@ -51,43 +51,51 @@ def profile_files(folder: Path) -> list[Path]:
     return files
 
 
+def _from_folder(folder: Path) -> list[tuple[Profile, str]]:
+    return [(p, str(f)) for f in profile_files(folder) for p in load_profile_file(f)]
+
+
 def load_profile_folder(folder: Path) -> list[Profile]:
-    return _unique([p for f in profile_files(folder) for p in load_profile_file(f)], str(folder))
+    return _unique(_from_folder(folder), str(folder))
 
 
 @cache
 def builtin_profiles() -> tuple[Profile, ...]:
     bank = resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER)
-    out: list[Profile] = []
+    out: list[tuple[Profile, str]] = []
     for entry in sorted(bank.iterdir(), key=lambda e: e.name):
         if entry.name.endswith((".yaml", ".yml", ".json")):
-            out.extend(parse_profiles(Path(f"builtin/{entry.name}"), entry.read_text(encoding="utf-8")))
+            name = f"builtin/{entry.name}"
+            out.extend((p, name) for p in parse_profiles(Path(name), entry.read_text(encoding="utf-8")))
     return tuple(_unique(out, "the built-in bank"))
 
 
-def _unique(profiles: list[Profile], where: str) -> list[Profile]:
-    seen: set[str] = set()
-    for p in profiles:
+def _unique(profiles: list[tuple[Profile, str]], where: str) -> list[Profile]:
+    """The profiles, each with the file it came from; an id that two of them share is an error naming both."""
+    seen: dict[str, str] = {}
+    for p, origin in profiles:
         if p.id in seen:
-            raise DataError(f"{where}: profile id '{p.id}' appears more than once")
-        seen.add(p.id)
-    return profiles
+            other = seen[p.id]
+            where_both = f"{origin} and {other}" if origin != other else f"{origin} (twice)"
+            raise DataError(f"{where}: profile id '{p.id}' appears more than once: in {where_both}")
+        seen[p.id] = origin
+    return [p for p, _ in profiles]
 
 
 def resolve_profiles(specs: list[str]) -> list[Profile]:
     """``builtin:*``, ``builtin:ID`` or a glob of ids, a YAML/JSON file, or a folder of them."""
-    out: list[Profile] = []
+    out: list[tuple[Profile, str]] = []
     for spec in specs:
         if spec.startswith("builtin:"):
             pattern = spec.removeprefix("builtin:") or "*"
             hits = [p for p in builtin_profiles() if fnmatch.fnmatchcase(p.id, pattern)]
             if not hits:
                 raise DataError(f"no built-in profile matches '{pattern}': see `emoharbor profiles list`")
-            out.extend(hits)
+            out.extend((p, spec) for p in hits)
         else:
             path = Path(spec)
             if path.is_dir():
-                out.extend(load_profile_folder(path))
+                out.extend(_from_folder(path))
             else:
-                out.extend(load_profile_file(path))
+                out.extend((p, spec) for p in load_profile_file(path))
     return _unique(out, "the run's profiles")
