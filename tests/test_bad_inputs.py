@@ -264,6 +264,10 @@ CARD_CASES = [
     card_case("rubric levels that are not numbers", {"rubric": "r.yaml"},
               "dimension 'help': levels must map whole numbers to anchor texts",
               **{"r.yaml": dump({"help": {**RUBRIC, "levels": {"low": "no"}}})}),
+    card_case("a rubric dimension with no levels", {"rubric": "r.yaml"}, "dimension 'help': give at least two levels",
+              **{"r.yaml": dump({"help": {**RUBRIC, "levels": {}}})}),
+    card_case("a rubric dimension with a key it does not know", {"rubric": "r.yaml"},
+              "dimension 'help': unknown keys ['weight']", **{"r.yaml": dump({"help": {**RUBRIC, "weight": 2}})}),
     card_case("a card name with a space", {"name": "my card"}, "field 'name'", "plain word"),
     card_case("a card max_tokens of 5", {"max_tokens": 5}, "field 'max_tokens'", "greater than or equal to 16"),
     card_case("a card model with no endpoint", {"model": "gpt-x"}, "field 'model'", "needs base_url"),
@@ -445,6 +449,16 @@ def _store(folder: str, kind: str) -> Callable[[], None]:
     return lambda: RunStore.create_or_resume(Path(folder), kind, {}, "h").close()
 
 
+def _run_judged_by_user() -> None:
+    store = RunStore.create_or_resume(Path("emo_run"), "emoharbor", {}, "h")
+    store.set_meta("judges", json.dumps({"user": {"scoring": "argmax", "version": "v"}}))
+    store.close()
+
+
+def _heart_run() -> None:
+    RunStore.create_or_resume(Path("heart_run"), "heart", {}, "h").close()
+
+
 def _database(folder: str, make: Callable[[Path], object]) -> Callable[[], None]:
     def setup() -> None:
         Path(folder).mkdir()
@@ -509,6 +523,19 @@ RUN_FOLDER_CASES = [
     Case("run into a folder whose run.sqlite is a folder", ("run", "c.yaml", "--run-dir", "r"),
          ("r/run.sqlite is a folder, not a run database",), config(),
          setup=lambda: Path("r/run.sqlite").mkdir(parents=True)),
+    Case("leaderboard by a judge the run never had", ("leaderboard", "emo_run", "--judge", "nobody"),
+         ("emo_run: no judge 'nobody' in this run; its judges: user",), setup=_run_judged_by_user),
+    Case("leaderboard --scoring expected of a judge that gives none", ("leaderboard", "emo_run", "--scoring",
+                                                                       "expected"),
+         ("judge 'user' has no probability-weighted scores",), setup=_run_judged_by_user),
+    Case("heart ratings --table without --format csv", ("heart", "ratings", "heart_run", "--table", "ratings"),
+         ("--table ratings picks one table of --format csv",), setup=_heart_run),
+    Case("evolve eval of a folder that holds no model", ("evolve", "eval", "empty", "--config", "c.yaml", "--out",
+                                                         "ee"),
+         ("not a model folder",), config(), setup=lambda: Path("empty").mkdir(), absent=("ee",)),
+    Case("evolve eval of a model named with '|'", ("evolve", "eval", "a|b=empty", "--config", "c.yaml", "--out",
+                                                   "ee"),
+         ("model name 'a|b'",), config(), setup=lambda: Path("empty").mkdir(), absent=("ee",)),
     Case("leaderboard of a folder with no run in it", ("leaderboard", "empty"),
          ("empty is not a run folder (no run.sqlite in it)",), setup=lambda: Path("empty").mkdir(),
          also=(("export", "empty"), ("judges", "empty"))),
@@ -539,6 +566,18 @@ CLI_CASES = [
     Case("import-esconv --enrich-model with no endpoint", ("profiles", "import-esconv", "e.jsonl", "--out", "p.yaml",
                                                            "--enrich-model", "gpt-x"),
          ("--enrich-model gpt-x",)),
+    Case("chat with an embedded model that does not exist", ("chat", "--profile", "builtin:p001*", "--supporter",
+                                                             "local:nope", "--user", "scripted"),
+         ("--supporter: unknown local model 'nope'",)),
+    Case("validate with an embedded model that does not exist", (*VALIDATE[:4], "local:nope", *VALIDATE[5:]),
+         ("--model: unknown local model 'nope'",), {"e.jsonl": esconv({"dialog": [TURN]})}, absent=("v",)),
+    Case("validate --judge of a card that does not exist", (*VALIDATE, "--judge", "nope"),
+         ("--judge: no judge card 'nope'",), {"e.jsonl": esconv({"dialog": [TURN]})}, absent=("v",)),
+    Case("assess --judge-model of an embedded model that does not exist",
+         ("assess", "emo_run", "--judge", "third_party", "--judge-model", "local:nope"),
+         ("--judge-model: unknown local model 'nope'",), setup=_run_judged_by_user),
+    Case("serve on a host that is not an address", ("serve", "s", "--host", "not a host"),
+         ("host 'not a host' is not an address",), setup=lambda: Path("s").mkdir()),
     Case("run with no config", ("run",), ("Missing argument 'CONFIG'", "emoharbor run --help")),
     Case("leaderboard --format xml", ("leaderboard", "r", "--format", "xml"), ("'--format'", "'xml' is not one of")),
     Case("study invite --base-url that is not a URL", ("study", "invite", "s", "--raters", "1", "--base-url",

@@ -53,9 +53,10 @@ def check_models(specs: Iterable[ModelSpec]) -> None:
         check_model_spec(spec)
 
 
-def check_named_models(models: Iterable[tuple[str, ModelSpec]], where: str) -> None:
+def check_named_models(models: Iterable[tuple[str, ModelSpec]], where: str = "") -> None:
     """``check_models`` for models named by the field that gives them (``roles.judge``): an error names the
-    file (``where``) and that field. A model given in several fields is checked once."""
+    file (``where``) and that field; without ``where``, the field is a command-line option (``--user``). A
+    model given in several fields is checked once."""
     seen: set[str] = set()
     for field, spec in models:
         key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
@@ -65,7 +66,7 @@ def check_named_models(models: Iterable[tuple[str, ModelSpec]], where: str) -> N
         try:
             check_model_spec(spec)
         except ConfigError as e:
-            raise ConfigError(f"{where}: field '{field}': {e}") from None
+            raise ConfigError(f"{where}: field '{field}': {e}" if where else f"{field}: {e}") from None
 
 
 def check_reach(specs: Iterable[ModelSpec]) -> None:

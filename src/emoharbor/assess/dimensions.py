@@ -80,12 +80,17 @@ def parse_rubric(ref: str, source: str) -> Rubric:
     for key, d in raw.items():
         if not isinstance(d, dict) or not {"group", "ask", "levels"} <= set(d):
             raise ConfigError(f"{ref}: dimension {key!r} needs group, ask and levels")
+        unknown = sorted(set(d) - {"group", "ask", "levels"})
+        if unknown:
+            raise ConfigError(f"{ref}: dimension {key!r}: unknown keys {unknown}: a dimension has group, ask, levels")
         if d["group"] not in GROUPS:
             raise ConfigError(f"{ref}: dimension {key!r}: group must be one of {', '.join(GROUPS)}, not {d['group']!r}")
         try:
             levels = {int(k): str(v) for k, v in dict(d["levels"]).items()}
         except (TypeError, ValueError):
             raise ConfigError(f"{ref}: dimension {key!r}: levels must map whole numbers to anchor texts") from None
+        if len(levels) < 2:
+            raise ConfigError(f"{ref}: dimension {key!r}: give at least two levels (whole number -> anchor text)")
         dims.append(Dimension(str(key), str(d["group"]), str(d["ask"]), levels))
     return Rubric(ref, source, tuple(dims))
 

@@ -118,9 +118,16 @@ def render(board: dict[str, Any], fmt: str) -> str:
 
 
 def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
-    """An EmoHarbor run's leaderboard by ``judge``: rendered, and its data."""
+    """An EmoHarbor run's leaderboard by ``judge``: rendered, and its data. A judge the run never used, or a
+    scoring its card does not give, is refused rather than shown as a table of n/a."""
+    cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
     data = leaderboard(store, judge, scoring=scoring)
-    if data["judges"] and judge not in data["judges"]:
-        names = ", ".join(data["judges"])
-        raise EmoharborError(f"no assessments by judge '{judge}' in {store.folder}; judges: {names}")
+    known = sorted(set(cards) | set(data["judges"]))
+    if known and judge not in known:
+        raise EmoharborError(f"{store.folder}: no judge '{judge}' in this run; its judges: {', '.join(known)}")
+    if scoring == "expected" and judge in cards and cards[judge].get("scoring") != "expected":
+        raise EmoharborError(
+            f"{store.folder}: judge '{judge}' has no probability-weighted scores (its card's scoring is "
+            f"{cards[judge].get('scoring')}): use --scoring argmax, or a card with scoring: expected"
+        )
     return render(data, fmt), data

@@ -14,6 +14,7 @@ from .. import kinds
 from ..config import ModelSpec, RunConfig, SupporterSpec, validation_message
 from ..errors import ConfigError, EmoharborError
 from ..models.pool import ModelPool
+from ..preflight import check_named_models
 from ..profiles.loader import resolve_profiles
 from ..simulate.conversation import Conversation
 from ..simulate.factory import make_supporter, make_user
@@ -91,6 +92,7 @@ def chat(
     sup = model_spec(SupporterSpec, "--supporter", supporter, base_url, api_key_env, name=supporter,
                      system_prompt=system_prompt)  # fmt: skip
     user = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
+    check_named_models([("--supporter", sup), ("--user", user)])
     cfg = RunConfig(max_turns=max_turns, user_agent=user_agent, seed=seed)  # type: ignore[arg-type]
     conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
     if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):

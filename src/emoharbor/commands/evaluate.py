@@ -15,7 +15,7 @@ from ..assess.render import render
 from ..config import ModelSpec, RunConfig, load_config
 from ..errors import EmoharborError
 from ..evaluate import config_of, run_evaluation, run_hash
-from ..preflight import check_run_config, is_new_run
+from ..preflight import check_named_models, check_run_config, is_new_run
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
 from .core import model_spec
@@ -135,6 +135,8 @@ def assess(
     """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
     EmoHarbor run's conversations, or a validate run's replays)."""
     spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+    if spec is not None:
+        check_named_models([("--judge-model", spec)])
     store = RunStore.open_existing(run_dir, *kinds.with_part("rejudge"))
     kind = store.meta()["kind"]
     store.close()

@@ -13,6 +13,7 @@ import click
 
 from ..config import ModelSpec
 from ..data.esconv import load_esconv
+from ..errors import ConfigError, DataError
 from ..heart import pipeline, render, reports, strategy_check
 from ..heart.config import load_heart_config
 from ..heart.strategies import label_patterns, load_strategy_file
@@ -42,6 +43,12 @@ def _emit(text: str, out: Path | None) -> None:
     else:
         write_text(out, text)
         click.echo(f"wrote {out}", err=True)
+
+
+def _table_with_csv(fmt: str, table: str | None) -> None:
+    """Checked before a run is read: --table picks a table of --format csv and nothing else."""
+    if table is not None and fmt != "csv":
+        raise ConfigError(f"--table {table} picks one table of --format csv; give --format csv, or leave --table out")
 
 
 def _show(
@@ -93,7 +100,6 @@ def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool) -> None:
     """Load the histories of CONFIG and write every competitor's candidate reply (resumable)."""
     cfg, base = load_heart_config(config)
     check_heart_config(cfg, base, str(config))
-    check_models([*cfg.candidates, *cfg.judges, cfg.labeller_spec()])
     folder = run_dir or Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
     if is_new_run(folder):
         check_reach(cfg.candidates)
@@ -104,6 +110,8 @@ def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool) -> None:
         )
     finally:
         store.close()
+    for name, skipped in summary["items_skipped"].items():  # broken lines and the like: said, not only stored
+        click.echo(f"history source {name}: skipped {skipped} (the notes are in `emoharbor heart report`)", err=True)
     _summary("generate", summary, folder)
 
 
@@ -128,6 +136,7 @@ def judge_cmd(run_dir: Path, no_progress: bool) -> None:
 @click.option("--bootstrap", type=click.IntRange(0, 10000), default=None, help="resamples (default: the config's)")
 def ratings_cmd(run_dir: Path, fmt: str, table: str | None, out: Path | None, bootstrap: int | None) -> None:
     """Bradley-Terry ratings, win rates against the human, order consistency."""
+    _table_with_csv(fmt, table)
     store, cfg, _ = pipeline.read_run(run_dir)
     try:
         data = reports.ratings_report(store, cfg, bootstrap=bootstrap)
@@ -151,10 +160,13 @@ def ratings_cmd(run_dir: Path, fmt: str, table: str | None, out: Path | None, bo
 @out_opt
 def agreement_cmd(run_dir: Path, human_files: tuple[Path, ...], fmt: str, table: str | None, out: Path | None) -> None:
     """Judge-human and human-human agreement, kappa, alpha, judge biases, rationale focus."""
+    _table_with_csv(fmt, table)
     store, cfg, base = pipeline.read_run(run_dir)
     try:
         for path in human_files:
             rep = reports.import_human_judgments(store, cfg, path)
+            if rep.rows and not rep.imported:
+                raise DataError(f"{path}: none of its {rep.rows} rows could be imported (skipped: {dict(rep.skipped)})")
             click.echo(f"imported {rep.imported} of {rep.rows} rows from {path}; skipped {dict(rep.skipped)}", err=True)
         data = reports.agreement_report(store, cfg, base)
     finally:
@@ -175,6 +187,7 @@ def strategies_cmd(
     run_dir: Path, label: bool, no_progress: bool, fmt: str, table: str | None, out: Path | None
 ) -> None:
     """Sentence-level support-strategy labels of every candidate reply, and each competitor's profile."""
+    _table_with_csv(fmt, table)
     store, cfg, base = pipeline.read_run(run_dir)
     try:
         if label:

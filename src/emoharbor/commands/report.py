@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from ..config import ModelSpec, hash_config
-from ..errors import EmoharborError
-from ..preflight import check_models, check_reach, is_new_run
+from ..errors import ConfigError, EmoharborError
+from ..preflight import check_named_models, check_reach, is_new_run
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table
 from ..validate.render import render_validation
@@ -175,10 +175,16 @@ def validate(
     folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
     if is_new_run(folder):
         load_selection(opts)  # the user's files first: a missing ESConv file is named before any model
-        made = opts.make_judges()
-        specs = [*([user] if needs_chain(made) else []), *(j.model for j in made)]
-        check_models(specs)
-        check_reach(specs)
+        try:
+            made = opts.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        named = [
+            *([("--model", user)] if needs_chain(made) else []),
+            *((f"--judge {j.card.name}", j.model) for j in made),
+        ]
+        check_named_models(named)
+        check_reach([spec for _, spec in named])
     click.echo(f"run folder: {folder}", err=True)
     started = time.perf_counter()
     summary = asyncio.run(run_validation(opts, folder, progress=not quiet))

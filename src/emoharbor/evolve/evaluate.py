@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import RunConfig, load_config
 from ..errors import EmoharborError
+from ..models.hf import resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
 
@@ -101,6 +102,10 @@ def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) ->
 def evaluate_models(config_path: Path, models: list[tuple[str, Path]], out: Path, *, log: Log) -> str:
     run_evaluation = _evaluator()
     base = load_config(config_path)
+    for name, folder in models:  # every model and name checked before any run folder is made
+        if "|" in name or not name:
+            raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
+        resolve_hf(str(folder))
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for name, folder in models:
         run_dir = out / name

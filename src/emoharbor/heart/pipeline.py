@@ -112,6 +112,7 @@ async def generate(
     status = Counter(d["status"] for _, d in store.items("candidate"))
     summary = {
         "histories": len(loaded),
+        "items_skipped": {r.name: dict(r.skipped) for r in reports if r.skipped},
         "units": len(units),
         "done_now": done.done_now,
         "resumed": done.resumed,

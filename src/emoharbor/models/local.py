@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import errno
 import hashlib
 import importlib.metadata as md
 import importlib.util
@@ -150,8 +151,12 @@ def check_port_free(port: int, host: str = "127.0.0.1", fix: str = LOCAL_PORT_FI
     with socket.socket(family) as s:
         try:
             s.bind((host, port))
-        except OSError:
-            raise ConfigError(f"port {port} on {host} is in use: {fix}") from None
+        except socket.gaierror:
+            raise ConfigError(f"host {host!r} is not an address or a name this machine can resolve") from None
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {port} on {host} is in use: {fix}") from None
+            raise ConfigError(f"cannot listen on {host} port {port}: {e.strerror or e}") from None
 
 
 def _die_with_parent() -> None:  # runs in the child before exec
