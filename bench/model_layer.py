@@ -18,8 +18,8 @@ from pathlib import Path
 import openai
 
 from common import fake_server
-from emoharbor.config import ModelSpec
 from emoharbor.models.pool import ModelPool
+from emoharbor.models.spec import ModelSpec
 
 
 def messages(conv: int, step: int) -> list[dict[str, str]]:

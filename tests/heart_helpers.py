@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emoharbor.config import ModelSpec
 from emoharbor.heart import pipeline
 from emoharbor.heart.config import HeartConfig
 from emoharbor.models.base import ChatModel, Message
 from emoharbor.models.scripted import ScriptedModel
+from emoharbor.models.spec import ModelSpec
 
 SHOWN = re.compile(r"Message (\w):\n(.*?)(?=\n\nMessage \w:|\n\nAnswer with)", re.S)
 

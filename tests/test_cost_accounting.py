@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from emoharbor.config import ModelSpec
 from emoharbor.models.base import ModelCallError
 from emoharbor.models.pool import ModelPool
+from emoharbor.models.spec import ModelSpec
 from emoharbor.store.run_store import RunStore, call_sink
 from emoharbor.store.units import unit
 from emoharbor.testing.fake_server import FakeOpenAIServer

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from emoharbor.cli import main
-from emoharbor.config import ModelSpec
 from emoharbor.models.base import ModelCallError
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.retry import REDACTED, describe
+from emoharbor.models.spec import ModelSpec
 from emoharbor.store.run_store import RunStore, call_sink
 from emoharbor.testing.fake_server import FakeOpenAIServer, default_reply
 

@@ -3,6 +3,7 @@ resuming it, and the errors a user can make."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -55,12 +56,18 @@ def test_run_writes_every_stage_and_resumes(tmp_path: Path, capsys: pytest.Captu
 def test_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     m, none, p = str(tmp_path / "m"), str(tmp_path / "none"), str(tmp_path / "p.jsonl")
     served = "refine.generator={model: m0, base_url: 'http://127.0.0.1:9'}"
+    qlora = ["evolve", "sft", "--out", m, "--set", "quantization=4bit", "--set", "device=cpu"]
     cases = [
         (["evolve", "sft", "--out", m, "--set", "sft.max_steps"], "write KEY=VALUE"),
         (["evolve", "sft", "--out", m, "--set", "dpo.beta=-1"], "field 'dpo.beta'"),
         (["evolve", "dpo", "--model", none, "--pairs", p, "--out", m], "cannot read the model card"),
         (["evolve", "run", "--out", m, "--set", served], "refine.generator"),
+        # QLoRA needs a GPU: said before any data is read (the data file here does not exist)
+        ([*qlora, "--set", f"sft.data=[{none}.jsonl]"], "quantization: 4bit (QLoRA) needs a CUDA GPU"),
+        (["evolve", "run", "--out", m, "--set", "quantization=4bit", "--set", "device=cpu"], "needs a CUDA GPU"),
     ]
+    if importlib.util.find_spec("tensorboard") is None and importlib.util.find_spec("tensorboardX") is None:
+        cases.append((["evolve", "sft", "--out", m, "--set", "report_to=tensorboard"], "pip install tensorboard"))
     for argv, message in cases:
         with pytest.raises(SystemExit) as e:
             main(argv)

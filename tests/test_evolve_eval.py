@@ -48,6 +48,9 @@ def test_means_and_changes_per_dimension(tmp_path: Path, monkeypatch: pytest.Mon
     cfg = tmp_path / "run.yaml"
     cfg.write_text("profiles: ['builtin:*']\nroles:\n  supporter: {model: scripted, system_prompt: 'Be kind.'}\n")
     m0, m1 = tmp_path / "m0", tmp_path / "m1"
+    for m in (m0, m1):  # model folders as far as the check before the runs reads them (nothing loads them here)
+        m.mkdir()
+        (m / "config.json").write_text("{}")
     table = evaluate.evaluate_models(cfg, [("M0", m0), ("M1", m1)], tmp_path / "eval", log=lambda _: None)
     assert [c.roles.supporter[0].model for c in seen] == [f"hf:{m0.resolve()}", f"hf:{m1.resolve()}"]
     assert seen[0].roles.supporter[0].system_prompt == "Be kind."  # the rest of the supporter is kept

@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from emoharbor.cli import cli
-from emoharbor.config import ModelSpec
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
 from emoharbor.heart import pipeline, reports, strategy_check
@@ -24,6 +23,7 @@ from emoharbor.heart.strategies import (
     split_sentences,
 )
 from emoharbor.models.base import Message
+from emoharbor.models.spec import ModelSpec
 from emoharbor.report.heart_section import heart_html
 from emoharbor.testing.fake_server import FakeOpenAIServer
 from heart_helpers import models, preferring, run_all, scripted

@@ -12,11 +12,11 @@ from emoharbor.assess.cards import builtin_names, load_card
 from emoharbor.assess.dimensions import load_rubric
 from emoharbor.assess.expected import expected_scores
 from emoharbor.assess.judge import check_logprobs, judge_conversation
-from emoharbor.config import ModelSpec
 from emoharbor.errors import ConfigError
 from emoharbor.models.base import TokenLogprob
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.scripted import ScriptedModel
+from emoharbor.models.spec import ModelSpec
 from emoharbor.simulate.conversation import Conversation, Turn
 from emoharbor.store.records import Comparison
 from emoharbor.store.run_store import RunStore

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from emoharbor.config import ModelSpec
 from emoharbor.models.pool import ModelPool
+from emoharbor.models.spec import ModelSpec
 from emoharbor.models.structured import ask_json
 from emoharbor.store.run_store import RunStore, call_sink
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from emoharbor.config import ModelSpec
 from emoharbor.errors import EmoharborError
 from emoharbor.models.base import ModelCallError
 from emoharbor.models.cache import CallCache
 from emoharbor.models.openai_compat import OpenAIChatModel
 from emoharbor.models.pool import ModelPool
+from emoharbor.models.spec import ModelSpec
 from emoharbor.models.structured import ask_json
 from emoharbor.store.run_store import RunStore, call_sink
 from emoharbor.testing.fake_server import FakeOpenAIServer

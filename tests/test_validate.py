@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import count, emoharbor
-from emoharbor.config import ModelSpec
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import ConfigError, DataError
 from emoharbor.models.scripted import ScriptedModel
+from emoharbor.models.spec import ModelSpec
 from emoharbor.profiles.esconv_import import draft_profile
 from emoharbor.simulate.chain_user import ChainUser
 from emoharbor.store.run_store import RunStore

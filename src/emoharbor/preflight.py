@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import userfiles
-from .config import ModelSpec, RunConfig
+from .config import RunConfig
 from .errors import ConfigError, DataError
 from .evaluate import run_judges
 from .heart.candidates import system_prompt
@@ -21,6 +21,7 @@ from .heart.histories import LoadReport
 from .heart.sources import load_histories
 from .heart.strategies import load_strategies
 from .models.pool import check_model_spec, check_reachable
+from .models.spec import ModelSpec
 from .profiles.loader import resolve_profiles
 from .simulate.supporter import supporter_prompt
 from .store.run_store import DB_NAME, RunStore

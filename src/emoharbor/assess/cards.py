@@ -29,8 +29,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import userfiles
-from ..config import ModelSpec, validation_message
+from ..config import validation_message
 from ..errors import ConfigError
+from ..models.spec import ModelSpec
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
 

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ModelSpec
 from ..errors import ConfigError
 from ..models.base import ChatModel, ModelCallError
 from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore

@@ -11,9 +11,10 @@ import click
 from pydantic import ValidationError
 
 from .. import kinds
-from ..config import ModelSpec, RunConfig, SupporterSpec, validation_message
+from ..config import RunConfig, SupporterSpec, validation_message
 from ..errors import ConfigError, EmoharborError
 from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
 from ..preflight import check_named_models
 from ..profiles.loader import resolve_profiles
 from ..simulate.conversation import Conversation

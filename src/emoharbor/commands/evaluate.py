@@ -12,9 +12,10 @@ import click
 from .. import kinds
 from ..assess.leaderboard import leaderboard
 from ..assess.render import render
-from ..config import ModelSpec, RunConfig, load_config
+from ..config import RunConfig, load_config
 from ..errors import EmoharborError
 from ..evaluate import config_of, run_evaluation, run_hash
+from ..models.spec import ModelSpec
 from ..preflight import check_named_models, check_run_config, is_new_run
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore

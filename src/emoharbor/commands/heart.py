@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 
 import click
 
-from ..config import ModelSpec
 from ..data.esconv import load_esconv
 from ..errors import ConfigError, DataError
 from ..heart import pipeline, render, reports, strategy_check
@@ -19,6 +18,7 @@ from ..heart.config import load_heart_config
 from ..heart.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
 from ..models.pool import GetModel, ModelPool
+from ..models.spec import ModelSpec
 from ..preflight import check_heart_config, check_models, check_reach, is_new_run
 from ..store.run_store import RunStore, call_sink
 from .core import model_spec

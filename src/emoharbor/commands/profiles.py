@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 import yaml
 
-from ..config import ModelSpec
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import DataError, EmoharborError
 from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile, enrich_all
 from ..profiles.loader import load_profile_file, load_profile_folder, profile_files, resolve_profiles
 from ..profiles.schema import Profile

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from ..config import ModelSpec, hash_config
+from ..config import hash_config
 from ..errors import ConfigError, EmoharborError
+from ..models.spec import ModelSpec
 from ..preflight import check_named_models, check_reach, is_new_run
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table

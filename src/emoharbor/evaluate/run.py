@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, judges_record, make_judges, unassessed
-from ..config import ModelSpec, RunConfig
+from ..config import RunConfig
 from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
 from ..simulate.chain_user import CHAIN_PROMPTS
 from ..simulate.conversation import Conversation

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ModelSpec
 from ..data.esconv import EsconvDialog
 from ..errors import DataError
 from ..models.pool import GetModel, LazyModels
+from ..models.spec import ModelSpec
 from ..stats.bootstrap import Estimate, bootstrap_ci
 from ..store.record import open_run, record_hash, run_record
 from ..store.run_store import RunStore

@@ -15,11 +15,11 @@ from typing import Any
 
 import openai
 
-from ..config import ModelSpec
 from ..errors import ConfigError
 from .base import ChatResult, Message, ModelCallError, TokenLogprob, Usage
 from .cache import CallCache, cache_key
 from .retry import EmptyReply, backoff_s, describe, is_retryable, raise_if_cancelled, retry_after_s
+from .spec import ModelSpec
 
 FAILURES_BEFORE_REST = 3
 REST_S = 30.0

@@ -11,13 +11,13 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import ModelSpec
 from ..errors import EmoharborError
 from .base import CallRecord, ChatModel, ChatResult, Message, ModelCallError
 from .cache import CallCache, default_cache_dir
 from .local import LocalServer, require_llama_cpp, resolve_gguf
 from .openai_compat import Endpoint, OpenAIChatModel, make_endpoints
 from .scripted import ScriptedModel
+from .spec import ModelSpec
 
 CallSink = Callable[[CallRecord], None]
 

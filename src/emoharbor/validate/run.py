@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
-from ..config import ModelSpec
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
 from ..models.base import ChatModel
 from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
 from ..simulate.chain_user import ChainSettings, ChainUser
