@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emoharbor.heart import pipeline
 from emoharbor.heart.config import HeartConfig
+from emoharbor.heart.stages import pipeline
 from emoharbor.models.base import ChatModel, Message
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.models.spec import ModelSpec

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from emoharbor.errors import DataError
-from emoharbor.heart import reports
-from emoharbor.heart.judging import neutral_ids
+from emoharbor.heart.analysis import reports
+from emoharbor.heart.stages.judging import neutral_ids
 from heart_helpers import preferring, run_all, scripted
 
 HEADER = "history_id,competitor_a,competitor_b,rater,dimension,winner,strength,rationale,first_shown\n"

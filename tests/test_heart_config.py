@@ -8,7 +8,7 @@ import pytest
 
 from emoharbor.errors import ConfigError
 from emoharbor.heart.config import HeartConfig, load_heart_config, parse_heart_config
-from emoharbor.heart.judging import judge_schema, neutral_ids
+from emoharbor.heart.stages.judging import judge_schema, neutral_ids
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "heart.yaml"
 
@@ -64,7 +64,7 @@ def test_judge_schema_uses_enums_for_ids_and_strength() -> None:
 
 def test_candidate_system_prompts_and_reply_cleaning(tmp_path: Path) -> None:
     from emoharbor.config import SupporterSpec
-    from emoharbor.heart.candidates import clean_reply, system_prompt
+    from emoharbor.heart.stages.candidates import clean_reply, system_prompt
 
     (tmp_path / "p.txt").write_text("Be brief.\n", encoding="utf-8")
     text, version = system_prompt(SupporterSpec(model="scripted", name="a", system_prompt="@p.txt"), tmp_path)
@@ -82,7 +82,7 @@ def test_candidate_system_prompts_and_reply_cleaning(tmp_path: Path) -> None:
 
 def test_candidate_system_prompts_builtin_file_and_text(tmp_path: Path) -> None:
     from emoharbor.config import SupporterSpec
-    from emoharbor.heart.candidates import system_prompt
+    from emoharbor.heart.stages.candidates import system_prompt
 
     def prompt(sp: str | None) -> tuple[str, str]:
         return system_prompt(SupporterSpec(name="c", model="scripted", system_prompt=sp), tmp_path)

@@ -10,7 +10,7 @@ import pytest
 from emoharbor.errors import DataError
 from emoharbor.heart.config import HistorySource
 from emoharbor.heart.histories import History, Skip, infer_speakers, parse_heart_item
-from emoharbor.heart.sources import esconv_histories, load_esconv_source, load_heart_source
+from emoharbor.heart.stages.sources import esconv_histories, load_esconv_source, load_heart_source
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 HEART = DATA / "heart"

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from emoharbor.heart import pipeline, reports
+from emoharbor.heart.analysis import reports
+from emoharbor.heart.stages import pipeline
 from emoharbor.models.base import Message
 from heart_helpers import first_shown_judge, models, preferring, run_all, scripted
 

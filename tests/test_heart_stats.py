@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from emoharbor.heart.bradley_terry import bootstrap_intervals, fit_bradley_terry, win_probability
-from emoharbor.heart.stats import agreement, cohen_kappa, krippendorff_alpha
+from emoharbor.heart.analysis.bradley_terry import bootstrap_intervals, fit_bradley_terry, win_probability
+from emoharbor.heart.analysis.stats import agreement, cohen_kappa, krippendorff_alpha
 
 
 def test_bt_two_players_three_to_one() -> None:
@@ -93,7 +93,7 @@ def test_agreement_with_and_without_ties() -> None:
 
 
 def test_bt_newton_with_prior_matches_mm() -> None:
-    from emoharbor.heart.bradley_terry import _strengths
+    from emoharbor.heart.analysis.bradley_terry import _strengths
 
     wins = np.array([[0, 3, 1, 2], [1, 0, 2, 0.5], [2, 1, 0, 1], [1, 2.5, 2, 0]], dtype=float)
     newton = fit_bradley_terry(wins, prior=0.3)
@@ -110,7 +110,7 @@ def test_krippendorff_alpha_published_example() -> None:
 
 
 def test_rating_tables_put_the_highest_overall_rating_first() -> None:
-    from emoharbor.heart.render import rating_tables
+    from emoharbor.heart.analysis.render import rating_tables
 
     def row(c: str, dim: str, rating: float, wins: int = 0) -> dict[str, object]:
         return {"judge": "j", "subset": "all", "variant": "plain", "competitor": c, "dimension": dim,

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from emoharbor.cli import cli
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
-from emoharbor.heart import pipeline, reports, strategy_check
-from emoharbor.heart.strategies import (
+from emoharbor.heart.analysis import reports
+from emoharbor.heart.stages import pipeline, strategy_check
+from emoharbor.heart.stages.strategies import (
     builtin_strategies,
     builtin_strategy_file,
     label_patterns,

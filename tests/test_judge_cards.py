@@ -196,9 +196,9 @@ async def test_a_changed_card_under_a_used_name_is_refused(tmp_path: Path) -> No
 
 
 async def test_a_heart_judge_card_set_to_expected_weighs_strengths_by_probability(tmp_path: Path) -> None:
-    from emoharbor.heart import pipeline
+    from emoharbor.heart.analysis.verdicts import combine_orders
     from emoharbor.heart.config import HeartConfig
-    from emoharbor.heart.verdicts import combine_orders
+    from emoharbor.heart.stages import pipeline
     from heart_helpers import kind_reply, models, scripted, write_histories
 
     card = tmp_path / "pairwise.yaml"

@@ -52,7 +52,7 @@ def test_validate_run_report_and_several_runs_side_by_side(runs: dict[str, Path]
 
 
 async def test_heart_and_unknown_runs_get_a_short_section(tmp_path: Path, runs: dict[str, Path]) -> None:
-    from emoharbor.heart import pipeline
+    from emoharbor.heart.stages import pipeline
     from heart_helpers import models, preferring, run_all, scripted
     from test_heart_strategies import labeller
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from cli_helpers import run_main as run
 from emoharbor.cli import cli
-from emoharbor.heart.verdicts import combine_orders
+from emoharbor.heart.analysis.verdicts import combine_orders
 from emoharbor.store.records import comparisons
 from emoharbor.store.run_store import RunStore
 from emoharbor.web.forms import missing

@@ -13,7 +13,7 @@ import pytest
 
 from emoharbor.assess.dimensions import keys as conversation_keys
 from emoharbor.errors import EmoharborError
-from emoharbor.heart.humans import read_human_judgments
+from emoharbor.heart.analysis.humans import read_human_judgments
 from emoharbor.web.assign import assign
 from emoharbor.web.build import attention_bank, create_study
 from emoharbor.web.export import CONVERSATION_COLUMNS, PAIR_COLUMNS, export_study

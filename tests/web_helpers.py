@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emoharbor.config import RunConfig
-from emoharbor.heart import pipeline
-from emoharbor.heart.candidates import record
 from emoharbor.heart.config import HeartConfig
 from emoharbor.heart.histories import History, Turn
+from emoharbor.heart.stages import pipeline
+from emoharbor.heart.stages.candidates import record
 from emoharbor.simulate.conversation import Conversation
 from emoharbor.simulate.conversation import Turn as ConvTurn
 from emoharbor.store.run_store import RunStore

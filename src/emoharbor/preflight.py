@@ -14,12 +14,12 @@ from . import userfiles
 from .config import RunConfig
 from .errors import ConfigError, DataError
 from .evaluate import run_judges
-from .heart.candidates import system_prompt
 from .heart.config import HeartConfig, resolve_path
 from .heart.dimensions import load_lexicon
 from .heart.histories import LoadReport
-from .heart.sources import load_histories
-from .heart.strategies import load_strategies
+from .heart.stages.candidates import system_prompt
+from .heart.stages.sources import load_histories
+from .heart.stages.strategies import load_strategies
 from .models.pool import check_model_spec, check_reachable
 from .models.spec import ModelSpec
 from .profiles.loader import resolve_profiles

@@ -69,8 +69,8 @@ def _validate_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], di
 
 
 def _heart_rows(folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
-    from ..heart.pipeline import read_run
-    from ..heart.reports import agreement_report, ratings_report
+    from ..heart.analysis.reports import agreement_report, ratings_report
+    from ..heart.stages.pipeline import read_run
 
     store, config, base = read_run(folder)
     try:

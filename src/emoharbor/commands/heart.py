@@ -13,9 +13,10 @@ import click
 
 from ..data.esconv import load_esconv
 from ..errors import ConfigError, DataError
-from ..heart import pipeline, render, reports, strategy_check
+from ..heart.analysis import render, reports
 from ..heart.config import load_heart_config
-from ..heart.strategies import label_patterns, load_strategy_file
+from ..heart.stages import pipeline, strategy_check
+from ..heart.stages.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
 from ..models.pool import GetModel, ModelPool
 from ..models.spec import ModelSpec

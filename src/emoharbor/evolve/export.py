@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..heart.verdicts import combine_orders
+from ..heart.analysis.verdicts import combine_orders
 from ..models.base import Message
 from ..store import records
 from ..store.records import Assessment

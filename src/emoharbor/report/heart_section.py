@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..heart.render import overview_md, rating_tables, win_rate_rows
+from ..heart.analysis.render import overview_md, rating_tables, win_rate_rows
 from ..tables import bounds, num
 from .html import dict_rows_table, esc, note, plain, table
 
 
 def heart_html(folder: Path) -> str:
-    from ..heart.pipeline import read_run
-    from ..heart.reports import agreement_report, ratings_report, strategies_report
-    from ..heart.strategies import label_patterns
+    from ..heart.analysis.reports import agreement_report, ratings_report, strategies_report
+    from ..heart.stages.pipeline import read_run
+    from ..heart.stages.strategies import label_patterns
 
     try:
         store, config, base = read_run(folder)

@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import EmoharborError
-from ..heart import pipeline
+from ..heart.stages import pipeline
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
 from .forms import CONVERSATION, PAIR

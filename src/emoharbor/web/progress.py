@@ -8,7 +8,7 @@ from itertools import combinations
 from typing import Any
 
 from ..assess.dimensions import keys as conversation_keys
-from ..heart.stats import agreement, cohen_kappa
+from ..heart.analysis.stats import agreement, cohen_kappa
 from .export import Rated, iso, rated
 from .forms import PAIR, pair_keys, side_of
 from .study import Item, Study

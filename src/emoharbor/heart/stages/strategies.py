@@ -19,13 +19,13 @@ from typing import Any
 
 import yaml
 
-from .. import userfiles
-from ..errors import DataError
-from ..models.base import ChatModel, ModelCallError
-from ..models.structured import ask_json
-from ..prompts import load_prompt
+from ... import userfiles
+from ...errors import DataError
+from ...models.base import ChatModel, ModelCallError
+from ...models.structured import ask_json
+from ...prompts import load_prompt
+from ..histories import History
 from .candidates import Events
-from .histories import History
 
 Strategies = dict[str, str]
 ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "vs", "etc", "e.g", "i.e", "approx"}

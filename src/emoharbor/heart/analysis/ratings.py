@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..store.records import Comparison
+from ...store.records import Comparison
+from ..config import HUMAN
 from .bradley_terry import bootstrap_intervals, fit_bradley_terry
-from .config import HUMAN
 from .verdicts import TIE, PairVerdict, combine_orders, order_consistency
 
 POOLED = "pooled"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..store.records import Comparison
-from .dimensions import OVERALL, Lexicon, tag_dimensions
+from ...store.records import Comparison
+from ..dimensions import OVERALL, Lexicon, tag_dimensions
 from .verdicts import TIE, OrderVerdict, PairVerdict
 
 HUMANS = "humans"

@@ -13,17 +13,17 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from ..assess.cards import load_card
-from ..assess.judge import check_logprobs
-from ..config import SupporterSpec
-from ..errors import EmoharborError
-from ..models.pool import GetModel, LazyModels
-from ..store import record
-from ..store.run_store import RunStore
-from ..store.units import Events, Work, run_stage
+from ...assess.cards import load_card
+from ...assess.judge import check_logprobs
+from ...config import SupporterSpec
+from ...errors import EmoharborError
+from ...models.pool import GetModel, LazyModels
+from ...store import record
+from ...store.run_store import RunStore
+from ...store.units import Events, Work, run_stage
+from ..config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
+from ..histories import History
 from .candidates import human_candidate, model_candidate, system_prompt
-from .config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
-from .histories import History
 from .judging import Shown, judge_pair, neutral_ids
 from .sources import load_histories
 from .strategies import label_reply, load_strategies

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..store.records import Comparison
+from ...store.records import Comparison
 
 A, B, TIE = "a", "b", "tie"
 

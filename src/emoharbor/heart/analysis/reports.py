@@ -8,17 +8,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..store import records
-from ..store.run_store import RunStore
+from ...store import records
+from ...store.run_store import RunStore
+from ..config import HeartConfig, resolve_path
+from ..dimensions import LEXICON_NOTE, load_lexicon
+from ..stages.judging import verdict_keys
+from ..stages.pipeline import histories
+from ..stages.strategies import load_strategies, strategy_profiles
 from .agreement import alphas, human_ceiling, human_verdicts, judge_human
 from .bias import bias_table, rationale_focus
-from .config import HeartConfig, resolve_path
-from .dimensions import LEXICON_NOTE, load_lexicon
 from .humans import ImportReport, human_key, read_human_judgments
-from .judging import verdict_keys
-from .pipeline import histories
 from .ratings import compute_ratings
-from .strategies import load_strategies, strategy_profiles
 from .verdicts import combine_orders
 
 # a candidate reply that opens with the seeker's label: the model wrote the seeker's turn, not the

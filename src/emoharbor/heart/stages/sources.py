@@ -6,10 +6,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ..data.esconv import EsconvDialog, parse_record
-from ..errors import DataError
-from .config import HeartConfig, HistorySource, resolve_path
-from .histories import SEEKER, SUPPORTER, History, LoadReport, Skip, Turn, parse_heart_item, read_items
+from ...data.esconv import EsconvDialog, parse_record
+from ...errors import DataError
+from ..config import HeartConfig, HistorySource, resolve_path
+from ..histories import SEEKER, SUPPORTER, History, LoadReport, Skip, Turn, parse_heart_item, read_items
 
 
 def _limit(histories: list[History], src: HistorySource) -> list[History]:

@@ -11,14 +11,14 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..assess.cards import JudgeCard
-from ..assess.expected import expected_scores
-from ..models.base import ChatModel, Message, ModelCallError
-from ..models.structured import ask_json
-from ..prompts import load_prompt
+from ...assess.cards import JudgeCard
+from ...assess.expected import expected_scores
+from ...models.base import ChatModel, Message, ModelCallError
+from ...models.structured import ask_json
+from ...prompts import load_prompt
+from ..dimensions import OVERALL, describe
+from ..histories import History
 from .candidates import Events, context_line, transcript
-from .dimensions import OVERALL, describe
-from .histories import History
 
 ID_POOL = ("K", "M", "P", "R", "T", "V", "X", "Z")
 STRENGTHS = [1, 2, 3, 4, 5]

@@ -7,14 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import userfiles
-from ..config import SupporterSpec
-from ..errors import ConfigError
-from ..models.base import ChatModel, Message, ModelCallError
-from ..prompts import load_prompt
-from ..simulate.supporter import supporter_prompt
-from .config import HUMAN, resolve_path
-from .histories import SEEKER, History
+from ... import userfiles
+from ...config import SupporterSpec
+from ...errors import ConfigError
+from ...models.base import ChatModel, Message, ModelCallError
+from ...prompts import load_prompt
+from ...simulate.supporter import supporter_prompt
+from ..config import HUMAN, resolve_path
+from ..histories import SEEKER, History
 
 Events = list[tuple[str, str]]
 LABEL = re.compile(r"^\s*\**\s*(?:supporter|assistant|response|reply|listener|helper)\s*\**\s*:\s*\**\s*", re.I)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import userfiles
-from ..errors import DataError
-from .dimensions import DIMENSIONS, OVERALL
+from ... import userfiles
+from ...errors import DataError
+from ..dimensions import DIMENSIONS, OVERALL
 
 REQUIRED = ("history_id", "competitor_a", "competitor_b", "rater", "dimension", "winner")
 MAX_NOTES = 20

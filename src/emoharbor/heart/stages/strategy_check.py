@@ -19,18 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from ..data.esconv import EsconvDialog
-from ..errors import DataError
-from ..models.pool import GetModel, LazyModels
-from ..models.spec import ModelSpec
-from ..stats.bootstrap import Estimate, bootstrap_ci
-from ..store.record import open_run, record_hash, run_record
-from ..store.run_store import RunStore
-from ..store.units import Events, Work, run_stage
-from .config import HUMAN, HeartConfig
-from .histories import SEEKER, History, Turn
-from .render import cell, dict_table, md_table
-from .stats import cohen_kappa
+from ...data.esconv import EsconvDialog
+from ...errors import DataError
+from ...models.pool import GetModel, LazyModels
+from ...models.spec import ModelSpec
+from ...stats.bootstrap import Estimate, bootstrap_ci
+from ...store.record import open_run, record_hash, run_record
+from ...store.run_store import RunStore
+from ...store.units import Events, Work, run_stage
+from ..analysis.render import cell, dict_table, md_table
+from ..analysis.stats import cohen_kappa
+from ..config import HUMAN, HeartConfig
+from ..histories import SEEKER, History, Turn
 from .strategies import StrategyFile, label_patterns, label_reply
 
 KIND = "heart_strategy_check"

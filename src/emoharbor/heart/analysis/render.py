@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import EmoharborError
-from ..tables import cell as cell  # `heart strategy-check` imports cell and md_table from here
-from ..tables import csv_table, interval
-from ..tables import md_table as md_table
-from .dimensions import OVERALL
+from ...errors import EmoharborError
+from ...tables import cell as cell
+from ...tables import csv_table, interval
+from ...tables import md_table as md_table
+from ..dimensions import OVERALL
 
 CSV_TABLES = {
     "ratings": ["ratings", "win_rates_vs_human", "order_consistency"],
