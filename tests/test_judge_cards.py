@@ -254,7 +254,7 @@ async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(
 
     from click.testing import CliRunner
 
-    from emoharbor.assess.judges_table import judges_table
+    from emoharbor.report.judges_table import judges_table
     from emoharbor.cli import cli
     from report_helpers import small_run
 
@@ -316,7 +316,7 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
 
 
 async def test_the_judges_table_reads_heart_runs(tmp_path: Path) -> None:
-    from emoharbor.assess.judges_table import judges_table
+    from emoharbor.report.judges_table import judges_table
     from heart_helpers import first_shown_judge, preferring, run_all, scripted
 
     store, _config = await run_all(

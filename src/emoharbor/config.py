@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import userfiles
-from .errors import ConfigError
+from .errors import ConfigError, validation_message
 from .models.spec import ModelSpec
 
 MAX_REPEATS = 10_000
@@ -127,15 +127,6 @@ class RunConfig(BaseModel):
 def hash_config(resolved: dict[str, Any]) -> str:
     blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def validation_message(path: str, err: ValidationError) -> str:
-    """A pydantic error as one line naming the file (or record) and the field."""
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    message = first["msg"].removeprefix("Value error, ")
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{path}: field '{where}': {message}{more}"
 
 
 def load_config(path: str | Path) -> RunConfig:

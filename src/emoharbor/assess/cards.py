@@ -29,8 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import userfiles
-from ..config import validation_message
-from ..errors import ConfigError
+from ..errors import ConfigError, validation_message
 from ..models.spec import ModelSpec
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric

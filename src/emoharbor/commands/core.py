@@ -11,8 +11,8 @@ import click
 from pydantic import ValidationError
 
 from .. import kinds
-from ..config import RunConfig, SupporterSpec, validation_message
-from ..errors import ConfigError, EmoharborError
+from ..config import RunConfig, SupporterSpec
+from ..errors import ConfigError, EmoharborError, validation_message
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..preflight import check_named_models

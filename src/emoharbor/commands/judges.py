@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..assess.judges_table import HEADER, judges_table, table_cells
 from ..errors import EmoharborError
+from ..report.judges_table import HEADER, judges_table, table_cells
 from ..validate.render import text_table
 
 

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import userfiles
-from ..config import ModelSpec, validation_message
-from ..errors import ConfigError
+from ..errors import ConfigError, validation_message
+from ..models.spec import ModelSpec
 
 DEFAULT_ESCONV = "../shared/data/esconv/train.jsonl"
 

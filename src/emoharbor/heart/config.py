@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import userfiles
 from ..assess.cards import load_card
-from ..config import SupporterSpec, hash_config, plain_name, validation_message
-from ..errors import ConfigError, EmoharborError
+from ..config import SupporterSpec, hash_config, plain_name
+from ..errors import ConfigError, EmoharborError, validation_message
 from ..models.spec import ModelSpec
 from .dimensions import DIMENSION_KEYS
 

@@ -11,8 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import userfiles
-from ..config import validation_message
-from ..errors import DataError
+from ..errors import DataError, validation_message
 from .schema import Profile
 
 BANK_PACKAGE = "emoharbor.profiles"
