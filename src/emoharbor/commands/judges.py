@@ -9,7 +9,7 @@ import click
 
 from ..errors import EmoharborError
 from ..report.judges_table import HEADER, judges_table, table_cells
-from ..validate.render import text_table
+from ..tables import text_table
 
 
 @click.command("judges")

@@ -17,7 +17,8 @@ from ..assess.dimensions import group_keys
 from ..profiles.schema import Profile
 from ..profiles.stats import TRAITS
 from ..store.records import Assessment
-from .html import esc, heat, note, num, table
+from ..tables import num
+from .html import esc, heat, note, table
 from .runs import RunView
 
 

@@ -9,7 +9,8 @@ from collections import Counter
 
 from ..assess.evidence import assessment_evidence
 from ..simulate.coherence import total_coherence
-from .html import esc, note, num, table
+from ..tables import num
+from .html import esc, note, table
 from .runs import RunView
 
 

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from ..tables import NA, bounds, cell
-from ..tables import num as num  # the report's other modules import it from here
+from ..tables import NA, bounds, cell, num
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 

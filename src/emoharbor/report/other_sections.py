@@ -6,7 +6,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from .html import esc, est, heat, note, num, table
+from ..tables import num
+from .html import esc, est, heat, note, table
 from .runs import RunView
 from .svg import Point, scatter
 

@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 from ..store.run_store import RunStore
-from ..tables import csv_table, interval
-from ..tables import text_table as text_table  # `emoharbor judges` imports it from here
+from ..tables import csv_table, interval, text_table
 from .analysis import validation_table
 
 VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}

@@ -6,9 +6,7 @@ import json
 from typing import Any
 
 from ...errors import EmoharborError
-from ...tables import cell as cell
-from ...tables import csv_table, interval
-from ...tables import md_table as md_table
+from ...tables import cell, csv_table, interval, md_table
 from ..dimensions import OVERALL
 
 CSV_TABLES = {

@@ -27,7 +27,8 @@ from ...stats.bootstrap import Estimate, bootstrap_ci
 from ...store.record import open_run, record_hash, run_record
 from ...store.run_store import RunStore
 from ...store.units import Events, Work, run_stage
-from ..analysis.render import cell, dict_table, md_table
+from ...tables import cell, interval, md_table
+from ..analysis.render import dict_table
 from ..analysis.stats import cohen_kappa
 from ..config import HUMAN, HeartConfig
 from ..histories import SEEKER, History, Turn
@@ -276,11 +277,7 @@ def check_report(
 
 
 def _interval(e: dict[str, float | None]) -> str:
-    if e["value"] is None:
-        return "n/a"
-    if e["low"] is None:
-        return cell(e["value"])
-    return f"{cell(e['value'])} [{cell(e['low'])}, {cell(e['high'])}]"
+    return interval(e["value"], e["low"], e["high"], digits=3)
 
 
 def patterns_md(p: dict[str, Any]) -> str:
