@@ -48,16 +48,18 @@ def tiny_tokenizer() -> Any:
     return tok
 
 
-def tiny_model_dir(folder: Path, *, seed: int = 0) -> Path:
-    """A 2-layer Llama (hidden size 64) with the tiny tokenizer, saved as a model folder."""
+def tiny_model_dir(folder: Path, *, seed: int = 0, hidden: int = 64, layers: int = 2) -> Path:
+    """A 2-layer Llama (hidden size 64) with the tiny tokenizer, saved as a model folder (the bench
+    also builds larger ones)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = tiny_tokenizer()
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)  # fmt: skip
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=2048, eos_token_id=tok.eos_token_id,
+                         pad_token_id=tok.pad_token_id, bos_token_id=None)  # fmt: skip
     model = LlamaForCausalLM(config)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)

@@ -25,7 +25,7 @@ def write_config(tmp_path: Path, **extra: object) -> Path:
         "system_prompt": "Be a kind listener.", "lora": {"r": 4, "alpha": 8, "top_layers": 1},
         "sft": {"data": [data], "max_examples": 4, "max_steps": 2, "batch_size": 2, "max_length": 256},
         "refine": {"data": [data], "contexts": 2, "max_new_tokens": 8, "reflection_max_tokens": 30,
-                   "drop_truncated": False},
+                   "drop_truncated": False, "judge_check": False},  # the default judge is the embedded model
         "dpo": {"max_steps": 1, "batch_size": 2, "max_length": 256, "extra_pairs": ["extra.jsonl"]},
         **extra,
     }  # fmt: skip
@@ -61,7 +61,7 @@ def test_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
         (["evolve", "sft", "--out", m, "--set", "sft.max_steps"], "write KEY=VALUE"),
         (["evolve", "sft", "--out", m, "--set", "dpo.beta=-1"], "field 'dpo.beta'"),
         (["evolve", "dpo", "--model", none, "--pairs", p, "--out", m], "cannot read the model card"),
-        (["evolve", "run", "--out", m, "--set", served], "refine.generator"),
+        (["evolve", "run", "--out", m, "--set", served, "--set", "refine.load_adapter=false"], "refine.generator"),
         # QLoRA needs a GPU: said before any data is read (the data file here does not exist)
         ([*qlora, "--set", f"sft.data=[{none}.jsonl]"], "quantization: 4bit (QLoRA) needs a CUDA GPU"),
         (["evolve", "run", "--out", m, "--set", "quantization=4bit", "--set", "device=cpu"], "needs a CUDA GPU"),

@@ -4,6 +4,7 @@ reasons; the principles file."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +99,50 @@ async def test_a_reflection_copied_from_the_instructions_is_dropped() -> None:
     rec, events = await refine_context(script(json.dumps(copied)), EX, load_principles(None), RefineSettings(), seed=1)
     assert rec["status"] == "unscored" and rec["reason"] == "reflection_copied"
     assert "needs, critique copied" in events[0][1]
+
+
+def test_prompt_text_in_a_chosen_reply_is_found() -> None:
+    from emoharbor.evolve.reflect import instructions, leaked_phrase
+
+    text = instructions(load_principles(None))
+    # a label paraphrasing the prompt's own words, as a round of the CPU pilot kept
+    assert leaked_phrase("One to Three Sentence Answer to Their Last Message: I hear you.", text)
+    assert (
+        leaked_phrase("Write only the reply itself, with no label. You matter.", text) == "write only the reply itself"
+    )
+    assert leaked_phrase(REFINED, text) == "" and leaked_phrase("I understand: losing a job is hard.", text) == ""
+
+
+def judge_script(prefers: list[str]) -> ScriptedModel:
+    """A pairwise judge that names, in turn, the reply it prefers: 'chosen' or 'rejected' (by its text)."""
+    said = iter(prefers)
+
+    def reply(messages: list[Message], schema: dict[str, Any] | None) -> str:
+        assert schema is not None
+        shown = dict(re.findall(r"Message ([A-Z]):\n(.+)", messages[-1]["content"]))  # id -> reply text
+        want = REFINED if next(said) == "chosen" else PLAIN
+        winner = next(i for i, text in shown.items() if text == want)
+        return json.dumps({"overall": {"rationale": "fits", "winner": winner, "strength": 4}})
+
+    return ScriptedModel(reply)
+
+
+@pytest.mark.parametrize(
+    ("prefers", "status", "reason"),
+    [
+        (["chosen", "chosen"], "ok", ""),
+        (["chosen", "rejected"], "unscored", "judge_flipped"),
+        (["rejected", "rejected"], "unscored", "judge_prefers_rejected"),
+    ],
+)
+async def test_a_pair_is_kept_only_if_the_judge_prefers_the_chosen_reply_in_both_orders(
+    prefers: list[str], status: str, reason: str
+) -> None:
+    from emoharbor.assess.cards import load_card
+    from emoharbor.evolve.reflect import PairJudge
+
+    judge = PairJudge(judge_script(prefers), load_card("heart_pairwise"))
+    rec, events = await refine_context(script(), EX, load_principles(None), RefineSettings(), seed=1, judge=judge)
+    assert (rec["status"], rec["reason"]) == (status, reason)
+    assert rec["judge"]["verdict"] == (reason or "prefers_chosen")
+    assert (f"dropped_{reason}", EX.id) in events if reason else not any(e.startswith("dropped") for e, _ in events)

@@ -8,18 +8,24 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from emoharbor.config import ModelSpec
 from emoharbor.evolve.config import EvolveConfig
 from emoharbor.evolve.pairs import read_pairs
 from emoharbor.models.base import ChatResult, Message
+from emoharbor.models.spec import ModelSpec
 from evolve_helpers import esconv_file, tiny_model_dir
 
 REFLECTION = json.dumps({
@@ -76,7 +82,8 @@ def test_sft_then_one_round_of_refine_and_dpo(tmp_path: Path) -> None:
         "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
         "sft": {"data": [data], "max_examples": 12, "max_steps": 3, "lr": 1e-3, **train},
         "refine": {"data": [data], "contexts": 3, "max_new_tokens": 10, "temperature": 1.0, "drop_truncated": False,
-                   "min_words": 1, "min_chars": 1},  # the tiny model writes random text
+                   "min_words": 1, "min_chars": 1,  # the tiny model writes random text
+                   "judge_check": False},  # its default judge is the embedded model: not run in these tests
         "dpo": {"max_steps": 2, "epochs": 2, "lr": 1e-3, **train},
     })  # fmt: skip
     logs: list[str] = []
@@ -86,6 +93,11 @@ def test_sft_then_one_round_of_refine_and_dpo(tmp_path: Path) -> None:
     sft_losses = [e["loss"] for e in summary["train"]["logs"]]
     assert summary["train"]["steps"] == 3 and len(sft_losses) == 3
     assert all(math.isfinite(x) and x > 0 for x in sft_losses)
+    train = summary["train"]
+    assert train["engine"] == "trl" and train["world_size"] == 1 and train["resumed_from_step"] is None
+    assert train["items"] == 3 * 2 and [e["step"] for e in train["logs"]] == [1, 2, 3]
+    assert all(e["lr"] > 0 for e in train["logs"])
+    assert not list((tmp_path / "m0").glob("checkpoint-*"))  # removed once the model is saved
     m0 = adapter_weights(tmp_path / "m0")
     lora_b = [v for k, v in m0.items() if "lora_B" in k]
     assert lora_b and any(float(v.abs().sum()) > 0 for v in lora_b)  # B starts at zero: it was trained
@@ -110,6 +122,9 @@ def test_sft_then_one_round_of_refine_and_dpo(tmp_path: Path) -> None:
     dpo_losses = [e["loss"] for e in summary["train"]["logs"]]
     assert summary["round"] == 1 and len(dpo_losses) == 2 and all(math.isfinite(x) for x in dpo_losses)
     assert dpo_losses[0] == pytest.approx(math.log(2), abs=1e-4)  # policy == reference before the first step
+    assert all({"reward_margin", "reward_accuracy", "reward_chosen", "reward_rejected"} <= e.keys()
+               for e in summary["train"]["logs"])  # fmt: skip
+    assert summary["train"]["logs"][0]["reward_margin"] == 0.0
     m1 = adapter_weights(tmp_path / "m1")
     assert m1.keys() == m0.keys() and any(not bool((m1[k] == m0[k]).all()) for k in m0)
 
@@ -136,3 +151,99 @@ def test_hf_backend_fills_a_flat_json_schema(tmp_path: Path) -> None:
     assert r.usage.completion_tokens <= 25 + len(data)
     free = asyncio.run(model.chat(msgs, max_tokens=6, seed=3))  # no schema: plain generation
     assert free.usage.completion_tokens <= 6
+
+
+def test_a_killed_sft_resumes_from_its_last_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SFT in a subprocess, killed with SIGKILL once a checkpoint is there; the same command started again
+    goes on from that checkpoint's step (not from 0) to the last step, and the model it saves loads."""
+    import torch
+
+    from emoharbor.cli import main
+    from emoharbor.evolve.trainer import checkpoints
+    from emoharbor.models.hf import load_hf, read_model_card, resolve_hf
+
+    steps = 40
+    sft = {"data": [str(esconv_file())], "max_examples": 16, "batch_size": 2, "max_length": 192, "max_steps": steps,
+           "epochs": 10, "save_steps": 4, "log_every": 1, "lr": 1e-3}  # fmt: skip
+    cfg = {"base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "system_prompt": "Be kind.",
+           "lora": {"r": 4, "alpha": 8}, "sft": sft}  # fmt: skip
+    (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "m0"
+    cmd = [sys.executable, "-m", "emoharbor.cli", "evolve", "sft", "--config", "evolve.yaml", "--out", "m0"]
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    with (tmp_path / "first.log").open("w") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 180
+        while not checkpoints(out) or checkpoints(out)[-1][0] < 12:  # killed a few checkpoints in
+            assert proc.poll() is None, "the first run ended before it wrote a checkpoint"
+            assert time.monotonic() < deadline, "no checkpoint in 180 s"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL and not (out / "evolve_model.json").exists()
+    whole = checkpoints(out)
+    killed_at = whole[-1][0]
+    assert 0 < killed_at < steps and killed_at % 4 == 0 and len(whole) <= 2  # every 4 steps, the last 2 kept
+
+    # started again with other settings: refused, the checkpoints are kept
+    with pytest.raises(SystemExit):
+        main(["evolve", "sft", "--config", str(tmp_path / "evolve.yaml"), "--out", str(out), "--set", "sft.lr=0.1"])
+    assert "holds checkpoints of a sft stage with other settings (sft.lr)" in capsys.readouterr().err
+    assert checkpoints(out)[-1][0] == killed_at
+
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"sft: resuming from checkpoint-{killed_at} (step {killed_at})" in done.stderr
+    train = read_model_card(out)["train"]
+    assert train["resumed_from_step"] == killed_at and train["steps"] == steps
+    assert train["items"] == (steps - killed_at) * 2  # only the steps after the checkpoint were trained again
+    assert [int(e["step"]) for e in train["logs"]] == list(range(1, steps + 1))  # the log before the kill is kept
+    assert not checkpoints(out) and not (out / "evolve_stage.json").exists()
+    resumed = train["resumed_from_step"]
+    print(f"resume figures: killed with checkpoint-{killed_at}, resumed from {resumed}, final {train['steps']}")
+    model, tok = load_hf(resolve_hf(str(out)), device="cpu")
+    ids = tok("I feel alone.", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert torch.isfinite(model(input_ids=ids).logits).all()
+
+
+def test_report_to_tensorboard_writes_event_files(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from emoharbor.evolve.sft import run_sft
+
+    cfg = EvolveConfig.model_validate({
+        "base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "system_prompt": "Be kind.",
+        "report_to": "tensorboard", "lora": {"r": 4, "alpha": 8},
+        "sft": {"data": [str(esconv_file())], "max_examples": 6, "max_steps": 2, "batch_size": 2, "max_length": 192,
+                "log_every": 1},
+    })  # fmt: skip
+    run_sft(cfg, tmp_path / "m0", log=lambda s: None)
+    assert list((tmp_path / "m0" / "runs").rglob("events.out.tfevents.*"))
+
+
+def test_trl_trains_on_emoharbors_encoding(tmp_path: Path) -> None:
+    """The rows handed to SFTTrainer keep emoharbor's tokens: TRL's labels are the reply and its end-of-turn
+    token, the prompt masked. TRL tokenizing the same conversation itself would also train on the newline
+    the template writes after <|im_end|>, one token more (docs/evolve.md: why it is left out)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+    from trl.data_utils import _tokenize, common_prefix_length
+
+    from emoharbor.evolve.data import IGNORE, completion_row, encode
+    from emoharbor.models.hf import load_hf, resolve_hf
+
+    model, tok = load_hf(resolve_hf(str(tiny_model_dir(tmp_path / "tiny"))), device="cpu")
+    msgs: list[Message] = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "I feel low."}]
+    e = encode(tok, msgs, "That sounds hard.", 512)
+    assert e is not None
+    args = SFTConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, completion_only_loss=True,
+                     report_to=[], max_length=512)  # fmt: skip
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list([completion_row(e)]),
+                         processing_class=tok)  # fmt: skip
+    assert trainer.train_dataset[0]["labels"] == e.labels
+    ours = [x for x in e.labels if x != IGNORE]
+    assert tok.decode(ours) == "That sounds hard.<|im_end|>"
+    prompt = _tokenize(tok, msgs, add_generation_prompt=True)["input_ids"]
+    full = _tokenize(tok, [*msgs, {"role": "assistant", "content": "That sounds hard."}])["input_ids"]
+    theirs = full[common_prefix_length(prompt, full) :]
+    assert theirs == [*ours, *tok("\n", add_special_tokens=False)["input_ids"]]

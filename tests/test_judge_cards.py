@@ -254,8 +254,8 @@ async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(
 
     from click.testing import CliRunner
 
-    from emoharbor.report.judges_table import judges_table
     from emoharbor.cli import cli
+    from emoharbor.report.judges_table import judges_table
     from report_helpers import small_run
 
     path = write_jsonl(tmp_path / "mine.jsonl", [invented_record(e) for e in (1, 2, 4, 5, 3, 2)])

@@ -40,13 +40,35 @@ def _config(path: Path | None, sets: tuple[str, ...]) -> Any:
 
 def _needs_train() -> None:
     try:
+        import datasets  # type: ignore[import-untyped]  # noqa: F401
         import peft  # noqa: F401
         import torch  # noqa: F401
         import transformers  # noqa: F401
+        import trl  # noqa: F401
     except ImportError as e:
         raise EmoharborError(
             f"training needs the train extra ({e.name} is missing): pip install 'emoharbor[train]'"
         ) from None
+
+
+def _one_process(command: str) -> None:
+    """``refine`` generates in one process: under ``accelerate launch`` the other processes would write
+    the same run store."""
+    from ..evolve.trainer import processes
+
+    if processes().world_size > 1:
+        raise EmoharborError(
+            f"evolve {command} runs in one process (its refine stage generates with one model): run it without "
+            "accelerate launch, or launch only `evolve sft` and `evolve dpo` (see docs/evolve.md)"
+        )
+
+
+def _echo_main(text: str) -> None:
+    """Standard output from the main process only (one copy under accelerate launch)."""
+    from ..evolve.trainer import processes
+
+    if processes().main:
+        click.echo(text)
 
 
 @click.group("evolve")
@@ -57,14 +79,15 @@ def evolve() -> None:
 @evolve.command("sft")
 @config_opt
 @set_opt
-@click.option("--out", type=OUT_FOLDER, required=True, help="folder for M0 (the adapter and its model card)")
+@click.option("--out", type=OUT_FOLDER, required=True,
+              help="folder for M0 (the adapter and its model card); a killed stage resumes there")  # fmt: skip
 def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
     """Phase 1: LoRA fine-tuning on ESConv (and general data, if configured) -> M0."""
     _needs_train()
     from ..evolve.sft import run_sft
 
     summary = run_sft(_config(config_path, sets), out, log=_log)
-    click.echo(json.dumps({k: summary[k] for k in ("examples", "wall_s")}, default=str))
+    _echo_main(json.dumps({k: summary[k] for k in ("examples", "wall_s")}, default=str))
 
 
 @evolve.command("refine")
@@ -76,6 +99,7 @@ def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
 def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out: Path, no_progress: bool) -> None:
     """Phase 2, step 1: plain reply (rejected), reflection, refined reply (chosen); resumable."""
     _needs_train()
+    _one_process("refine")
     from ..evolve.rounds import refine_with_model_dir
     from ..models.hf import read_model_card
 
@@ -92,7 +116,7 @@ def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out
 @click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t)")
 @click.option("--pairs", "pair_files", type=click.Path(path_type=Path, dir_okay=False), multiple=True, required=True,
               help="pair file (JSONL prompt/chosen/rejected); repeatable")  # fmt: skip
-@click.option("--out", type=OUT_FOLDER, required=True, help="folder for M(t+1)")
+@click.option("--out", type=OUT_FOLDER, required=True, help="folder for M(t+1); a killed stage resumes there")
 def dpo(
     config_path: Path | None, sets: tuple[str, ...], model_dir: Path, pair_files: tuple[Path, ...], out: Path
 ) -> None:
@@ -101,7 +125,7 @@ def dpo(
     from ..evolve.dpo import run_dpo
 
     summary = run_dpo(_config(config_path, sets), model_dir, list(pair_files), out, log=_log)
-    click.echo(json.dumps({k: summary[k] for k in ("round", "pairs", "wall_s")}, default=str))
+    _echo_main(json.dumps({k: summary[k] for k in ("round", "pairs", "wall_s")}, default=str))
 
 
 @evolve.command("run")
@@ -112,9 +136,13 @@ def dpo(
 def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Everything: SFT, then the configured number of rounds; finished stages are skipped."""
     _needs_train()
+    _one_process("run")
     from ..evolve.rounds import run_all
+    from ..evolve.trainer import check_machine
 
-    summary = run_all(_config(config_path, sets), out, log=_log, progress=not no_progress)
+    cfg = _config(config_path, sets)
+    check_machine(cfg)  # before any stage starts
+    summary = run_all(cfg, out, log=_log, progress=not no_progress)
     click.echo(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
 
 

@@ -13,8 +13,6 @@ from .. import userfiles
 from ..errors import ConfigError, validation_message
 from ..models.spec import ModelSpec
 
-DEFAULT_ESCONV = "../shared/data/esconv/train.jsonl"
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -43,7 +41,7 @@ class TrainSettings(_Strict):
 
 
 class SftSettings(TrainSettings):
-    data: list[str] = Field(default_factory=lambda: [DEFAULT_ESCONV])  # ESConv files, either format
+    data: list[str] = Field(default_factory=list)  # ESConv files, either format (no default: give yours)
     max_examples: int | None = Field(default=None, ge=1)  # ESConv examples kept (a seeded sample)
     general_data: str | None = None  # JSONL of general instructions, to keep general ability
     general_share: float = Field(default=0.0, ge=0, lt=1)  # share of the mixed set that is general data
@@ -56,7 +54,7 @@ class SftSettings(TrainSettings):
 
 
 class RefineSettings(_Strict):
-    data: list[str] = Field(default_factory=lambda: [DEFAULT_ESCONV])  # where the contexts come from
+    data: list[str] = Field(default_factory=list)  # ESConv files the contexts come from (no default)
     contexts: int = Field(default=64, ge=1)  # contexts per round, one per dialogue, a new sample each round
     principles: str | None = None  # a principles file; None: the built-in one
     max_new_tokens: int = Field(default=128, ge=8)
@@ -70,10 +68,16 @@ class RefineSettings(_Strict):
     max_length_ratio: float = Field(default=2.5, gt=1)  # refined longer than ratio x plain (+ slack): dropped
     length_slack_chars: int = Field(default=120, ge=0)
     drop_truncated: bool = True  # a refined reply cut off by max_new_tokens is not a good "chosen"
-    concurrency: int = Field(default=1, ge=1)  # >1 only helps with a served generator
-    # None: M(t) generates in this process (hf backend). Or a served model that is serving M(t), e.g. vLLM
-    # with the adapter loaded as a LoRA module (for `evolve refine` only; see docs/evolve.md)
+    concurrency: int = Field(default=8, ge=1)  # contexts at once: a served generator's requests, hf's batch
+    batch_size: int = Field(default=8, ge=1, le=256)  # in-process (hf) generation: replies decoded together
+    # None: M(t) generates in this process (hf backend, batched). Or a vLLM or SGLang server of the base model,
+    # started with --enable-lora: each round's adapter is loaded into it (load_adapter; see docs/evolve.md)
     generator: ModelSpec | None = None
+    load_adapter: bool = True  # load each round's adapter into the generator's server (vLLM, SGLang) first
+    # a pair is kept only if this judge (a HEART pairwise card) prefers the refined reply in both orders
+    judge_check: bool = True
+    judge: ModelSpec = Field(default_factory=ModelSpec)  # the default: the embedded model
+    judge_card: str = "heart_pairwise"
 
 
 class DpoSettings(TrainSettings):
@@ -100,6 +104,16 @@ class EvolveConfig(_Strict):
 
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def data_of(self, stage: str) -> list[str]:
+        """The ESConv files of ``stage`` ("sft" or "refine"); none given is a one-line error naming the setting."""
+        paths: list[str] = getattr(self, stage).data
+        if not paths:
+            raise ConfigError(
+                f"{stage}.data is not set: give the ESConv file(s) to read, in the config ({stage}: {{data: "
+                f"[PATH/train.jsonl]}}) or with --set {stage}.data=[PATH/train.jsonl]"
+            )
+        return paths
 
 
 def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:

@@ -3,7 +3,10 @@ tokenization with a loss mask on the reply only.
 
 An example is (messages, reply): ``messages`` is the system prompt and the conversation so far, ending
 on the seeker's turn; ``reply`` is the supporter's next message. Tokenizing uses the model's own chat
-template, so what the model is trained on is exactly what it sees when it is served.
+template, so what the model is trained on is exactly what it sees when it is served: the reply up to its
+end-of-turn token, not the whitespace some templates write after it (TRL, tokenizing the messages itself,
+would train on that too; docs/evolve.md). TRL is handed these tokens: ``completion_row`` for SFT,
+``EncodedPair.row`` for DPO.
 """
 
 from __future__ import annotations
@@ -156,27 +159,69 @@ def reply_text(tokenizer: Any, messages: list[Message], reply: str) -> str:
     return reply + (tokenizer.eos_token or "")
 
 
-def encode(tokenizer: Any, messages: list[Message], reply: str, max_length: int) -> Encoded | None:
-    """Prompt and reply tokens with the loss mask; None when even the last user turn and a
-    minimal reply do not fit."""
+def reply_ids(tokenizer: Any, messages: list[Message], reply: str) -> list[int]:
+    """The reply's tokens, ending on an end-of-turn (or end-of-sequence) token the model stops on."""
     target = _ids(tokenizer, reply_text(tokenizer, messages, reply))
     stops = stop_token_ids(tokenizer)
     if stops and not (target and target[-1] in stops):  # the model must learn where its turn ends
         target.append(stops[0] if tokenizer.eos_token_id is None else tokenizer.eos_token_id)
+    return target
+
+
+def fit_prompt(tokenizer: Any, messages: list[Message], reply_tokens: int, max_length: int) -> tuple[list[int], int]:
+    """The prompt's tokens with the oldest turns cut until a reply of ``reply_tokens`` fits in
+    ``max_length`` (the system prompt and the last user turn always stay), and how many turns were cut."""
     system = [m for m in messages[:1] if m["role"] == "system"]
     convo = messages[len(system) :]
     dropped = 0
     while True:
         prompt = _ids(tokenizer, prompt_text(tokenizer, system + convo))
-        if len(prompt) + len(target) <= max_length or len(convo) <= 1:
-            break
+        if len(prompt) + reply_tokens <= max_length or len(convo) <= 1:
+            return prompt, dropped
         convo = convo[1:]
         dropped += 1
         while len(convo) > 1 and convo[0]["role"] != "user":
             convo = convo[1:]
             dropped += 1
+
+
+def encode(tokenizer: Any, messages: list[Message], reply: str, max_length: int) -> Encoded | None:
+    """Prompt and reply tokens with the loss mask; None when even the last user turn and a
+    minimal reply do not fit."""
+    target = reply_ids(tokenizer, messages, reply)
+    prompt, dropped = fit_prompt(tokenizer, messages, len(target), max_length)
     room = max_length - len(prompt)
     if room < min(8, len(target)):
         return None
     target = target[:room]
     return Encoded(prompt + target, [IGNORE] * len(prompt) + target, dropped)
+
+
+def completion_row(e: Encoded) -> dict[str, list[int]]:
+    """An encoded example as TRL's tokenized prompt-completion row: the tokens, and 1 where the loss is."""
+    return {"input_ids": e.input_ids, "completion_mask": [int(x != IGNORE) for x in e.labels]}
+
+
+@dataclass(frozen=True)
+class EncodedPair:
+    """A preference pair as TRL's tokenized preference row: one prompt, two replies."""
+
+    prompt_ids: list[int]
+    chosen_ids: list[int]
+    rejected_ids: list[int]
+    dropped_turns: int = 0
+
+    def row(self) -> dict[str, list[int]]:
+        return {"prompt_ids": self.prompt_ids, "chosen_ids": self.chosen_ids, "rejected_ids": self.rejected_ids}
+
+
+def encode_pair(tokenizer: Any, messages: list[Message], chosen: str, rejected: str, max_length: int) -> (
+        EncodedPair | None):  # fmt: skip
+    """Both replies after the same prompt, cut (oldest turns first) so that the longer reply fits; None
+    when even the last user turn and minimal replies do not fit."""
+    c, r = reply_ids(tokenizer, messages, chosen), reply_ids(tokenizer, messages, rejected)
+    prompt, dropped = fit_prompt(tokenizer, messages, max(len(c), len(r)), max_length)
+    room = max_length - len(prompt)
+    if room < min(8, max(len(c), len(r))):
+        return None
+    return EncodedPair(prompt, c[:room], r[:room], dropped)

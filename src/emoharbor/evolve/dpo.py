@@ -1,57 +1,40 @@
-"""Direct preference optimisation of M(t) on (prompt, chosen, rejected) pairs, giving M(t+1).
+"""Direct preference optimisation of M(t) on (prompt, chosen, rejected) pairs, giving M(t+1), trained
+by ``trl.DPOTrainer``.
 
-The reference model is M(t) itself: its log-probabilities of every chosen and rejected reply are
-computed once before training, then the same adapter is trained on
-``-log sigmoid(beta * ((pi_c - ref_c) - (pi_r - ref_r)))``, so M(t+1) is again one adapter on the
-base model and no second copy of the model is held in memory.
+The reference model is M(t) itself: TRL copies M(t)'s adapter as a frozen ``ref`` adapter, computes the
+reference log-probabilities of every chosen and rejected reply once before training
+(``precompute_ref_log_probs``), and the copy is then dropped; the same adapter is trained on the sigmoid
+DPO loss, so M(t+1) is again one adapter on the base model and no second copy of the model is held.
+The pairs go to TRL tokenized by emoharbor (``data.encode_pair``), as for SFT.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-
 from ..errors import EmoharborError
-from ..models.hf import load_hf, read_model_card, resolve_hf
+from ..models.hf import read_model_card, resolve_hf
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
-from .data import Encoded, encode
+from .data import EncodedPair, encode_pair
 from .pairs import PreferencePair, read_pairs
-from .trainer import Log, reply_logps, save_model, train
-
-
-@dataclass
-class EncodedPair:
-    chosen: Encoded
-    rejected: Encoded
-    ref_chosen: float = 0.0
-    ref_rejected: float = 0.0
-
-
-def sequence_logps(model: Any, batch: list[Encoded], pad_id: int) -> torch.Tensor:
-    """The summed log-probability of each sequence's reply tokens (those with a label)."""
-    logp, _ = reply_logps(model, batch, pad_id)
-    return logp.sum(dim=-1)
-
-
-def dpo_loss(policy_c: torch.Tensor, policy_r: torch.Tensor, ref_c: torch.Tensor, ref_r: torch.Tensor,
-             beta: float) -> tuple[torch.Tensor, dict[str, float]]:  # fmt: skip
-    reward_c = beta * (policy_c - ref_c)
-    reward_r = beta * (policy_r - ref_r)
-    loss = -F.logsigmoid(reward_c - reward_r).mean()
-    reward_c, reward_r = reward_c.detach(), reward_r.detach()
-    return loss, {
-        "reward_accuracy": float((reward_c > reward_r).float().mean()),
-        "reward_margin": float((reward_c - reward_r).mean()),
-        "reward_chosen": float(reward_c.mean()),
-        "reward_rejected": float(reward_r.mean()),
-    }
+from .trainer import (
+    DATA_DIR,
+    Log,
+    begin_stage,
+    check_machine,
+    fit,
+    load_model,
+    main_log,
+    processes,
+    refuse_if_card,
+    save_stage,  # fmt: skip
+    stage_settings,
+    training_args,
+)
 
 
 def encode_pairs(tok: Any, pairs: list[PreferencePair], system: str, max_length: int) -> tuple[
@@ -61,68 +44,84 @@ def encode_pairs(tok: Any, pairs: list[PreferencePair], system: str, max_length:
     for p in pairs:
         msgs = p.prompt if p.prompt and p.prompt[0]["role"] == "system" else [{"role": "system", "content": system},
                                                                               *p.prompt]  # fmt: skip
-        c = encode(tok, msgs, p.chosen, max_length)
-        r = encode(tok, msgs, p.rejected, max_length)
-        if c is None or r is None:
+        e = encode_pair(tok, msgs, p.chosen, p.rejected, max_length)
+        if e is None:
             counts["too_long"] += 1
             continue
-        out.append(EncodedPair(c, r))
+        counts["history_truncated"] += e.dropped_turns > 0
+        out.append(e)
     return out, counts
 
 
-@torch.no_grad()
-def reference_logps(model: Any, pairs: list[EncodedPair], pad_id: int, batch_size: int) -> None:
-    model.eval()
-    for i in range(0, len(pairs), batch_size):
-        chunk = pairs[i : i + batch_size]
-        lp = sequence_logps(model, [p.chosen for p in chunk] + [p.rejected for p in chunk], pad_id)
-        for j, p in enumerate(chunk):
-            p.ref_chosen, p.ref_rejected = float(lp[j]), float(lp[len(chunk) + j])
+def _trainer_class() -> Any:
+    from trl.trainer.dpo_trainer import DPOTrainer
+
+    class Trainer(DPOTrainer):
+        """DPOTrainer on pairs that emoharbor has tokenized (``prompt_ids``, ``chosen_ids``, ``rejected_ids``:
+        the columns TRL's own preparation makes), which it would otherwise tokenize again from text."""
+
+        def _prepare_dataset(self, dataset: Any, processing_class: Any, args: Any, dataset_name: str) -> Any:
+            if "prompt_ids" in dataset.column_names:
+                return dataset
+            return super()._prepare_dataset(dataset, processing_class, args, dataset_name)
+
+    return Trainer
 
 
 def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Path, *, log: Log,
             hold: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Train M(t+1) into ``out`` from M(t) in ``model_dir`` on the pairs in ``pair_files``. ``hold``:
-    M(t) already in memory (trainable), as the stage before left it; M(t+1) is left there."""
-    if (out / "evolve_model.json").exists():
-        raise EmoharborError(f"{out} already holds a trained model: give a new output folder")
+    """Train M(t+1) into ``out`` (resuming from a checkpoint there) from M(t) in ``model_dir`` on the pairs
+    in ``pair_files``. ``hold``: M(t) already in memory (trainable), as the stage before left it; M(t+1)
+    is left there."""
+    refuse_if_card(out)
+    check_machine(cfg)
+    say = main_log(log)
     started = time.monotonic()
     parent = read_model_card(model_dir)
     pairs = [p for f in pair_files for p in read_pairs(f)]
     if not pairs:
         raise EmoharborError(f"no preference pairs in {', '.join(map(str, pair_files))}: nothing to optimise")
+    round_no = int(parent.get("round", 0)) + 1
+    args = training_args("dpo", cfg, cfg.dpo, out, seed=cfg.seed + round_no, beta=cfg.dpo.beta,
+                         precompute_ref_log_probs=True)  # fmt: skip
+    inputs = {"parent": str(Path(model_dir).resolve()), "pairs": [str(Path(f).resolve()) for f in pair_files]}
+    with args.main_process_first(desc="the stage folder"):
+        begin_stage(out, stage_settings(cfg, "dpo", **inputs), "dpo")
     if hold and "model" in hold:
         model, tok = hold["model"], hold["tokenizer"]
     else:
-        model, tok = load_hf(resolve_hf(str(model_dir)), device=cfg.device, dtype=cfg.dtype, trainable=True,
-                             gradient_checkpointing=cfg.dpo.gradient_checkpointing)  # fmt: skip
+        model, tok = load_model(cfg, resolve_hf(str(model_dir)), trainable=True)
     system = supporter_prompt(cfg.system_prompt).text.strip()
     encoded, counts = encode_pairs(tok, pairs, system, cfg.dpo.max_length)
-    log(f"dpo: {len(pairs)} pairs, {len(encoded)} encoded, {counts['too_long']} too long")
-    reference_logps(model, encoded, tok.pad_token_id, cfg.dpo.batch_size)
-    beta = cfg.dpo.beta
+    say(f"dpo: {len(pairs)} pairs, {len(encoded)} encoded, {counts['too_long']} too long for max_length "
+        f"{cfg.dpo.max_length}, {counts['history_truncated']} with their oldest turns cut")  # fmt: skip
+    if not encoded:
+        raise EmoharborError(f"no pair fits dpo.max_length {cfg.dpo.max_length}: nothing to optimise")
+    from datasets import Dataset, load_from_disk  # type: ignore[import-untyped]
 
-    def loss_fn(batch: list[EncodedPair]) -> tuple[torch.Tensor, dict[str, float]]:
-        lp = sequence_logps(model, [p.chosen for p in batch] + [p.rejected for p in batch], tok.pad_token_id)
-        n = len(batch)
-        ref_c = torch.tensor([p.ref_chosen for p in batch], device=lp.device)
-        ref_r = torch.tensor([p.ref_rejected for p in batch], device=lp.device)
-        return dpo_loss(lp[:n], lp[n:], ref_c, ref_r, beta)
-
-    report = train(model, encoded, loss_fn, cfg.dpo, seed=cfg.seed + int(parent.get("round", 0)) + 1, log=log)
-    round_no = int(parent.get("round", 0)) + 1
+    # on disk, so that TRL caches the reference log-probabilities in one file every process reads
+    with args.main_process_first(desc="the tokenized pairs"):
+        if processes().main:
+            Dataset.from_list([e.row() for e in encoded]).save_to_disk(str(out / DATA_DIR))
+        dataset = load_from_disk(str(out / DATA_DIR))
+    trainer = _trainer_class()(model=model, args=args, train_dataset=dataset, processing_class=tok)
+    # the reference log-probabilities are computed: the copy can go (under DeepSpeed it is left alone, its
+    # parameters being partitioned with the model's; it is not saved either way)
+    if "ref" in trainer.model.peft_config and not trainer.is_deepspeed_enabled:
+        trainer.model.delete_adapter("ref")
+    report = fit(trainer, out, stage="dpo", log=log)
     summary = {
         "stage": "dpo",
         "round": round_no,
         "pairs": {"read": len(pairs), "encoded": len(encoded), "too_long": counts["too_long"],
-                  "files": [str(f) for f in pair_files]},
+                  "history_truncated": counts["history_truncated"], "files": [str(f) for f in pair_files]},
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
     }  # fmt: skip
     card = {"base_model": parent["base_model"], "base": parent.get("base"), **summary, "parent": str(model_dir),
             "config": cfg.resolved()}  # fmt: skip
-    save_model(model, tok, out, card)
+    save_stage(trainer, out, card)
     if hold is not None:
-        hold.update(model=model, tokenizer=tok)
-    log(f"dpo: saved M{round_no} to {out} ({report.steps} steps, {report.wall_s:.0f}s)")
+        hold.update(model=trainer.model, tokenizer=tok)
+    say(f"dpo: saved M{round_no} to {out} ({report.steps} steps, {report.wall_s:.0f}s)")
     return summary

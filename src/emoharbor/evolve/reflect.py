@@ -5,11 +5,13 @@ writes from that reflection (chosen). Pairs that cannot teach anything are dropp
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import userfiles
+from ..assess.cards import JudgeCard
 from ..errors import ConfigError
 from ..models.base import ChatModel, Message, ModelCallError
 from ..models.structured import ask_json
@@ -17,6 +19,7 @@ from ..prompts import Prompt, load_prompt
 from .config import RefineSettings
 from .data import ChatExample
 from .guard import fingerprint
+from .judge_check import judge_verdict
 
 FIELDS = ("personality", "emotional_state", "situation", "needs", "critique")
 REFLECTION_SCHEMA: dict[str, Any] = {
@@ -69,6 +72,31 @@ def copied_fields(reflection: dict[str, str], instructions: str) -> list[str]:
     return [k for k, v in reflection.items() if len(fingerprint(v)) >= 12 and fingerprint(v) in text]
 
 
+STOP = frozenset(
+    "a an the to of and or in on at for with your you their they them it is are be this that".split()  # noqa: SIM905
+)
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().removesuffix("s") for w in WORD.findall(text)]
+
+
+def leaked_phrase(reply: str, instructions: str, n: int = 5) -> str:
+    """Text of the instructions in a reply ("" when there is none): ``n`` words in a row that the instructions
+    hold, or a label before a colon most of whose words come from them ("One to Three Sentence Answer to
+    Their Last Message:" for "one to three sentences ... their last message")."""
+    said, known = _words(reply), _words(instructions)
+    shingles = {tuple(known[i : i + n]) for i in range(len(known) - n + 1)}
+    for i in range(len(said) - n + 1):
+        if tuple(said[i : i + n]) in shingles:
+            return " ".join(said[i : i + n])
+    head, colon, _ = reply.partition(":")
+    label = [w for w in _words(head) if w not in STOP]
+    if colon and 3 <= len(label) <= 10 and sum(w in set(known) for w in label) >= 0.6 * len(label):
+        return head.strip()
+    return ""
+
+
 def too_short(reply: str, s: RefineSettings) -> bool:
     """Fewer than ``min_chars`` characters or ``min_words`` words (a number, a hashtag, a label)."""
     return len(reply) < s.min_chars or len(WORD.findall(reply)) < s.min_words
@@ -90,7 +118,8 @@ def check_pair(plain: str, refined: str, s: RefineSettings) -> str | None:
 
 
 async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, s: RefineSettings, *, seed: int,
-                         system_version: str = "") -> tuple[dict[str, Any], Events]:  # fmt: skip
+                         system_version: str = "", judge: PairJudge | None = None) -> tuple[
+                             dict[str, Any], Events]:  # fmt: skip
     """One context's record: ``status`` "ok" (a pair kept), "unscored" (dropped, ``reason`` says why) or
     "error" (a model call failed for good: redone by the next run); events for the store."""
     rec: dict[str, Any] = {"id": ex.id, "prompt": ex.messages, "status": "unscored", "reason": "",
@@ -136,5 +165,39 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
     reason = check_pair(plain, refined, s)
     if reason:
         return drop(reason)
+    leak = leaked_phrase(refined, instructions(principles))
+    if leak:
+        return drop("prompt_leaked", f"{ex.id}: {leak[:120]}")
+    events: Events = []
+    if judge is not None:
+        try:
+            verdict, events = await judge_verdict(judge.model, judge.card, ex, refined, plain,
+                                                  retries=s.json_retries, seed=seed)  # fmt: skip
+        except ModelCallError as e:
+            return drop("model_error", str(e))
+        rec["judge"] = {"card": judge.card.version, "verdict": verdict or "prefers_chosen"}
+        if verdict:
+            rec["status"], rec["reason"] = "unscored", verdict
+            return rec, [*events, (f"dropped_{verdict}", ex.id)]
     rec["status"] = "ok"
-    return rec, []
+    return rec, events
+
+
+def instructions(principles: Prompt) -> str:
+    """The text of the refine and reflect prompts and the principles, without the conversation: what a chosen
+    reply must not repeat."""
+    empty = dict.fromkeys(("transcript", "first_reply", *FIELDS), "")
+    return "\n".join(
+        [
+            load_prompt("evolve_refine").render(principles=principles.text, **empty),
+            load_prompt("evolve_reflect").render(transcript="", first_reply="", principles=principles.text),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class PairJudge:
+    """The judge check of refined pairs: a HEART pairwise card on a model."""
+
+    model: ChatModel
+    card: JudgeCard

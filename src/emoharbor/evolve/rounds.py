@@ -9,35 +9,52 @@ Layout of a run folder: ``m0/``, ``round1/refine/`` (run store), ``round1/pairs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import EmoharborError
+from ..assess.cards import JudgeCard, load_card
+from ..errors import ConfigError, EmoharborError
+from ..models.adapters import load_lora_adapter
 from ..models.base import ChatModel
 from ..models.hf import MODEL_CARD, HFChatModel, load_hf, read_model_card, resolve_hf
-from ..models.pool import ModelPool
+from ..models.pool import LazyModels, ModelPool
+from ..models.spec import ModelSpec
 from ..simulate.supporter import supporter_prompt
 from ..store.record import open_run
+from ..store.run_store import call_sink
 from ..store.units import Work, run_stage
 from .config import EvolveConfig
 from .data import ChatExample, esconv_contexts
 from .guard import load_guard
 from .pairs import PreferencePair, write_pairs
-from .reflect import load_principles, refine_context
+from .reflect import PairJudge, load_principles, refine_context
 from .trainer import Log, peak_rss_mb, release_memory
 
 KIND = "evolve_refine"
 PROMPTS = ("evolve_reflect", "evolve_refine")  # the refine stage reads these (principles and system: below)
 
 
+def pair_judge_card(cfg: EvolveConfig) -> JudgeCard | None:
+    """The card of the judge check (``refine.judge_check``), or None when it is off."""
+    if not cfg.refine.judge_check:
+        return None
+    card = load_card(cfg.refine.judge_card)
+    if card.kind != "heart_pairwise":
+        ref = cfg.refine.judge_card
+        raise ConfigError(f"refine.judge_card {ref!r} is a {card.kind} card: give a heart_pairwise one")
+    return card
+
+
 def refine_contexts(cfg: EvolveConfig, round_no: int) -> list[ChatExample]:
     system = supporter_prompt(cfg.system_prompt).text.strip()
     guard = load_guard(cfg.holdout)
     r = cfg.refine
-    return esconv_contexts(r.data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard)
+    data = cfg.data_of("refine")
+    return esconv_contexts(data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard)
 
 
 async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: EvolveConfig, folder: Path, *,
@@ -52,16 +69,20 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
     files = [Path(p) for p in [*r.data, *cfg.holdout]]
     store = open_run(folder, KIND, resolved, prompts=PROMPTS, inputs=files)
     started = time.monotonic()
+    card = pair_judge_card(cfg)
     try:
-        units: list[tuple[str, Work]] = []
-        for i, ex in enumerate(contexts):
+        async with ModelPool(sink=call_sink(store)) as pool:
+            judges = LazyModels(pool.get)  # started only if a context is refined now
+            units: list[tuple[str, Work]] = []
+            for i, ex in enumerate(contexts):
 
-            async def work(ex: ChatExample = ex, i: int = i) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-                return await refine_context(model, ex, principles, cfg.refine, seed=cfg.seed + i,
-                                            system_version=system.version)  # fmt: skip
+                async def work(ex: ChatExample = ex, i: int = i) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+                    judge = None if card is None else PairJudge(await judges.get("judge", r.judge, "judge"), card)
+                    return await refine_context(model, ex, principles, r, seed=cfg.seed + i,
+                                                system_version=system.version, judge=judge)  # fmt: skip
 
-            units.append((ex.id, work))
-        await run_stage(store, KIND, units, workers=cfg.refine.concurrency, progress=progress, label="refine")
+                units.append((ex.id, work))
+            await run_stage(store, KIND, units, workers=r.concurrency, progress=progress, label="refine")
         records = [r for _, r in store.items(KIND)]
         reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
         pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
@@ -78,25 +99,49 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
         store.close()
 
 
-async def _served(cfg: EvolveConfig, contexts: list[ChatExample], folder: Path, round_no: int, progress: bool) -> dict[
-        str, Any]:  # fmt: skip
-    """Pairs from M(t) served elsewhere (``refine.generator``: e.g. vLLM with the adapter loaded)."""
-    spec = cfg.refine.generator
-    assert spec is not None
-    async with ModelPool(cache_path=False) as pool:
+async def _served(cfg: EvolveConfig, spec: ModelSpec, contexts: list[ChatExample], folder: Path, round_no: int,
+                  progress: bool) -> dict[str, Any]:  # fmt: skip
+    """Pairs from M(t) served elsewhere (``refine.generator``: vLLM or SGLang, the round's adapter loaded)."""
+    async with ModelPool() as pool:
         model = await pool.get(spec, "generator")
         ident = f"{spec.model}@{','.join(spec.endpoint_urls())}"
         return await build_pairs(model, contexts, cfg, folder, round_no=round_no, model_id=ident, progress=progress)
 
 
+def adapter_name(model_dir: Path, round_no: int) -> str:
+    """The name a round's adapter is served under: M(t) and a hash of its weights, so a changed adapter is never
+    mistaken for the one loaded before (nor answered from the cache)."""
+    weights = sorted(model_dir.glob("adapter_model.*"))
+    h = hashlib.sha256()
+    for w in weights:
+        h.update(w.read_bytes())
+    return f"emoharbor-m{round_no - 1}-{h.hexdigest()[:12]}"
+
+
+def served_generator(cfg: EvolveConfig, model_dir: Path, round_no: int, *, log: Log) -> ModelSpec:
+    """``refine.generator``, serving M(t): with ``refine.load_adapter``, the adapter in ``model_dir`` is loaded
+    into the server first (``/v1/load_lora_adapter``) and asked for by its name."""
+    spec = cfg.refine.generator
+    assert spec is not None
+    if not cfg.refine.load_adapter:
+        return spec
+    if not (model_dir / "adapter_config.json").is_file():
+        raise EmoharborError(f"{model_dir}: no adapter_config.json, so there is no adapter to load into {spec.model}")
+    name = adapter_name(model_dir, round_no)
+    urls = asyncio.run(load_lora_adapter(spec, name, model_dir))
+    log(f"refine: adapter {model_dir} loaded as {name} on {', '.join(urls)}")
+    return spec.model_copy(update={"model": name})
+
+
 def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, round_no: int, *, log: Log,
                           progress: bool = True, hold: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Pairs from M(t) in ``model_dir``, generated in this process; or, when ``refine.generator`` is set,
-    by that served model (which must be serving M(t))."""
+    """Pairs from M(t) in ``model_dir``, generated in this process (batched); or, when ``refine.generator`` is
+    set, by that server with M(t)'s adapter loaded (``served_generator``)."""
     contexts = refine_contexts(cfg, round_no)
     if cfg.refine.generator is not None:
-        log(f"refine: round {round_no}, {len(contexts)} contexts, served model {cfg.refine.generator.model}")
-        summary = asyncio.run(_served(cfg, contexts, folder, round_no, progress))
+        spec = served_generator(cfg, model_dir, round_no, log=log)
+        log(f"refine: round {round_no}, {len(contexts)} contexts, served model {spec.model}")
+        summary = asyncio.run(_served(cfg, spec, contexts, folder, round_no, progress))
     else:
         src = resolve_hf(str(model_dir))
         if hold and "model" in hold:  # M(t) as the stage before left it in memory
@@ -105,7 +150,8 @@ def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, roun
             model, tok = load_hf(src, device=cfg.device, dtype=cfg.dtype)
         chat = HFChatModel.from_loaded(model, tok, name=f"M{round_no - 1}", temperature=cfg.refine.temperature,
                                        max_tokens=cfg.refine.max_new_tokens,
-                                       repetition_penalty=cfg.refine.repetition_penalty)  # fmt: skip
+                                       repetition_penalty=cfg.refine.repetition_penalty,
+                                       batch_size=cfg.refine.batch_size)  # fmt: skip
         log(f"refine: round {round_no}, {len(contexts)} contexts, model {model_dir}")
         summary = asyncio.run(build_pairs(chat, contexts, cfg, folder, round_no=round_no, model_id=src.identity,
                                           progress=progress))  # fmt: skip
@@ -121,10 +167,10 @@ def run_all(cfg: EvolveConfig, out: Path, *, log: Log, progress: bool = True) ->
     from .dpo import run_dpo
     from .sft import run_sft
 
-    if cfg.rounds and cfg.refine.generator is not None:
+    if cfg.rounds and cfg.refine.generator is not None and not cfg.refine.load_adapter:
         raise EmoharborError(
-            "refine.generator (a served model) must serve M(t) of each round, which `evolve run` cannot restart: "
-            "run the stages one by one (evolve refine / evolve dpo), or leave refine.generator out"
+            "refine.generator with load_adapter: false serves one model, but each round must be refined by M(t): "
+            "set refine.load_adapter: true (the server loads each round's adapter), or run the stages one by one"
         )
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

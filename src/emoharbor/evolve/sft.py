@@ -1,6 +1,11 @@
 """Phase 1, experience acquisition: LoRA supervised fine-tuning on emotional-support conversations
 (each supporter turn given its history; loss on the reply only), optionally mixed with general
-instructions. The result, M0, is an adapter folder with its model card."""
+instructions, trained by ``trl.SFTTrainer``. The result, M0, is an adapter folder with its model card.
+
+The examples go to TRL already tokenized, as prompt-completion rows (``input_ids`` and a
+``completion_mask`` that is 1 on the reply): emoharbor's encoding (``data.encode``) decides the
+tokens, so what is trained on is what the model generates when it is served (see docs/evolve.md).
+"""
 
 from __future__ import annotations
 
@@ -9,46 +14,48 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..errors import EmoharborError
-from ..models.hf import load_hf, resolve_hf
+from ..models.hf import resolve_hf
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
-from .data import Encoded, encode, esconv_examples, general_examples, mix_examples
+from .data import Encoded, completion_row, encode, esconv_examples, general_examples, mix_examples
 from .guard import load_guard
-from .trainer import Log, add_lora, reply_logps, save_model, train
-
-
-def sft_loss(model: Any, pad_id: int) -> Any:
-    """The mean negative log-likelihood of the batch's reply tokens (the prompt carries no loss)."""
-
-    def loss_fn(batch: list[Encoded]) -> tuple[torch.Tensor, dict[str, float]]:
-        logp, used = reply_logps(model, batch, pad_id)
-        n = used.sum()
-        return -logp.sum() / n, {"reply_tokens": float(n)}
-
-    return loss_fn
+from .trainer import (
+    Log,
+    begin_stage,
+    check_machine,
+    fit,
+    load_model,
+    lora_config,
+    main_log,
+    refuse_if_card,
+    save_stage,  # fmt: skip
+    stage_settings,
+    training_args,
+)
 
 
 def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Train M0 from ``cfg.base_model`` into ``out``. ``hold``: where to leave the trained model and
-    tokenizer for the next stage, which then need not load them again."""
-    if (out / "evolve_model.json").exists():
-        raise EmoharborError(f"{out} already holds a trained model: give a new output folder")
+    """Train M0 from ``cfg.base_model`` into ``out`` (resuming from a checkpoint there). ``hold``: where
+    to leave the trained model and tokenizer for the next stage, which then need not load them again."""
+    refuse_if_card(out)
+    check_machine(cfg)
+    say = main_log(log)
     started = time.monotonic()
-    system = supporter_prompt(cfg.system_prompt).text.strip()
-    guard = load_guard(cfg.holdout)
-    es, held_out = esconv_examples(cfg.sft.data, system, guard)
-    general = general_examples(cfg.sft.general_data) if cfg.sft.general_data and cfg.sft.general_share > 0 else []
-    examples = mix_examples(es, general, share=cfg.sft.general_share, max_examples=cfg.sft.max_examples, seed=cfg.seed)
-    log(f"sft: {len(es)} ESConv examples ({held_out} dialogues held out), {len(examples)} in the mix "
-        f"({sum(e.source == 'general' for e in examples)} general)")  # fmt: skip
     src = resolve_hf(cfg.base_model)
     if src.adapter:
         raise EmoharborError(f"base_model {cfg.base_model!r} already has an adapter: give the base model itself")
-    base, tok = load_hf(src, device=cfg.device, dtype=cfg.dtype, gradient_checkpointing=cfg.sft.gradient_checkpointing)
-    base_card: dict[str, Any] = {"base_model": cfg.base_model, "base": src.identity}
+    args = training_args("sft", cfg, cfg.sft, out, seed=cfg.seed, completion_only_loss=True)
+    with args.main_process_first(desc="the stage folder"):
+        begin_stage(out, stage_settings(cfg, "sft"), "sft")
+    system = supporter_prompt(cfg.system_prompt).text.strip()
+    guard = load_guard(cfg.holdout)
+    es, held_out = esconv_examples(cfg.data_of("sft"), system, guard)
+    general = general_examples(cfg.sft.general_data) if cfg.sft.general_data and cfg.sft.general_share > 0 else []
+    examples = mix_examples(es, general, share=cfg.sft.general_share, max_examples=cfg.sft.max_examples, seed=cfg.seed)
+    say(f"sft: {len(es)} ESConv examples ({held_out} dialogues held out), {len(examples)} in the mix "
+        f"({sum(e.source == 'general' for e in examples)} general)")  # fmt: skip
+    base, tok = load_model(cfg, src, trainable=False)
     counts: Counter[str] = Counter()
     encoded: list[Encoded] = []
     for ex in examples:
@@ -58,10 +65,16 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
             continue
         counts["history_truncated"] += e.dropped_turns > 0
         encoded.append(e)
-    log(f"sft: {len(encoded)} encoded, {counts['too_long']} too long for max_length {cfg.sft.max_length}, "
+    say(f"sft: {len(encoded)} encoded, {counts['too_long']} too long for max_length {cfg.sft.max_length}, "
         f"{counts['history_truncated']} with their oldest turns cut")  # fmt: skip
-    model = add_lora(base, cfg.lora)
-    report = train(model, encoded, sft_loss(model, tok.pad_token_id), cfg.sft, seed=cfg.seed, log=log)
+    if not encoded:
+        raise EmoharborError("nothing to train on: no usable examples")
+    from datasets import Dataset  # type: ignore[import-untyped]
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    trainer = SFTTrainer(model=base, args=args, train_dataset=Dataset.from_list([completion_row(e) for e in encoded]),
+                         processing_class=tok, peft_config=lora_config(base, cfg.lora))  # fmt: skip
+    report = fit(trainer, out, stage="sft", log=log)
     summary = {
         "stage": "sft",
         "round": 0,
@@ -71,8 +84,9 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
     }  # fmt: skip
-    save_model(model, tok, out, {**base_card, **summary, "parent": None, "config": cfg.resolved()})
+    card = {"base_model": cfg.base_model, "base": src.identity, **summary, "parent": None, "config": cfg.resolved()}
+    save_stage(trainer, out, card)
     if hold is not None:
-        hold.update(model=model, tokenizer=tok)
-    log(f"sft: saved M0 to {out} ({report.steps} steps, {report.wall_s:.0f}s, peak RSS {report.peak_rss_mb:.0f} MB)")
+        hold.update(model=trainer.model, tokenizer=tok)
+    say(f"sft: saved M0 to {out} ({report.steps} steps, {report.wall_s:.0f}s, peak RSS {report.peak_rss_mb:.0f} MB)")
     return summary

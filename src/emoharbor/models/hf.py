@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +57,40 @@ def _base_source(text: str) -> HFSource:
         return HFSource(b.base, b.gguf_file, str(p.resolve()))
     if p.is_dir() and (p / "config.json").is_file():
         return HFSource(str(p.resolve()))
+    if HUB_ID.fullmatch(text) and not p.exists():
+        return HFSource(hub_snapshot(text))
     raise ConfigError(
-        f"hf model {text!r}: not a model folder (config.json), a .gguf file, an adapter folder, or 'smollm2'"
+        f"hf model {text!r}: not a model folder (config.json), a .gguf file, an adapter folder, a Hugging Face Hub "
+        "id (ORG/NAME), or 'smollm2'"
     )
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # ORG/NAME, as on the Hugging Face Hub
+
+
+def hub_snapshot(repo_id: str) -> str:
+    """The local folder of a Hub model, downloaded into the Hugging Face cache if it is not there yet; with
+    ``HF_HUB_OFFLINE=1``, only the cache is read. A model that cannot be had is a one-line error."""
+    try:
+        from huggingface_hub import constants, snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        raise EmoharborError(f"{repo_id!r} is a Hugging Face Hub id: Hub models need {TRAIN_HINT}") from None
+    offline = bool(constants.HF_HUB_OFFLINE)
+    try:
+        return str(snapshot_download(repo_id, local_files_only=offline, allow_patterns=HUB_FILES))
+    except LocalEntryNotFoundError:
+        why = "HF_HUB_OFFLINE is set" if offline else "the Hub cannot be reached"
+        raise ConfigError(
+            f"{repo_id!r} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {why}: download it "
+            f"first (hf download {repo_id}) or give a local model folder"
+        ) from None
+    except Exception as e:  # no such repo, a gated model: said in one line
+        first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise ConfigError(f"{repo_id!r} cannot be had from the Hugging Face Hub: {first}") from None
+
+
+HUB_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "tokenizer*"]  # weights and tokenizer
 
 
 def resolve_hf(text: str) -> HFSource:
@@ -166,8 +198,12 @@ class HFChatModel:
         device: str = "auto",
         dtype: str = "auto",
         repetition_penalty: float | None = None,
+        batch_size: int = 1,
     ) -> None:
         self.src = src
+        self.batch_size = batch_size  # >1: free-text calls made at the same time are decoded as one batch
+        self._pending: list[tuple[tuple[list[Message], int, int | None], asyncio.Future[ChatResult]]] = []
+        self._drainer: asyncio.Task[None] | None = None
         self.name = name or (src.identity if src else "hf")
         self.temperature = temperature
         self.top_p = top_p
@@ -182,9 +218,10 @@ class HFChatModel:
     @classmethod
     def from_loaded(
         cls, model: Any, tokenizer: Any, *, name: str, temperature: float = 0.7, max_tokens: int = 256,
-        repetition_penalty: float | None = None,
+        repetition_penalty: float | None = None, batch_size: int = 1,
     ) -> HFChatModel:  # fmt: skip
-        m = cls(None, name=name, temperature=temperature, max_tokens=max_tokens, repetition_penalty=repetition_penalty)
+        m = cls(None, name=name, temperature=temperature, max_tokens=max_tokens, repetition_penalty=repetition_penalty,
+                batch_size=batch_size)  # fmt: skip
         m.model, m.tokenizer = model, tokenizer
         return m
 
@@ -248,8 +285,77 @@ class HFChatModel:
         prompt_version: str = "",
         top_logprobs: int = 0,
     ) -> ChatResult:
-        async with self._lock:
-            return await asyncio.to_thread(self._generate, messages, max_tokens or self.max_tokens, seed, json_schema)
+        from .hf_json import flat_string_keys
+
+        n = max_tokens or self.max_tokens
+        prefilled = bool(messages) and messages[-1]["role"] == "assistant"
+        if self.batch_size <= 1 or prefilled or flat_string_keys(json_schema) is not None:  # decoded on its own
+            async with self._lock:
+                return await asyncio.to_thread(self._generate, messages, n, seed, json_schema)
+        done: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
+        self._pending.append(((messages, n, seed), done))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        return await done
+
+    async def _drain(self) -> None:
+        """Decode the waiting calls ``batch_size`` at a time, until none is left."""
+        await asyncio.sleep(0)  # the other workers' calls of this moment join the first batch
+        while self._pending:
+            batch, self._pending = self._pending[: self.batch_size], self._pending[self.batch_size :]
+            try:
+                async with self._lock:
+                    results = await asyncio.to_thread(self._generate_batch, [args for args, _ in batch])
+            except Exception as e:  # every caller of the batch gets the error
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+                continue
+            for (_, fut), r in zip(batch, results, strict=True):
+                if not fut.done():
+                    fut.set_result(r)
+
+    def _generate_batch(self, items: list[tuple[list[Message], int, int | None]]) -> list[ChatResult]:
+        """Free-text replies to several conversations in one ``generate`` (left-padded); each reply is cut to its
+        own ``max_tokens``. The batch is sampled with the first call's seed."""
+        import torch
+
+        self._ensure_loaded()
+        start = time.monotonic()
+        tok = self.tokenizer
+        texts = [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m, _, _ in items]
+        side, tok.padding_side = tok.padding_side, "left"
+        try:
+            enc = tok(texts, add_special_tokens=False, return_tensors="pt", padding=True).to(self.model.device)
+        finally:
+            tok.padding_side = side
+        stops = set(stop_token_ids(tok))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else sorted(stops)[0]
+        torch.manual_seed(items[0][2] or 0)
+        sample = self.temperature > 0
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                out = self.model.generate(
+                    **enc, max_new_tokens=max(n for _, n, _ in items), do_sample=sample,
+                    temperature=self.temperature if sample else None, top_p=self.top_p if sample else None,
+                    repetition_penalty=self.repetition_penalty, eos_token_id=sorted(stops), pad_token_id=pad,
+                )  # fmt: skip
+        finally:
+            self.model.train(was_training)
+        width = int(enc["input_ids"].shape[1])
+        results = []
+        for row, (_, n, _), mask in zip(out, items, enc["attention_mask"], strict=True):
+            new = row[width:].tolist()
+            end = next((i + 1 for i, t in enumerate(new) if t in stops), None)
+            new = new[: min(end or len(new), n)]
+            finish = "stop" if new and new[-1] in stops else "length"
+            reply = tok.decode(new, skip_special_tokens=True).strip()
+            usage = Usage(int(mask.sum()), len(new))
+            results.append(ChatResult(text=reply, usage=usage, latency_s=time.monotonic() - start, model=self.name,
+                                      endpoint="hf", finish_reason=finish))  # fmt: skip
+        return results
 
     async def aclose(self) -> None:
         if self.src is None:

@@ -216,7 +216,7 @@ def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
 
 
 def make_endpoints(spec: ModelSpec, urls: list[str] | None = None, concurrency: int | None = None) -> list[Endpoint]:
-    key = _api_key(spec)
+    key = api_key(spec)
     return [
         Endpoint(
             u,
@@ -233,7 +233,7 @@ def make_endpoints(spec: ModelSpec, urls: list[str] | None = None, concurrency: 
     ]
 
 
-def _api_key(spec: ModelSpec) -> str:
+def api_key(spec: ModelSpec) -> str:
     if spec.api_key_env is None:
         return "not-needed"
     key = os.environ.get(spec.api_key_env)

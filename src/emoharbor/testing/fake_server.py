@@ -148,6 +148,7 @@ class FakeOpenAIServer:
         self.port = _free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self.adapters: dict[str, str] = {}  # LoRA adapters loaded at run time: name -> path
 
     @property
     def base_url(self) -> str:
@@ -171,7 +172,16 @@ class FakeOpenAIServer:
             if not msg.get("more_body"):
                 break
         if scope["path"].endswith("/models"):
-            await _send(send, 200, json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}))
+            ids = ["fake", *self.adapters]
+            await _send(send, 200, json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}))
+            return
+        if scope["path"].endswith("/load_lora_adapter"):  # vLLM's (and SGLang's) runtime LoRA loading
+            req = json.loads(body or b"{}")
+            if not req.get("lora_name") or not req.get("lora_path"):
+                await _send(send, 400, json.dumps({"error": {"message": "lora_name and lora_path are required"}}))
+                return
+            self.adapters[str(req["lora_name"])] = str(req["lora_path"])
+            await _send(send, 200, json.dumps({"message": f"Success: LoRA adapter '{req['lora_name']}' added"}))
             return
         self.requests += 1
         self.in_flight += 1

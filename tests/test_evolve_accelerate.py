@@ -1,0 +1,107 @@
+"""``emoharbor evolve sft`` and ``evolve dpo`` in two processes on the CPU (DDP over gloo), started by
+``accelerate launch`` with the shipped ``examples/accelerate/cpu-2proc.yaml``, for a few real steps with
+the tiny model: both processes train (each on its own share of every batch), and the main process alone
+writes the one adapter, its model card and the command's output."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from emoharbor.evolve.pairs import PreferencePair, write_pairs
+from evolve_helpers import esconv_file, tiny_model_dir
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH_CONFIG = ROOT / "examples" / "accelerate" / "cpu-2proc.yaml"
+ACCELERATE = Path(sys.executable).parent / "accelerate"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [str(ACCELERATE), "launch", "--config_file", str(LAUNCH_CONFIG), "--main_process_port", str(free_port()),
+           "-m", "emoharbor.cli", *args]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+def check_two_processes(out: Path, done: subprocess.CompletedProcess[str], stage: str, steps: int) -> dict[str, object]:
+    for rank in (0, 1):
+        assert f"{stage}: process {rank} of 2 trained on" in done.stderr, done.stderr[-3000:]
+    card = json.loads((out / "evolve_model.json").read_text())
+    train = card["train"]
+    assert train["world_size"] == 2 and train["steps"] == steps
+    assert [r["rank"] for r in train["ranks"]] == [0, 1] and all(r["items"] > 0 for r in train["ranks"])
+    assert train["items"] == sum(r["items"] for r in train["ranks"])
+    tokens = [r["tokens"] for r in train["ranks"]]
+    assert tokens[0] != tokens[1]  # each process trained on its own share of the data
+    assert len(done.stdout.strip().splitlines()) == 1  # the command's output, from the main process only
+    assert not list(out.glob("checkpoint-*")) and not (out / "train-data").exists()
+    return card
+
+
+@pytest.mark.slow
+def test_sft_and_dpo_train_in_two_processes(tmp_path: Path) -> None:
+    if not ACCELERATE.is_file():
+        pytest.skip("accelerate's launcher is not installed beside this Python")
+    data = str(esconv_file())
+    cfg = {
+        "base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "system_prompt": "Be a kind listener.",
+        "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
+        "sft": {"data": [data], "max_examples": 16, "max_steps": 3, "batch_size": 2, "max_length": 192, "log_every": 1,
+                "save_steps": 2, "lr": 1e-3},
+        "dpo": {"max_steps": 2, "batch_size": 1, "max_length": 192, "log_every": 1, "lr": 1e-3},
+    }  # fmt: skip
+    (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(cfg))
+    done = launch(tmp_path, "evolve", "sft", "--config", "evolve.yaml", "--out", "m0")
+    sft = check_two_processes(tmp_path / "m0", done, "sft", 3)
+    assert sft["train"]["items"] == 3 * 2 * 2  # 3 steps of 2 examples in each of 2 processes
+
+    replies = ["That sounds exhausting; what has been the hardest part?", "ok", "I hear you. Do you want to talk?",
+               "whatever"]  # fmt: skip
+    prompts = ["I lost my job" + " again" * (i * i) + "." for i in range(6)]  # each of its own length
+    pairs = [PreferencePair([{"role": "user", "content": p}], replies[i % 2 * 2], replies[i % 2 * 2 + 1], f"p{i}",
+                            "test") for i, p in enumerate(prompts)]  # fmt: skip
+    write_pairs(tmp_path / "pairs.jsonl", pairs)
+    done = launch(tmp_path, "evolve", "dpo", "--config", "evolve.yaml", "--model", "m0", "--pairs", "pairs.jsonl",
+                  "--out", "m1")  # fmt: skip
+    dpo = check_two_processes(tmp_path / "m1", done, "dpo", 2)
+    assert dpo["train"]["items"] == 2 * 1 * 2
+    logs = dpo["train"]["logs"]
+    assert logs[0]["loss"] == pytest.approx(math.log(2), abs=1e-4)  # the policy is the reference before step 1
+    assert all("reward_margin" in e and "reward_accuracy" in e for e in logs)
+    adapters = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("adapter_model.safetensors"))
+    assert adapters == [Path("m0/adapter_model.safetensors"), Path("m1/adapter_model.safetensors")]
+
+
+def test_run_and_refine_refuse_several_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refine stage generates in one process: under a launcher with 2 processes, `evolve run` and
+    `evolve refine` say so in one line instead of writing one run store from both."""
+    from emoharbor.cli import main
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for argv in (["evolve", "run", "--out", str(tmp_path / "evo")],
+                 ["evolve", "refine", "--model", str(tmp_path), "--out", str(tmp_path / "r1")]):  # fmt: skip
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "runs in one process" in err and "Traceback" not in err
