@@ -91,17 +91,34 @@ def test_sft_and_dpo_train_in_two_processes(tmp_path: Path) -> None:
     assert adapters == [Path("m0/adapter_model.safetensors"), Path("m1/adapter_model.safetensors")]
 
 
-def test_run_and_refine_refuse_several_processes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The refine stage generates in one process: under a launcher with 2 processes, `evolve run` and
-    `evolve refine` say so in one line instead of writing one run store from both."""
-    from emoharbor.cli import main
+@pytest.mark.slow
+def test_evolve_run_in_two_processes_each_refines_its_share(tmp_path: Path) -> None:
+    """The whole `evolve run` under the launcher: SFT and DPO train across both processes, each process refines
+    its share of the contexts into the one run store, and the main process alone writes the pairs and
+    summary.json."""
+    if not ACCELERATE.is_file():
+        pytest.skip("accelerate's launcher is not installed beside this Python")
+    data = str(esconv_file())
+    write_pairs(tmp_path / "extra.jsonl", [PreferencePair([{"role": "user", "content": "I lost my job."}],
+                "That sounds hard; what happened?", "ok", "x1", "test")])  # fmt: skip
+    cfg = {
+        "base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "rounds": 1, "system_prompt": "Be kind.",
+        "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
+        "sft": {"data": [data], "max_examples": 16, "max_steps": 2, "batch_size": 2, "max_length": 192},
+        "refine": {"data": [data], "contexts": 4, "max_new_tokens": 8, "reflection_max_tokens": 24,
+                   "judge_check": False, "concurrency": 2},
+        "dpo": {"max_steps": 1, "batch_size": 1, "max_length": 192, "extra_pairs": [str(tmp_path / "extra.jsonl")]},
+    }  # fmt: skip
+    (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(cfg))
+    done = launch(tmp_path, "evolve", "run", "--config", "evolve.yaml", "--out", "evo", "--no-progress")
+    import sqlite3
 
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    for argv in (["evolve", "run", "--out", str(tmp_path / "evo")],
-                 ["evolve", "refine", "--model", str(tmp_path), "--out", str(tmp_path / "r1")]):  # fmt: skip
-        with pytest.raises(SystemExit) as e:
-            main(argv)
-        err = capsys.readouterr().err
-        assert e.value.code == 2 and "runs in one process" in err and "Traceback" not in err
+    db = sqlite3.connect(tmp_path / "evo" / "round1" / "refine" / "run.sqlite")
+    by = [json.loads(d)["process"] for (d,) in db.execute("SELECT data FROM results WHERE kind='evolve_refine'")]
+    db.close()
+    assert sorted(by) == [0, 0, 1, 1]  # four contexts, two refined by each process
+    summary = json.loads((tmp_path / "evo" / "summary.json").read_text())
+    assert [st.get("stage") for st in summary["stages"]][1] == "refine" and summary["stages"][1]["contexts"] == 4
+    assert len(done.stdout.strip().splitlines()) == 1  # "done in ...", from the main process only
+    adapters = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("adapter_model.safetensors"))
+    assert adapters == [Path("evo/m0/adapter_model.safetensors"), Path("evo/m1/adapter_model.safetensors")]

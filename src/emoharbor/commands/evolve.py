@@ -51,18 +51,6 @@ def _needs_train() -> None:
         ) from None
 
 
-def _one_process(command: str) -> None:
-    """``refine`` generates in one process: under ``accelerate launch`` the other processes would write
-    the same run store."""
-    from ..evolve.trainer import processes
-
-    if processes().world_size > 1:
-        raise EmoharborError(
-            f"evolve {command} runs in one process (its refine stage generates with one model): run it without "
-            "accelerate launch, or launch only `evolve sft` and `evolve dpo` (see docs/evolve.md)"
-        )
-
-
 def _echo_main(text: str) -> None:
     """Standard output from the main process only (one copy under accelerate launch)."""
     from ..evolve.trainer import processes
@@ -99,15 +87,14 @@ def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
 def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out: Path, no_progress: bool) -> None:
     """Phase 2, step 1: plain reply (rejected), reflection, refined reply (chosen); resumable."""
     _needs_train()
-    _one_process("refine")
     from ..evolve.rounds import refine_with_model_dir
     from ..models.hf import read_model_card
 
     round_no = int(read_model_card(model_dir).get("round", 0)) + 1
     summary = refine_with_model_dir(_config(config_path, sets), model_dir, out / "refine", round_no, log=_log,
                                     progress=not no_progress)  # fmt: skip
-    click.echo(json.dumps(summary, default=str))
-    click.echo(f"pairs: {out / 'pairs.jsonl'}")
+    _echo_main(json.dumps(summary, default=str))
+    _echo_main(f"pairs: {out / 'pairs.jsonl'}")
 
 
 @evolve.command("dpo")
@@ -136,14 +123,13 @@ def dpo(
 def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Everything: SFT, then the configured number of rounds; finished stages are skipped."""
     _needs_train()
-    _one_process("run")
     from ..evolve.rounds import run_all
     from ..evolve.trainer import check_machine
 
     cfg = _config(config_path, sets)
     check_machine(cfg)  # before any stage starts
     summary = run_all(cfg, out, log=_log, progress=not no_progress)
-    click.echo(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
+    _echo_main(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
 
 
 @evolve.command("pairs")

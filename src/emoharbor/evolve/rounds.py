@@ -32,7 +32,7 @@ from .data import ChatExample, esconv_contexts
 from .guard import load_guard
 from .pairs import PreferencePair, write_pairs
 from .reflect import PairJudge, load_principles, refine_context
-from .trainer import Log, peak_rss_mb, release_memory
+from .trainer import Log, main_log, peak_rss_mb, placement, processes, release_memory
 
 KIND = "evolve_refine"
 PROMPTS = ("evolve_reflect", "evolve_refine")  # the refine stage reads these (principles and system: below)
@@ -67,7 +67,12 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
                 "contexts": [c.id for c in contexts]}  # fmt: skip
     r = cfg.refine
     files = [Path(p) for p in [*r.data, *cfg.holdout]]
+    me = processes()  # under accelerate launch, each process refines its share of the contexts
+    if not me.main:
+        barrier()  # the main process writes the run record first
     store = open_run(folder, KIND, resolved, prompts=PROMPTS, inputs=files)
+    if me.main:
+        barrier()
     started = time.monotonic()
     card = pair_judge_card(cfg)
     try:
@@ -78,11 +83,17 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
 
                 async def work(ex: ChatExample = ex, i: int = i) -> tuple[dict[str, Any], list[tuple[str, str]]]:
                     judge = None if card is None else PairJudge(await judges.get("judge", r.judge, "judge"), card)
-                    return await refine_context(model, ex, principles, r, seed=cfg.seed + i,
-                                                system_version=system.version, judge=judge)  # fmt: skip
+                    rec, events = await refine_context(model, ex, principles, r, seed=cfg.seed + i,
+                                                       system_version=system.version, judge=judge)  # fmt: skip
+                    return {**rec, "process": me.rank}, events
 
-                units.append((ex.id, work))
-            await run_stage(store, KIND, units, workers=r.concurrency, progress=progress, label="refine")
+                if i % me.world_size == me.rank:
+                    units.append((ex.id, work))
+            await run_stage(store, KIND, units, workers=r.concurrency, progress=progress and me.main, label="refine")
+        barrier()  # every share refined
+        if not me.main:
+            barrier()  # the main process writes the pairs
+            return dict(store.get("stage", "summary") or {})
         records = [r for _, r in store.items(KIND)]
         reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
         pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
@@ -94,9 +105,18 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
                    "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
         store.put("stage", "summary", summary)
+        barrier()
         return summary
     finally:
         store.close()
+
+
+def barrier() -> None:
+    """All the processes of an ``accelerate launch`` wait here for each other; one process: nothing."""
+    if processes().world_size > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
 
 
 async def _served(cfg: EvolveConfig, spec: ModelSpec, contexts: list[ChatExample], folder: Path, round_no: int,
@@ -146,8 +166,9 @@ def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, roun
         src = resolve_hf(str(model_dir))
         if hold and "model" in hold:  # M(t) as the stage before left it in memory
             model, tok = hold["model"], hold["tokenizer"]
-        else:
-            model, tok = load_hf(src, device=cfg.device, dtype=cfg.dtype)
+        else:  # under accelerate launch, each process generates on its own GPU
+            device = "cpu" if placement(cfg).cpu else f"cuda:{processes().local_rank}"
+            model, tok = load_hf(src, device=device, dtype=cfg.dtype)
         chat = HFChatModel.from_loaded(model, tok, name=f"M{round_no - 1}", temperature=cfg.refine.temperature,
                                        max_tokens=cfg.refine.max_new_tokens,
                                        repetition_penalty=cfg.refine.repetition_penalty,
@@ -164,8 +185,12 @@ def _done(folder: Path) -> bool:
 
 
 def run_all(cfg: EvolveConfig, out: Path, *, log: Log, progress: bool = True) -> dict[str, Any]:
+    """Every stage in turn, each skipped when its output is there. Under ``accelerate launch`` SFT and DPO
+    train across the processes and each process refines its share of the contexts."""
     from .dpo import run_dpo
     from .sft import run_sft
+
+    log = main_log(log)
 
     if cfg.rounds and cfg.refine.generator is not None and not cfg.refine.load_adapter:
         raise EmoharborError(
@@ -199,5 +224,6 @@ def run_all(cfg: EvolveConfig, out: Path, *, log: Log, progress: bool = True) ->
         release_memory()
     summary["wall_s"] = time.monotonic() - started
     summary["peak_rss_mb"] = peak_rss_mb()
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    if processes().main:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary

@@ -161,6 +161,9 @@ def load_hf(
         raise EmoharborError(f"cannot load hf model {src.identity}: {str(e).splitlines()[0]}") from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if src.gguf_file:  # transformers dequantizes a GGUF file's weights: the model is a float model from here on,
+        model.is_quantized, model.hf_quantizer = False, None  # which trainers may train (they refuse GGUF's mark)
+        model.config.quantization_config = None
     if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
