@@ -4,6 +4,7 @@ fixed assessments, so no model runs here."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import types
@@ -62,6 +63,30 @@ def test_means_and_changes_per_dimension(tmp_path: Path, monkeypatch: pytest.Mon
     assert "warmth | 3.50 (n=2) | 4.50 (n=2) | +1.00" in lines
     assert "memory | 2.00 (n=1, unscored 1) | 4.00 (n=2) | +2.00" in lines
     assert "judge: third_party:j" in lines and "warmth | - | 1.00 (n=1) | n/a" in lines
+
+
+def test_eval_writes_each_models_deltas_into_its_model_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_evaluator(monkeypatch, [])
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("profiles: ['builtin:*']\nroles:\n  supporter: {model: scripted}\n")
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    for name in ("m0", "m1"):  # adapters as evolve leaves them: an adapter config and a model card
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "adapter_config.json").write_text("{}")
+        (tmp_path / name / "evolve_model.json").write_text(json.dumps({"base_model": str(base), "stage": "sft"}))
+    evaluate.evaluate_models(cfg, [("M0", tmp_path / "m0"), ("M1", tmp_path / "m1")], tmp_path / "eval",
+                             log=lambda _: None)  # fmt: skip
+    card = json.loads((tmp_path / "m1" / "evolve_model.json").read_text())
+    ev = card["evaluation"]
+    assert ev["reference"] == "M0" and ev["run"] == str(tmp_path / "eval" / "M1")
+    assert ev["means"]["user"]["warmth"]["delta"] == pytest.approx(1.0)
+    assert ev["means"]["third_party:j"]["warmth"]["delta"] is None  # M0 had no such judge
+    readme = (tmp_path / "m1" / "README.md").read_text()
+    assert "| user | warmth | 4.50 | +1.00 | 2 |" in readme and card["base_model"] == str(base)
+    assert json.loads((tmp_path / "m0" / "evolve_model.json").read_text())["evaluation"]["means"]["user"]["warmth"][
+        "delta"] is None  # fmt: skip
 
 
 def test_eval_says_clearly_when_the_evaluator_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -102,6 +102,8 @@ def test_sft_then_one_round_of_refine_and_dpo(tmp_path: Path) -> None:
     lora_b = [v for k, v in m0.items() if "lora_B" in k]
     assert lora_b and any(float(v.abs().sum()) > 0 for v in lora_b)  # B starts at zero: it was trained
     assert read_model_card(tmp_path / "m0")["base_model"] == str(base)
+    readme = (tmp_path / "m0" / "README.md").read_text()  # emoharbor's card, not PEFT's template
+    assert f"- Base model: `{base}`" in readme and "Training: trl, 3 steps" in readme and "PEFT" not in readme
 
     # phase 2: pairs from M0's own replies
     model, tok = load_hf(resolve_hf(str(tmp_path / "m0")), device="cpu")

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import RunConfig, load_config
 from ..errors import EmoharborError
-from ..models.hf import resolve_hf
+from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
 
@@ -115,7 +115,27 @@ def evaluate_models(config_path: Path, models: list[tuple[str, Path]], out: Path
             asyncio.run(_wait(result))
         release()
         results[name] = dimension_means(run_dir)
+    record_deltas(models, results, out)
     return compare_table(results)
+
+
+def record_deltas(models: list[tuple[str, Path]], results: dict[str, Any], out: Path) -> None:
+    """Each evolve model's card gets its means and its change from the first model, per judge and dimension."""
+    from .card import add_evaluation
+
+    ref_name = models[0][0]
+    ref = results[ref_name]
+    for name, folder in models:
+        if not (Path(folder) / MODEL_CARD).is_file():
+            continue  # not a model emoharbor trained: nothing to write into
+        means = {
+            judge: {dim: {**cell, "delta": cell["mean"] - ref[judge][dim]["mean"]
+                          if name != ref_name and dim in ref.get(judge, {}) and cell["scored"]
+                          and ref[judge][dim]["scored"] else None}
+                    for dim, cell in dims.items()}
+            for judge, dims in results[name].items()
+        }  # fmt: skip
+        add_evaluation(Path(folder), {"run": str(out / name), "reference": ref_name, "means": means})
 
 
 async def _wait(result: Any) -> Any:

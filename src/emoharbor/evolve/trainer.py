@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import EmoharborError
 from ..models.hf import MODEL_CARD, HFSource, load_hf, pick_device
+from .card import write_card
 from .config import EvolveConfig, LoraSettings, TrainSettings
 
 ENGINE = "trl"  # what trains (the bench reads it)
@@ -343,11 +344,8 @@ def save_stage(trainer: Any, out: Path, card: dict[str, Any]) -> None:
     the adapter and the tokenizer, then the model card, and removes what training left in ``out``."""
     trainer.save_model(str(out))
     if trainer.accelerator.is_main_process:
-        for name in ("training_args.bin", "README.md"):  # TRL's pickled arguments and its model card
-            (out / name).unlink(missing_ok=True)
-        tmp = out / f"{MODEL_CARD}.partial"
-        tmp.write_text(json.dumps(card, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, out / MODEL_CARD)  # the card comes last: a folder with a card is a whole model
+        (out / "training_args.bin").unlink(missing_ok=True)  # TRL's pickled arguments
+        write_card(out, {**card, "out": str(out)})  # in place of TRL's template README; the card comes last
         for _, ckpt in checkpoints(out):
             shutil.rmtree(ckpt, ignore_errors=True)
         for p in out.glob("checkpoint-*"):  # one a kill cut short

@@ -1,0 +1,75 @@
+"""The model card of every adapter emoharbor trains: ``evolve_model.json`` (what the stage read and did: base
+model, data and sizes, settings, losses; the evaluation deltas once ``evolve eval`` has measured them) and a
+``README.md`` written from it, in place of PEFT's empty template with a local path."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..models.hf import MODEL_CARD, read_model_card
+from ..tables import md_table, num
+
+README = "README.md"
+
+
+def write_card(folder: Path, card: dict[str, Any]) -> None:
+    """The JSON card last of all (a folder with a card is a whole model), the README beside it."""
+    (folder / README).write_text(card_markdown(card), encoding="utf-8")
+    tmp = folder / f"{MODEL_CARD}.partial"
+    tmp.write_text(json.dumps(card, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, folder / MODEL_CARD)
+
+
+def add_evaluation(folder: Path, evaluation: dict[str, Any]) -> None:
+    """Record what ``evolve eval`` measured in a model's card (and its README)."""
+    write_card(folder, {**read_model_card(folder), "evaluation": evaluation})
+
+
+def _losses(logs: list[dict[str, Any]]) -> str:
+    if not logs:
+        return "no logged steps"
+    first, last = logs[0], logs[-1]
+    out = f"loss {num(first.get('loss'), 3)} at step {int(first.get('step', 0))} -> {num(last.get('loss'), 3)} at step "
+    out += f"{int(last.get('step', 0))}"
+    if "reward_accuracy" in last:
+        out += f"; reward accuracy {num(last['reward_accuracy'], 2)}, margin {num(last.get('reward_margin'), 3)}"
+    return out
+
+
+def card_markdown(card: dict[str, Any]) -> str:
+    stage, train = str(card.get("stage", "?")), card.get("train") or {}
+    lora = (card.get("config") or {}).get("lora") or {}
+    modules = ", ".join(lora.get("target_modules") or [])
+    top = f", top {lora['top_layers']} layers" if lora.get("top_layers") else ""
+    items = "pairs" if stage == "dpo" else "examples"
+    lines = [
+        f"# {Path(str(card.get('out', ''))).name or 'emoharbor adapter'}: {stage.upper()} round {card.get('round')}",
+        "",
+        "A LoRA adapter trained by emoharbor's self-evolution (`emoharbor evolve`), for emotional-support replies.",
+        "",
+        f"- Base model: `{card.get('base_model')}`" + (f" (`{card['base']}`)" if card.get("base") else ""),
+        f"- Parent: `{card.get('parent')}`" if card.get("parent") else "- Parent: the base model",
+        f"- LoRA: r {lora.get('r')}, alpha {lora.get('alpha')}, dropout {lora.get('dropout')}, on {modules}{top}",
+        f"- Training: {train.get('engine', '?')}, {train.get('steps', '?')} steps, {train.get('items', '?')} {items}, "
+        f"{train.get('world_size', 1)} process(es); {_losses(train.get('logs') or [])}",
+    ]
+    data = card.get("examples") or card.get("pairs")
+    if isinstance(data, dict):
+        lines.append("- Data: " + ", ".join(f"{k} {v}" for k, v in data.items()))
+    lines.append(f"- Wall time: {num(card.get('wall_s'), 0)} s")
+    ev = card.get("evaluation")
+    if ev:
+        lines += ["", f"## Evaluation (`emoharbor evolve eval`, run folder `{ev.get('run')}`)", ""]
+        rows = []
+        for judge, dims in ev.get("means", {}).items():
+            for dim, v in dims.items():
+                delta = num(v["delta"], signed=True) if v.get("delta") is not None else "-"
+                rows.append([judge, dim, num(v.get("mean")), delta, int(v.get("scored", 0))])
+        lines.append(md_table(["judge", "dimension", "mean", f"minus {ev.get('reference')}", "scored"], rows))
+    else:
+        lines += ["", "Not evaluated yet: `emoharbor evolve eval` adds the per-dimension deltas here."]
+    lines += ["", "The full record, with every setting and logged step, is `evolve_model.json` beside this file."]
+    return "\n".join(lines).rstrip() + "\n"
