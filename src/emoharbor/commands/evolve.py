@@ -40,7 +40,7 @@ def _config(path: Path | None, sets: tuple[str, ...]) -> Any:
 
 def _needs_train() -> None:
     try:
-        import datasets  # type: ignore[import-untyped]  # noqa: F401
+        import datasets  # noqa: F401
         import peft  # noqa: F401
         import torch  # noqa: F401
         import transformers  # noqa: F401

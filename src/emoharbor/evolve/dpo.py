@@ -97,7 +97,7 @@ def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Pat
         f"{cfg.dpo.max_length}, {counts['history_truncated']} with their oldest turns cut")  # fmt: skip
     if not encoded:
         raise EmoharborError(f"no pair fits dpo.max_length {cfg.dpo.max_length}: nothing to optimise")
-    from datasets import Dataset, load_from_disk  # type: ignore[import-untyped]
+    from datasets import Dataset, load_from_disk
 
     # on disk, so that TRL caches the reference log-probabilities in one file every process reads
     with args.main_process_first(desc="the tokenized pairs"):

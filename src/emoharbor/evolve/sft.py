@@ -69,7 +69,7 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         f"{counts['history_truncated']} with their oldest turns cut")  # fmt: skip
     if not encoded:
         raise EmoharborError("nothing to train on: no usable examples")
-    from datasets import Dataset  # type: ignore[import-untyped]
+    from datasets import Dataset
     from trl.trainer.sft_trainer import SFTTrainer
 
     trainer = SFTTrainer(model=base, args=args, train_dataset=Dataset.from_list([completion_row(e) for e in encoded]),

@@ -305,7 +305,7 @@ class _Counted:
 def fit(trainer: Any, out: Path, *, stage: str, log: Log) -> TrainReport:
     """``trainer.train()``, from the newest checkpoint in ``out`` if there is one."""
     import torch
-    from accelerate.utils import gather_object  # type: ignore[import-untyped]
+    from accelerate.utils import gather_object
     from transformers import PrinterCallback
 
     p = processes()
