@@ -109,14 +109,13 @@ async def generate(
             units.append((f"{h.id}|{HUMAN}", human_work(h)))
         units.extend((f"{h.id}|{spec.name}", model_work(h, spec)) for spec in config.candidates)
     done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
-    status = Counter(d["status"] for _, d in store.items("candidate"))
     summary = {
         "histories": len(loaded),
         "items_skipped": {r.name: dict(r.skipped) for r in reports if r.skipped},
         "units": len(units),
         "done_now": done.done_now,
         "resumed": done.resumed,
-        "candidates_by_status": dict(status),
+        "candidates_by_status": done.statuses,
     }
     store.put("stage", "generate", summary)
     return summary
@@ -192,13 +191,12 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
                     (f"{h.id}|{a}|{sb.name}|{spec.name}|{order}", judge_work(spec, h, a, first, second, order))
                 )
     done = await run_stage(store, "comparison", units, workers=config.concurrency, progress=progress)
-    status = Counter(d["status"] for _, d in store.items("comparison"))
     summary = {
         "pairs": len(pairs),
         "judgements": len(units),
         "done_now": done.done_now,
         "resumed": done.resumed,
-        "judgements_by_status": dict(status),
+        "judgements_by_status": done.statuses,
         **counts,
     }
     store.put("stage", "judge", summary)
@@ -236,13 +234,12 @@ async def label(
         else:
             units.append((f"{hid}|{comp}", label_work(hs[hid], cand)))
     done = await run_stage(store, "strategy", units, workers=config.concurrency, progress=progress)
-    status = Counter(d["status"] for _, d in store.items("strategy"))
     summary = {
         "replies": len(units),
         "done_now": done.done_now,
         "resumed": done.resumed,
         "candidates_unusable": unusable,
-        "replies_by_status": dict(status),
+        "replies_by_status": done.statuses,
     }
     store.put("stage", "strategies", summary)
     return summary
