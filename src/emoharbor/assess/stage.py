@@ -4,6 +4,7 @@ rated by each judge as one unit of the run store (kind ``assessment``, key ``con
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,10 +85,17 @@ def assessment_key(conversation: str, judge: str) -> str:
     return f"{conversation}|{judge}"
 
 
-def unassessed(store: RunStore, judges: list[Judge]) -> Any:
-    """``more`` for the stage runner: whether a stored conversation still lacks a finished assessment."""
+def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[str], bool]:
+    """``more`` for the stage runner: whether a stored conversation (of ``kind``) that can be judged (it ended
+    ``ok``) still lacks a finished assessment by one of ``judges``."""
     done = finished(store, "assessment")
-    return lambda key: any(assessment_key(key, j.name) not in done for j in judges)
+
+    def more(key: str) -> bool:
+        conv = store.get(kind, key)
+        judgeable = conv is not None and conv["status"] == "ok" and conv.get("termination") != "error"
+        return judgeable and any(assessment_key(key, j.name) not in done for j in judges)
+
+    return more
 
 
 async def assess_unit(

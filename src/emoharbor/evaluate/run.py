@@ -23,7 +23,7 @@ from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
 from ..store.record import config_part, open_run, record_hash, run_record
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, finished, run_stage
+from ..store.units import Events, Work, finished, run_stage, stage_todo
 
 KIND = "emoharbor"
 
@@ -103,10 +103,10 @@ async def run_evaluation(
     try:
         check_judges(store, judges)
         jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
-        by_key = {conversation_key(p.id, s.name, r): job for job in jobs for i, p, s, r in [job]}
-        more = unassessed(store, judges)
+        by_key = {conversation_key(p.id, s.name, r): (i, p, s, r) for i, p, s, r in jobs}
+        more = unassessed(store, judges, "conversation")
         had = len(finished(store, "conversation") & set(by_key))  # conversations stored before this run
-        if not any(_left(store, k, more) for k in by_key):  # nothing to do: no model is reached, no server started
+        if not stage_todo(store, "conversation", list(by_key), more):  # nothing to do: no model reached, no server
             store.set_meta("status", "complete")
             return RunSummary(run_dir, len(jobs), 0, _errors(store, by_key))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
@@ -133,18 +133,13 @@ async def run_evaluation(
                 if conv.status == "ok":
                     await assess_all(store, conv, judges, models, profile_of[conv.profile_id])
 
-            await run_stage(store, "conversation", [(k, talk(k)) for k in by_key],
-                                   workers=effective_concurrency(cfg), progress=progress, label="conversations",
-                                   then=assess, more=more)  # fmt: skip
+            units = [(k, talk(k)) for k in by_key]
+            await run_stage(store, "conversation", units, workers=effective_concurrency(cfg), progress=progress,
+                            label="conversations", then=assess, more=more)  # fmt: skip
         store.set_meta("status", "complete")
         return RunSummary(run_dir, len(jobs), len(jobs) - had, _errors(store, by_key))
     finally:
         store.close()
-
-
-def _left(store: RunStore, key: str, more: Any) -> bool:
-    have = store.get("conversation", key)
-    return have is None or have["status"] == "error" or (have["status"] == "ok" and more(key))
 
 
 def _errors(store: RunStore, keys: Any) -> int:
@@ -185,8 +180,9 @@ async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True)
                 raise RuntimeError("reassess does not make conversations")
 
             units = [(k, stored) for k in convs]
+            more = unassessed(store, judges, "conversation")
             await run_stage(store, "conversation", units, workers=cfg.concurrency, progress=progress,
-                            label="assessments", then=assess, more=unassessed(store, judges))  # fmt: skip
+                            label="assessments", then=assess, more=more)  # fmt: skip
         return len(store.keys("assessment")) - before
     finally:
         store.close()

@@ -230,7 +230,7 @@ async def run_validation(
         def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
             return chain and not have.get("perceived", True)
 
-        more = unassessed(store, judges)
+        more = unassessed(store, judges, "replay")
         had = len(finished(store, "replay") & set(dialogs))  # replays stored before this run
         if not stage_todo(store, "replay", list(dialogs), more, not_lived):  # nothing to do: no server started
             store.set_meta("status", "complete")
