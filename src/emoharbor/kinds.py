@@ -5,7 +5,8 @@ Hooks are ``module:function`` paths, imported when used, so that reading this ta
 - ``board(store, fmt, judge, scoring) -> (text, data)``: ``emoharbor leaderboard`` and ``report --format``;
 - ``view(store, view, seed)``: fills the report's ``RunView``; ``html(view, rid, seed) -> str``: its section;
 - ``export(store) -> {name: rows}``: more tables for ``emoharbor export``;
-- ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges).
+- ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges);
+- ``tidy(store) -> rows``: the run's tidy table of results (``emoharbor.load_results``, ``export``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class RunKind:
     html: str = ""
     export: str = ""
     rejudge: str = ""
+    tidy: str = ""
 
 
 KINDS = {
@@ -31,11 +33,12 @@ KINDS = {
     for k in (
         RunKind("emoharbor", "an EmoHarbor run (emoharbor run)", board="emoharbor.assess.render:board",
                 view="emoharbor.report.runs:load_emoharbor", html="emoharbor.report.build:emoharbor_body",
-                rejudge="emoharbor.evaluate.run:rejudge"),
+                rejudge="emoharbor.evaluate.run:rejudge", tidy="emoharbor.results:emoharbor_rows"),
         RunKind("validate", "a validate run", board="emoharbor.validate.render:board",
                 view="emoharbor.report.runs:load_validate", html="emoharbor.report.build:validate_body",
-                export="emoharbor.validate.analysis:export_tables", rejudge="emoharbor.validate.run:rejudge"),
-        RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body"),
+                export="emoharbor.validate.analysis:export_tables", rejudge="emoharbor.validate.run:rejudge",
+                tidy="emoharbor.results:validate_rows"),
+        RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body", tidy="emoharbor.results:heart_rows"),
         RunKind("heart_strategy_check", "a strategy check (emoharbor heart strategy-check)"),
         RunKind("evolve_refine", "an evolve refine round"),
     )
@@ -47,7 +50,8 @@ def title(kind: str) -> str:
 
 
 def hook(kind: str, part: str) -> Any:
-    """The function ``part`` ("board", "view", "html", "export") of ``kind``; None where it has none."""
+    """The function ``part`` ("board", "view", "html", "export", "rejudge", "tidy") of ``kind``; None where it
+    has none."""
     path = getattr(KINDS[kind], part) if kind in KINDS else ""
     if not path:
         return None

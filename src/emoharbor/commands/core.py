@@ -132,16 +132,26 @@ async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, 
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl", show_default=True,
+              help="jsonl/csv: the tidy results and every store table; parquet: the tidy results.")  # fmt: skip
 @click.option("--out", type=OUT_FOLDER, help="Folder for the files (default: RUN_DIR/export).")
 def export(run_dir: Path, fmt: str, out: Path | None) -> None:
-    """Export a run's results and call records to JSONL or CSV. A validate run also gets
-    validate_scores: one flat row per conversation and judge, beside the seeker's own ratings."""
+    """Export a run: results.FMT, one tidy row per (unit, judge, dimension) with the score, the supporter and
+    the profile's attributes (HEART: per history, pair, order, judge, dimension); with jsonl or csv also every
+    result kind, the calls, the events and the meta. A validate run also gets validate_scores."""
+    from ..results import write_results
+
     store = RunStore.open_existing(run_dir)
     try:
-        own = kinds.hook(store.meta()["kind"], "export")
-        tables = own(store) if own is not None else {}
-        for path in export_run(store, out or run_dir / "export", fmt, tables):
+        if fmt == "parquet" and kinds.hook(store.meta()["kind"], "tidy") is None:
+            raise EmoharborError(f"{run_dir}: this kind of run has no table of results: use --format jsonl or csv")
+        folder = out or run_dir / "export"
+        folder.mkdir(parents=True, exist_ok=True)
+        written = [p for p in [write_results(store, folder, fmt)] if p is not None]
+        if fmt != "parquet":
+            own = kinds.hook(store.meta()["kind"], "export")
+            written += export_run(store, folder, fmt, own(store) if own is not None else {})
+        for path in written:
             click.echo(str(path))
     finally:
         store.close()
