@@ -455,6 +455,12 @@ def _run_judged_by_user() -> None:
     store.close()
 
 
+def _run_with_a_conversation() -> None:
+    store = RunStore.create_or_resume(Path("emo_run"), "emoharbor", {"roles": {"supporter": [{"name": "a"}]}}, "h")
+    store.put("conversation", "p|a|0", {"id": "p|a|0", "profile_id": "p", "supporter": "a", "status": "ok"})
+    store.close()
+
+
 def _heart_run() -> None:
     RunStore.create_or_resume(Path("heart_run"), "heart", {}, "h").close()
 
@@ -528,6 +534,9 @@ RUN_FOLDER_CASES = [
          setup=lambda: Path("r/run.sqlite").mkdir(parents=True)),
     Case("leaderboard by a judge the run never had", ("leaderboard", "emo_run", "--judge", "nobody"),
          ("emo_run: no judge 'nobody' in this run; its judges: user",), setup=_run_judged_by_user),
+    Case("leaderboard --baseline of a supporter the run does not have", ("leaderboard", "emo_run", "--baseline",
+                                                                         "nobody"),
+         ("--baseline 'nobody' is not a supporter of this run",), setup=_run_with_a_conversation),
     Case("leaderboard --scoring expected of a judge that gives none", ("leaderboard", "emo_run", "--scoring",
                                                                        "expected"),
          ("judge 'user' has no probability-weighted scores",), setup=_run_judged_by_user),

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..simulate.conversation import Conversation
-from ..stats.bootstrap import Estimate, bootstrap_ci
+from ..stats.bootstrap import MIN_N, Estimate, bootstrap_ci, holm, paired_difference
 from ..store import records
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
@@ -44,9 +44,36 @@ def _usage_by_supporter(store: RunStore) -> dict[str, dict[str, dict[str, float]
     return out
 
 
-def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: str = "argmax") -> dict[str, Any]:
+def differences(convs: list[Conversation], under: dict[str, dict[str, Any] | None], dim_keys: list[str], base: str,
+                *, seed: int) -> dict[str, dict[str, dict[str, Any]]]:  # fmt: skip
+    """Each supporter minus ``base`` on the same profiles and repeats: per dimension and for the overall, generic
+    and personal means, a paired bootstrap over the pairs, P(difference > 0), and Holm-adjusted p across the
+    dimensions (the group means are not in that family)."""
+    by = {(c.supporter, c.profile_id, c.repeat): under.get(c.id) for c in convs}
+    groups = {"overall": None, "generic": group_keys("generic"), "personal": group_keys("personal")}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for sup in sorted({c.supporter for c in convs} - {base}):
+        pairs = [(s, b) for (who, pid, rep), s in by.items()
+                 if who == sup and s is not None and (b := by.get((base, pid, rep))) is not None]  # fmt: skip
+        cells: dict[str, dict[str, Any]] = {}
+        for d in dim_keys:
+            diffs = [s[d] - b[d] for s, b in pairs if s.get(d) is not None and b.get(d) is not None]
+            cells[d] = paired_difference(diffs, seed=seed)
+        for name, ds in groups.items():
+            diffs = [x - y for s, b in pairs if (m := _row_means([s], ds)) and (n := _row_means([b], ds))
+                     for x, y in [(m[0], n[0])]]  # fmt: skip
+            cells[name] = paired_difference(diffs, seed=seed)
+        for d, p in zip(dim_keys, holm([cells[d]["p"] for d in dim_keys]), strict=True):
+            cells[d]["p_holm"] = p
+        out[sup] = cells
+    return out
+
+
+def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: str = "argmax",
+                baseline: str | None = None) -> dict[str, Any]:  # fmt: skip
     """``scoring``: the judge's written integers, or its probability-weighted scores (``expected``; an
-    assessment without them counts as unscored here)."""
+    assessment without them counts as unscored here). ``baseline``: the supporter the others are compared
+    with, pair by pair (default: the run's first supporter)."""
     convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     assessments = {a.conversation: a for a in records.assessments(store) if a.judge == judge}
     under = {k: a.under(scoring) for k, a in assessments.items()}
@@ -87,10 +114,17 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
             }
         )
     rows.sort(key=lambda r: -(r["overall"]["mean"] if r["overall"]["mean"] is not None else -99))
+    order = [str(s.get("name") or "") for s in (store.config().get("roles") or {}).get("supporter") or []]
+    sups = [s for s in order if any(c.supporter == s for c in convs)] or sorted({c.supporter for c in convs})
+    base = baseline or (sups[0] if sups else None)
+    if base is not None and sups and base not in sups:
+        raise ValueError(f"--baseline {base!r} is not a supporter of this run; its supporters: {', '.join(sups)}")
     judges = sorted({a.judge for a in records.assessments(store)})
     return {
         "judge": judge,
         "scoring": scoring,
+        "baseline": base,
+        "differences": differences(convs, under, dim_keys, base, seed=seed) if base is not None else {},
         "dimension_keys": dim_keys,
         "judges": judges,
         "rows": rows,
@@ -100,4 +134,6 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
 
 
 def _est(e: Estimate) -> dict[str, Any]:
-    return {"mean": e.value, "lo": e.lo, "hi": e.hi, "n": e.n}
+    """An estimate; under ``MIN_N`` values without an interval (it would mean nothing)."""
+    small = e.n < MIN_N
+    return {"mean": e.value, "lo": None if small else e.lo, "hi": None if small else e.hi, "n": e.n}

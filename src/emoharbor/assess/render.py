@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..errors import EmoharborError
+from ..stats.bootstrap import MIN_N
 from ..store.run_store import RunStore
 from ..tables import csv_table, interval, num, text_table
 from .dimensions import keys
@@ -13,7 +14,24 @@ from .leaderboard import leaderboard
 
 
 def _ci(e: dict[str, Any], digits: int = 2) -> str:
+    if e["mean"] is not None and 0 < e.get("n", 0) < MIN_N:
+        return f"{num(e['mean'], digits)} (n too small)"
     return interval(e["mean"], e["lo"], e["hi"], digits)
+
+
+def differences_text(board: dict[str, Any], md: bool) -> list[str]:
+    """One table per supporter: minus the baseline on the same profiles and repeats."""
+    head = "##" if md else "#"
+    out = []
+    for sup, cells in board.get("differences", {}).items():
+        names = [*board.get("dimension_keys", keys()), "overall", "generic", "personal"]
+        rows = [[d, str(cells[d]["n"]), _ci(cells[d]), num(cells[d]["p_above_0"]),
+                 num(cells[d].get("p_holm"), 3) if d not in ("overall", "generic", "personal") else "-"]
+                for d in names if d in cells]  # fmt: skip
+        out += [f"{head} {sup} minus {board['baseline']} (paired: the same profiles and repeats)",
+                text_table(["score", "pairs", "difference [95% interval]", "P(difference > 0)", "p (Holm)"], rows,
+                           md)]  # fmt: skip
+    return out
 
 
 def to_text(board: dict[str, Any], md: bool = False) -> str:
@@ -90,6 +108,7 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
             summary,
             f"{head} Dimensions",
             dims,
+            *differences_text(board, md),
             f"{head} How conversations ended",
             ends,
             f"{head} Tokens and cost",
@@ -117,11 +136,15 @@ def render(board: dict[str, Any], fmt: str) -> str:
     return to_text(board, md=(fmt == "md"))
 
 
-def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
+def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
+          baseline: str | None = None) -> tuple[str, Any]:  # fmt: skip
     """An EmoHarbor run's leaderboard by ``judge``: rendered, and its data. A judge the run never used, or a
     scoring its card does not give, is refused rather than shown as a table of n/a."""
     cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
-    data = leaderboard(store, judge, scoring=scoring)
+    try:
+        data = leaderboard(store, judge, scoring=scoring, baseline=baseline)
+    except ValueError as e:
+        raise EmoharborError(f"{store.folder}: {e}") from None
     known = sorted(set(cards) | set(data["judges"]))
     if known and judge not in known:
         raise EmoharborError(f"{store.folder}: no judge '{judge}' in this run; its judges: {', '.join(known)}")

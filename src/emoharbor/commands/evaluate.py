@@ -34,12 +34,13 @@ def config_from(run_dir: Path) -> RunConfig:
         store.close()
 
 
-def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
+def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", baseline: str | None = None) -> tuple[
+        str, Any]:  # fmt: skip
     """A run's leaderboard (a validate run's: its validation table), from its kind's ``board``: rendered, and
     its data."""
     store = RunStore.open_existing(folder, *kinds.with_part("board"))
     try:
-        return kinds.hook(store.meta()["kind"], "board")(store, fmt, judge, scoring)  # type: ignore[no-any-return]
+        return kinds.hook(store.meta()["kind"], "board")(store, fmt, judge, scoring, baseline)  # type: ignore[no-any-return]
     finally:
         store.close()
 
@@ -155,10 +156,12 @@ def assess(
     show_default=True,
     help="The integers the judge wrote, or its probability-weighted scores (cards with scoring: expected).",
 )
+@click.option("--baseline", help="The supporter the others are compared with, pair by pair (default: the first).")
 @FORMAT
-def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, fmt: str) -> None:
-    """Print a run's leaderboard (a validate run's: its validation table)."""
-    click.echo(board(run_dir, fmt, judge, scoring)[0])
+def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, baseline: str | None, fmt: str) -> None:
+    """Print a run's leaderboard (a validate run's: its validation table), with each supporter minus the
+    baseline supporter on the same profiles and repeats."""
+    click.echo(board(run_dir, fmt, judge, scoring, baseline)[0])
 
 
 COMMANDS = [run, demo, assess, leaderboard_cmd]

@@ -44,3 +44,38 @@ def bootstrap_ci(
     alpha = (1 - level) / 2
     lo, hi = np.quantile(boots, [alpha, 1 - alpha])
     return Estimate(value, float(lo), float(hi), int(x.size))
+
+
+MIN_N = 5  # fewer values than this: no interval is shown ("n too small") and nothing is coloured
+
+
+def paired_difference(diffs: Sequence[float], *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[
+        str, float | int | None]:  # fmt: skip
+    """The mean of paired differences (the same profile and repeat on both sides) with a percentile bootstrap
+    interval over the pairs, the bootstrap probability that the mean is above 0, and a two-sided bootstrap p
+    (twice the smaller tail). Under ``MIN_N`` pairs: the mean alone."""
+    x = np.asarray(diffs, dtype=float)
+    if x.size == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": 0, "p_above_0": None, "p": None}
+    mean = float(x.mean())
+    if x.size < MIN_N:
+        return {"mean": mean, "lo": None, "hi": None, "n": int(x.size), "p_above_0": None, "p": None}
+    rng = np.random.default_rng(seed)
+    boots = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    above = float((boots > 0).mean())
+    below = float((boots < 0).mean())
+    return {"mean": mean, "lo": float(lo), "hi": float(hi), "n": int(x.size), "p_above_0": above,
+            "p": min(1.0, 2 * min(above, below) + 1 / n_boot)}  # fmt: skip
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of ``pvalues`` (None stays None), for a family such as the 10 dimensions."""
+    known = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (len(known) - rank) * p))
+        out[i] = running
+    return out

@@ -114,7 +114,8 @@ def render_validation(data: dict[str, Any], fmt: str) -> str:
     return to_text(data, md=(fmt == "md"))
 
 
-def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax") -> tuple[str, Any]:
+def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
+          baseline: str | None = None) -> tuple[str, Any]:  # fmt: skip
     """A validate run's validation table (every judge and scoring): rendered, and its data."""
     table = validation_table(store)
     return render_validation(table, fmt), table

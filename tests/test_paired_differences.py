@@ -1,0 +1,41 @@
+"""Each supporter minus a baseline supporter on the same profiles and repeats: a paired bootstrap, P(difference
+> 0), Holm's adjustment across the dimensions; under 5 pairs, no interval ("n too small")."""
+
+from __future__ import annotations
+
+import pytest
+
+from emoharbor.assess.dimensions import keys
+from emoharbor.assess.leaderboard import differences
+from emoharbor.simulate.conversation import Conversation
+from emoharbor.stats.bootstrap import MIN_N, holm, paired_difference
+
+
+def test_holm_steps_down_and_keeps_the_order() -> None:
+    adjusted = holm([0.01, 0.04, 0.03, None])
+    assert adjusted[3] is None and adjusted[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([]) == []  # 2 x 0.5, capped at 1
+
+
+def test_a_paired_difference_and_its_probability_above_zero() -> None:
+    d = paired_difference([1.0, 0.5, 1.5, 1.0, 0.0, 1.0, 2.0, 0.5], seed=1)
+    assert d["mean"] == pytest.approx(0.9375) and d["n"] == 8
+    assert d["lo"] is not None and 0 < d["lo"] < d["mean"] < d["hi"] and d["p_above_0"] == 1.0 and d["p"] < 0.01
+    small = paired_difference([1.0] * (MIN_N - 1))
+    assert small["mean"] == 1.0 and small["lo"] is None and small["p_above_0"] is None
+
+
+def test_only_profiles_and_repeats_that_both_supporters_have_are_paired() -> None:
+    convs, under = [], {}
+    for i in range(8):
+        for sup, bump in (("base", 0), ("better", 1)):
+            c = Conversation(id=f"p{i}|{sup}|0", profile_id=f"p{i}", supporter=sup)
+            convs.append(c)
+            under[c.id] = {k: min(5, 2 + (i % 3) + bump) for k in keys()}
+    under["p0|base|0"] = None  # unscored: p0 has no pair
+    out = differences(convs, under, keys(), "base", seed=0)
+    warmth = out["better"]["warmth"]
+    assert warmth["n"] == 7 and warmth["mean"] == pytest.approx(1.0) and warmth["p_above_0"] == 1.0
+    assert out["better"]["overall"]["n"] == 7 and out["better"]["overall"]["mean"] == pytest.approx(1.0)
+    assert all(out["better"][k]["p_holm"] is not None for k in keys()) and "p_holm" not in out["better"]["overall"]
+    assert set(out) == {"better"}  # the baseline is not compared with itself
