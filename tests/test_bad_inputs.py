@@ -668,6 +668,8 @@ CASES = [*SETTINGS_CASES, *PREFLIGHT_CASES, *CARD_CASES, *PROFILE_CASES, *DATA_C
 def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # a served model with neither would take them
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv(NO_KEY, raising=False)
 
 

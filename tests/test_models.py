@@ -190,3 +190,19 @@ async def test_a_cancel_turned_into_a_connection_error_is_not_retried() -> None:
         await task
     assert calls == 1
     await m.aclose()
+
+
+def test_a_served_model_without_endpoint_or_key_takes_the_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the openai SDK: OPENAI_API_KEY (and OPENAI_BASE_URL) when the spec gives neither base_url nor
+    api_key_env; without OPENAI_API_KEY it is the one-line error it was."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    spec = ModelSpec(model="gpt-4o-mini")
+    assert (spec.api_key_env, spec.endpoint_urls()) == ("OPENAI_API_KEY", ["http://127.0.0.1:8000/v1"])
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert ModelSpec(model="gpt-4o-mini").endpoint_urls() == ["https://api.openai.com/v1"]
+    given = ModelSpec(model="m", base_url="http://127.0.0.1:9/v1")  # what a spec says is kept
+    assert given.api_key_env is None and given.endpoint_urls() == ["http://127.0.0.1:9/v1"]
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        ModelSpec(model="gpt-4o-mini")

@@ -63,7 +63,8 @@ def list_profiles(problem: str | None, risk: str | None, sources: tuple[str, ...
 @click.argument("profile_id")
 @click.option("--source", "sources", multiple=True, help=SOURCE_HELP)
 def show(profile_id: str, sources: tuple[str, ...]) -> None:
-    """Print one profile as YAML."""
+    """Print one profile as YAML (PROFILE_ID, or builtin:PROFILE_ID as `chat --profile` and configs write it)."""
+    profile_id = profile_id.removeprefix("builtin:")
     hits = [p for p in resolve_profiles(_specs(sources)) if p.id == profile_id]
     if not hits:
         raise EmoharborError(f"no profile with id '{profile_id}': see `emoharbor profiles list`")

@@ -3,6 +3,7 @@ model spec may hold. Building and checking a model from it is ``models.pool``'s.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -82,10 +83,15 @@ class ModelSpec(BaseModel):
     @model_validator(mode="after")
     def _check_backend(self) -> ModelSpec:
         if self.backend == "openai" and not (self.base_url or self.endpoints) and self.api_key_env is None:
-            raise ValueError(
-                f"model {self.model!r} is not 'local:NAME' or 'scripted', so it needs "
-                "base_url (or endpoints) and api_key_env naming the variable that holds the key"
-            )
+            if not os.environ.get("OPENAI_API_KEY"):  # as the openai SDK: the key and base URL of the environment
+                raise ValueError(
+                    f"model {self.model!r} is not 'local:NAME' or 'scripted', so it needs base_url (or endpoints) "
+                    "and api_key_env naming the variable that holds the key, or OPENAI_API_KEY (and "
+                    "OPENAI_BASE_URL) set in the environment"
+                )
+            self.api_key_env = "OPENAI_API_KEY"
+            if os.environ.get("OPENAI_BASE_URL"):
+                self.base_url = _http_url(os.environ["OPENAI_BASE_URL"])
         if self.base_url and self.endpoints:
             raise ValueError("give base_url or endpoints, not both")
         if self.backend == "local" and self.json_mode == "json_schema":
