@@ -9,8 +9,10 @@ in a worker thread, one call at a time. Needs the ``train`` extra; importing thi
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -134,6 +136,37 @@ def pick_dtype(dtype: str, device: str) -> Any:
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
 
 
+def quiet_libraries() -> None:
+    """No progress bars or advice from the libraries in emoharbor's output (transformers' GGUF dequantization,
+    weight loading and shard writing, datasets' maps, their deprecation notices): emoharbor reports its own
+    stages. ``EMOHARBOR_LIBRARY_LOGS=1`` leaves them on."""
+    if os.environ.get("EMOHARBOR_LIBRARY_LOGS"):
+        return
+    import warnings
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl|peft|accelerate)(\.|$)")
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"(peft|trl)(\.|$)")
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        from transformers.utils import logging as tf_logging
+
+        tf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        tf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        names = vars(gguf_utils)  # its GGUF dequantization bar is a plain tqdm: made quiet where it is used
+        if not isinstance(names.get("tqdm"), functools.partial):
+            names["tqdm"] = functools.partial(names["tqdm"], disable=True)
+    except ImportError:
+        pass
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()
+        datasets.logging.set_verbosity_error()
+    except ImportError:
+        pass
+
+
 def load_hf(
     src: HFSource,
     *,
@@ -148,6 +181,7 @@ def load_hf(
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
         raise EmoharborError(f"the hf backend needs torch and transformers: {TRAIN_HINT}") from None
+    quiet_libraries()
     dev = pick_device(device)
     kw: dict[str, Any] = {"gguf_file": src.gguf_file} if src.gguf_file else {}
     tok_from = src.adapter if src.adapter and (Path(src.adapter) / "tokenizer_config.json").is_file() else src.base
