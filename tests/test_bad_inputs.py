@@ -369,7 +369,7 @@ def heart_config(items: Any = (HISTORY,), **settings: Any) -> dict[str, str]:
     return {"h.json": text, "h.yaml": dump(data)}
 
 
-GENERATE = ("heart", "generate", "h.yaml", "--run", "r", "--no-progress")
+GENERATE = ("heart", "generate", "h.yaml", "--run", "r", "--quiet")
 
 
 def heart_case(what: str, files: dict[str, str], *needles: str, check: bool = True) -> Case:
@@ -438,9 +438,9 @@ def _generated() -> None:
 
 HEART_DOWN = heart_config(judges=[{"name": "j", "model": "m", "base_url": DOWN}])
 HEART_STAGE_CASES = [
-    Case("heart judge with its judges' endpoint down", ("heart", "judge", "r", "--no-progress"),
+    Case("heart judge with its judges' endpoint down", ("heart", "judge", "r", "--quiet"),
          (f"cannot connect to {DOWN}",), HEART_DOWN, setup=_generated),
-    Case("heart strategies with its labeller's endpoint down", ("heart", "strategies", "r", "--no-progress"),
+    Case("heart strategies with its labeller's endpoint down", ("heart", "strategies", "r", "--quiet"),
          (f"cannot connect to {DOWN}",), HEART_DOWN, setup=_generated),
 ]  # fmt: skip
 

@@ -110,7 +110,7 @@ def test_evolve_run_in_two_processes_each_refines_its_share(tmp_path: Path) -> N
         "dpo": {"max_steps": 1, "batch_size": 1, "max_length": 192, "extra_pairs": [str(tmp_path / "extra.jsonl")]},
     }  # fmt: skip
     (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(cfg))
-    done = launch(tmp_path, "evolve", "run", "--config", "evolve.yaml", "--out", "evo", "--no-progress")
+    done = launch(tmp_path, "evolve", "run", "--config", "evolve.yaml", "--out", "evo", "--quiet")
     import sqlite3
 
     db = sqlite3.connect(tmp_path / "evo" / "round1" / "refine" / "run.sqlite")

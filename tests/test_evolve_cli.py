@@ -40,7 +40,7 @@ def write_config(tmp_path: Path, **extra: object) -> Path:
 def test_run_writes_every_stage_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = write_config(tmp_path)
     out = tmp_path / "evo"
-    main(["evolve", "run", "--config", str(cfg), "--out", str(out), "--no-progress"])
+    main(["evolve", "run", "--config", str(cfg), "--out", str(out), "--quiet"])
     assert "done in" in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     stages = [s["stage"] for s in summary["stages"]]
@@ -49,7 +49,7 @@ def test_run_writes_every_stage_and_resumes(tmp_path: Path, capsys: pytest.Captu
     assert refine["contexts"] == 2 and refine["kept"] + sum(refine["dropped"].values()) == 2
     assert dpo["pairs"]["read"] == refine["kept"] + 1  # the round's pairs and the extra file's one
     assert (out / "m1" / "adapter_model.safetensors").is_file() and (out / "round1" / "pairs.jsonl").is_file()
-    main(["evolve", "run", "--config", str(cfg), "--out", str(out), "--no-progress"])  # everything is there
+    main(["evolve", "run", "--config", str(cfg), "--out", str(out), "--quiet"])  # everything is there
     assert "is there, skipped" in capsys.readouterr().err
 
 

@@ -39,10 +39,10 @@ def write_config(folder: Path, **extra: object) -> Path:
 def test_cli_stages_with_an_unscoring_judge(tmp_path: Path) -> None:
     cfg = write_config(tmp_path)
     run = tmp_path / "run"
-    r = CliRunner().invoke(cli, ["heart", "generate", str(cfg), "--run", str(run), "--no-progress"])
+    r = CliRunner().invoke(cli, ["heart", "generate", str(cfg), "--run", str(run), "--quiet"])
     assert r.exit_code == 0, r.output
     assert '"candidates_by_status": {"ok": 7, "unscored": 3}' in r.output
-    r = CliRunner().invoke(cli, ["heart", "judge", str(run), "--no-progress"])
+    r = CliRunner().invoke(cli, ["heart", "judge", str(run), "--quiet"])
     assert r.exit_code == 0, r.output
     assert '"judgements_by_status": {"unscored": 4}' in r.output  # echo-human on regular:0 and :1, two orders
     r = CliRunner().invoke(cli, ["heart", "ratings", str(run)])
@@ -88,7 +88,7 @@ def test_user_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     cfg = write_config(tmp_path)
     (tmp_path / "regular.json").write_text("[{", encoding="utf-8")
     with pytest.raises(SystemExit):
-        main(["heart", "generate", str(cfg), "--run", str(tmp_path / "y"), "--no-progress"])
+        main(["heart", "generate", str(cfg), "--run", str(tmp_path / "y"), "--quiet"])
     assert "regular.json: not valid JSON" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["heart", "ratings", str(tmp_path / "nowhere")])

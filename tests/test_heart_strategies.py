@@ -312,7 +312,7 @@ def test_strategy_check_command_on_the_fake_server(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
     path = write_esconv(tmp_path)
     run = tmp_path / "check"
-    args = ["heart", "strategy-check", str(path), "--model", "fake", "--run", str(run), "--no-progress"]
+    args = ["heart", "strategy-check", str(path), "--model", "fake", "--run", str(run), "--quiet"]
     with FakeOpenAIServer(reply=marked_labeller) as srv:
         r = CliRunner().invoke(cli, [*args, "--base-url", srv.base_url, "--limit", "5"])
         assert r.exit_code == 0, r.output

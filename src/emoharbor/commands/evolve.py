@@ -19,7 +19,7 @@ config_opt = click.option("--config", "config_path", type=click.Path(path_type=P
                           help="evolve config (YAML); default: the built-in settings")  # fmt: skip
 set_opt = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                        help="override one setting, e.g. --set sft.max_steps=20 (repeatable)")  # fmt: skip
-progress_opt = click.option("--no-progress", is_flag=True, help="no progress bar")
+progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
 
 
 def _log(text: str) -> None:

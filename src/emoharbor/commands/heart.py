@@ -74,7 +74,7 @@ def _summary(title: str, summary: dict[str, Any], folder: Path) -> None:
 
 
 run_arg = click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
-progress_opt = click.option("--no-progress", is_flag=True, help="no progress bar")
+progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
 
 
 def run_opt(default: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
