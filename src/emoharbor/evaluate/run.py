@@ -23,7 +23,7 @@ from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
 from ..store.record import config_part, open_run, record_hash, run_record
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, finished, run_stage, stage_todo
+from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
 
 KIND = "emoharbor"
 
@@ -108,7 +108,7 @@ async def run_evaluation(
         had = len(finished(store, "conversation") & set(by_key))  # conversations stored before this run
         if not stage_todo(store, "conversation", list(by_key), more):  # nothing to do: no model reached, no server
             store.set_meta("status", "complete")
-            return RunSummary(run_dir, len(jobs), 0, _errors(store, by_key))
+            return RunSummary(run_dir, len(jobs), 0, ended_in_error(store, "conversation", by_key))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             user_model = await pool.get(cfg.roles.user, "user")
             models = await judge_models(pool, judges)
@@ -137,14 +137,9 @@ async def run_evaluation(
             await run_stage(store, "conversation", units, workers=effective_concurrency(cfg), progress=progress,
                             label="conversations", then=assess, more=more)  # fmt: skip
         store.set_meta("status", "complete")
-        return RunSummary(run_dir, len(jobs), len(jobs) - had, _errors(store, by_key))
+        return RunSummary(run_dir, len(jobs), len(jobs) - had, ended_in_error(store, "conversation", by_key))
     finally:
         store.close()
-
-
-def _errors(store: RunStore, keys: Any) -> int:
-    """Conversations that ended in error (a model call failed for good, or the user's output did not parse)."""
-    return sum(1 for k, d in store.items("conversation") if k in keys and d.get("termination") == "error")
 
 
 async def rejudge(run_dir: Path, cards: list[str], judge: ModelSpec | None, *, scoring: str | None = None,

@@ -78,7 +78,7 @@ def status_of(record: dict[str, Any]) -> str:
         return "error" if record.get("attempts") == 0 and record.get("error") else "unscored"
     if status == "dropped":
         return "error" if record.get("reason") == "model_error" else "unscored"
-    return "unscored" if status in ("missing", "empty", "unlabelled", "no_sentences") else "ok"
+    return "unscored" if status in ("missing", "empty", "unlabelled", "no_sentences") else "ok"  # scored, kept
 
 
 # kinds written by the stages themselves, not as units of the stage runner: they carry no status

@@ -88,6 +88,13 @@ class StageDone:
     statuses: dict[str, int]  # the stage's units by status, after this run
 
 
+def ended_in_error(store: RunStore, kind: str, keys: Iterable[str]) -> int:
+    """How many of ``keys`` (conversations, replays) ended with termination ``error``: a model call that failed
+    for good, or output of the simulated user that did not parse."""
+    wanted = set(keys)
+    return sum(1 for k, d in store.items(kind) if k in wanted and d.get("termination") == "error")
+
+
 def stage_todo(store: RunStore, kind: str, keys: Sequence[str], more: Callable[[str], bool] | None = None,
                redo_if: Callable[[dict[str, Any]], bool] | None = None) -> list[str]:  # fmt: skip
     """The keys with work left: not stored, stored as ``error``, ``redo_if`` says so, or ``more`` says the unit
@@ -131,5 +138,6 @@ async def run_stage(
         await in_workers([u for u in units if u[0] in todo], one, workers)
     finally:
         bar.close()
-    statuses = Counter(status_of(d) for k, d in store.items(kind) if k in set(keys))
+    wanted = set(keys)
+    statuses = Counter(status_of(d) for k, d in store.items(kind) if k in wanted)
     return StageDone(len(units), len(units) - len(todo), len(todo), dict(sorted(statuses.items())))

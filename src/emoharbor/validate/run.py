@@ -33,7 +33,7 @@ from ..simulate.chain_user import ChainSettings, ChainUser
 from ..simulate.conversation import Conversation, Turn
 from ..store.record import open_run, read_run
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, finished, run_stage, stage_todo, unit
+from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo, unit
 from .replay import SUPPORTER, esconv_facts, plan_replay, replay
 
 KIND = "validate"
@@ -234,7 +234,7 @@ async def run_validation(
         had = len(finished(store, "replay") & set(dialogs))  # replays stored before this run
         if not stage_todo(store, "replay", list(dialogs), more, not_lived):  # nothing to do: no server started
             store.set_meta("status", "complete")
-            return ValidateSummary(run_dir, len(dialogs), 0, _errors(store, dialogs))
+            return ValidateSummary(run_dir, len(dialogs), 0, ended_in_error(store, "replay", dialogs))
         started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
 
         def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
@@ -249,18 +249,13 @@ async def run_validation(
                 record_wall_time()
 
             units = [(k, replay_work(d, opts, user_model, chain)) for k, d in dialogs.items()]
-            await run_stage(store, "replay", units, workers=effective_concurrency(opts, judges),
-                                   progress=progress, label="conversations", then=assess, more=more,
-                                   redo_if=not_lived)  # fmt: skip
+            await run_stage(store, "replay", units, workers=effective_concurrency(opts, judges), progress=progress,
+                            label="conversations", then=assess, more=more, redo_if=not_lived)  # fmt: skip
         record_wall_time()
         store.set_meta("status", "complete")
-        return ValidateSummary(run_dir, len(dialogs), len(dialogs) - had, _errors(store, dialogs))
+        return ValidateSummary(run_dir, len(dialogs), len(dialogs) - had, ended_in_error(store, "replay", dialogs))
     finally:
         store.close()
-
-
-def _errors(store: RunStore, keys: Any) -> int:
-    return sum(1 for k, d in store.items("replay") if k in keys and d.get("termination") == "error")
 
 
 def options_of(run_dir: Path) -> ValidateOptions:

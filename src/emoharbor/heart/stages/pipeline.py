@@ -20,7 +20,7 @@ from ...errors import EmoharborError
 from ...models.pool import GetModel, LazyModels
 from ...store import record
 from ...store.run_store import RunStore
-from ...store.units import Events, Work, run_stage
+from ...store.units import Events, StageDone, Work, run_stage
 from ..config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
 from ..histories import History
 from .candidates import human_candidate, model_candidate, system_prompt
@@ -109,15 +109,15 @@ async def generate(
             units.append((f"{h.id}|{HUMAN}", human_work(h)))
         units.extend((f"{h.id}|{spec.name}", model_work(h, spec)) for spec in config.candidates)
     done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
-    summary = {
-        "histories": len(loaded),
-        "items_skipped": {r.name: dict(r.skipped) for r in reports if r.skipped},
-        "units": len(units),
-        "done_now": done.done_now,
-        "resumed": done.resumed,
-        "candidates_by_status": done.statuses,
-    }
-    store.put("stage", "generate", summary)
+    skipped = {r.name: dict(r.skipped) for r in reports if r.skipped}
+    return stage_summary(store, "generate", done, "candidates_by_status", histories=len(loaded),
+                         items_skipped=skipped, units=len(units))  # fmt: skip
+
+
+def stage_summary(store: RunStore, stage: str, done: StageDone, by_status: str, **counts: Any) -> dict[str, Any]:
+    """A stage's counts with what the runner did (done now, resumed, units by status), stored and returned."""
+    summary = {**counts, "done_now": done.done_now, "resumed": done.resumed, by_status: done.statuses}
+    store.put("stage", stage, summary)
     return summary
 
 
@@ -191,16 +191,8 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
                     (f"{h.id}|{a}|{sb.name}|{spec.name}|{order}", judge_work(spec, h, a, first, second, order))
                 )
     done = await run_stage(store, "comparison", units, workers=config.concurrency, progress=progress)
-    summary = {
-        "pairs": len(pairs),
-        "judgements": len(units),
-        "done_now": done.done_now,
-        "resumed": done.resumed,
-        "judgements_by_status": done.statuses,
-        **counts,
-    }
-    store.put("stage", "judge", summary)
-    return summary
+    return stage_summary(store, "judge", done, "judgements_by_status", pairs=len(pairs), judgements=len(units),
+                         **counts)  # fmt: skip
 
 
 async def label(
@@ -234,12 +226,5 @@ async def label(
         else:
             units.append((f"{hid}|{comp}", label_work(hs[hid], cand)))
     done = await run_stage(store, "strategy", units, workers=config.concurrency, progress=progress)
-    summary = {
-        "replies": len(units),
-        "done_now": done.done_now,
-        "resumed": done.resumed,
-        "candidates_unusable": unusable,
-        "replies_by_status": done.statuses,
-    }
-    store.put("stage", "strategies", summary)
-    return summary
+    return stage_summary(store, "strategies", done, "replies_by_status", replies=len(units),
+                         candidates_unusable=unusable)  # fmt: skip
