@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "emoharbor.commands.study",
     "emoharbor.commands.evolve",
     "emoharbor.commands.judges",
+    "emoharbor.commands.reward",
 ]
 
 

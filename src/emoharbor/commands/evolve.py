@@ -1,4 +1,4 @@
-"""``emoharbor evolve sft|refine|dpo|run|pairs|eval``: self-evolution toward the user's implicit
+"""``emoharbor evolve sft|refine|dpo|run|grpo|pairs|eval``: self-evolution toward the user's implicit
 preferences. Training needs the ``train`` extra; ``pairs`` does not."""
 
 from __future__ import annotations
@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from ..errors import ConfigError, EmoharborError
+from .options import parse_sets, set_option
 from .paths import OUT_FILE, OUT_FOLDER
 
 DIR = click.Path(path_type=Path, file_okay=False)
 config_opt = click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
                           help="evolve config (YAML); default: the built-in settings")  # fmt: skip
-set_opt = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-                       help="override one setting, e.g. --set sft.max_steps=20 (repeatable)")  # fmt: skip
+set_opt = set_option("sft.max_steps=20")
 progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
 
 
@@ -29,13 +28,7 @@ def _log(text: str) -> None:
 def _config(path: Path | None, sets: tuple[str, ...]) -> Any:
     from ..evolve.config import load_evolve_config
 
-    overrides: dict[str, Any] = {}
-    for s in sets:
-        key, eq, value = s.partition("=")
-        if not eq or not key:
-            raise ConfigError(f"--set {s!r}: write KEY=VALUE, e.g. --set dpo.beta=0.2")
-        overrides[key.strip()] = yaml.safe_load(value)
-    return load_evolve_config(path, overrides)
+    return load_evolve_config(path, parse_sets(sets, "dpo.beta=0.2"))
 
 
 def _needs_train() -> None:
@@ -132,6 +125,25 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
     _echo_main(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
 
 
+@evolve.command("grpo")
+@config_opt
+@set_opt
+@click.option("--model", "model_dir", type=DIR, default=None,
+              help="the policy to start from (from sft, dpo or grpo); default: base_model, a new adapter")  # fmt: skip
+@click.option("--out", type=OUT_FOLDER, required=True, help="folder for the policy; a killed stage resumes there")
+@click.option("--no-eval", "no_eval", is_flag=True, help="skip the held-out evaluation the stage ends with")
+def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None, out: Path, no_eval: bool) -> None:
+    """GRPO against the simulated user: its reaction to each reply is the reward; then before/after evaluation."""
+    _needs_train()
+    from ..evolve.grpo import REPORT, run_grpo
+
+    summary = run_grpo(_config(config_path, sets), model_dir, out, log=_log, evaluate=not no_eval)
+    t = summary["rewards"]
+    _echo_main(f"grpo: {summary['train']['steps']} steps, {t.get('replies', 0)} replies rewarded ({t.get('ok', 0)} "
+               f"scored, {t.get('unscored', 0)} unscored, {t.get('error', 0)} errors) in {summary['wall_s']:.0f}s; "
+               f"report: {out / REPORT}")  # fmt: skip
+
+
 @evolve.command("pairs")
 @click.argument("runs", nargs=-1, required=True, type=DIR)
 @click.option("--out", type=OUT_FILE, required=True, help="pair file to write")
@@ -157,8 +169,8 @@ def pairs(runs: tuple[Path, ...], out: Path, holdout: tuple[str, ...], min_margi
     click.echo(f"wrote {len(everything)} pairs to {out}; {json.dumps(dict(sorted(total.items())))}")
 
 
-def _named(models: tuple[str, ...]) -> list[tuple[str, Path]]:
-    out = []
+def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
+    out: list[tuple[str, Path | str]] = []
     for m in models:
         name, eq, path = m.partition("=")
         out.append((name, Path(path)) if eq else (Path(m).name, Path(m)))

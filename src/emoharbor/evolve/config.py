@@ -1,6 +1,7 @@
-"""The self-evolution config: one YAML file for phase 1 (SFT), phase 2 (reflect, refine, DPO) and the
-machine it runs on. Every field has a default; ``device``/``dtype`` choose CPU or GPU, and a CPU run
-also sets small sizes (``sft.max_examples``, ``refine.contexts``; see docs/evolve.md)."""
+"""The self-evolution config: one YAML file for phase 1 (SFT), phase 2 (reflect, refine, DPO), GRPO
+against the simulated user, and the machine it runs on. Every field has a default; ``device``/``dtype``
+choose CPU or GPU, and a CPU run also sets small sizes (``sft.max_examples``, ``refine.contexts``; see
+docs/evolve.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .. import userfiles
 from ..errors import ConfigError, validation_message
 from ..models.spec import ModelSpec
+from ..reward.settings import RewardSettings
 
 
 class _Strict(BaseModel):
@@ -87,6 +89,43 @@ class DpoSettings(TrainSettings):
     extra_pairs: list[str] = Field(default_factory=list)  # pair files added to every round (e.g. from runs)
 
 
+class GrpoContexts(_Strict):
+    """Where GRPO's contexts come from (see ``reward.context``); the evaluation guard is applied to all."""
+
+    profiles: list[str] = Field(default_factory=lambda: ["builtin:*"])  # each opens a talk (the user writes it)
+    runs: list[str] = Field(default_factory=list)  # EmoHarbor run folders: every user turn of their talks
+    esconv: list[str] = Field(default_factory=list)  # ESConv files, cut at seeker turns
+    heart: list[str] = Field(default_factory=list)  # HEART history files
+    n: int | None = Field(default=64, ge=1)  # a seeded sample of this many, the sources taking turns (None: all)
+    max_turns: int = Field(default=8, ge=1)  # the supporter sees at most this many turns
+
+
+class GrpoSettings(TrainSettings):
+    lr: float = Field(default=1e-5, gt=0)
+    batch_size: int = Field(default=4, ge=1)  # completions per process per step: batch_size / generations contexts
+    num_generations: int = Field(default=4, ge=2)  # G, the completions of one context compared with each other
+    max_completion_length: int = Field(default=96, ge=8)
+    temperature: float = Field(default=1.0, gt=0)
+    beta: float = Field(default=0.0, ge=0)  # the KL penalty to the starting model (0: none, TRL's default)
+    contexts: GrpoContexts = Field(default_factory=GrpoContexts)
+    user: ModelSpec = Field(default_factory=ModelSpec)  # the simulated user who gives the reward (default: embedded)
+    reward: RewardSettings = Field(default_factory=RewardSettings)
+    # generation: in the training process (a CPU or one GPU), or TRL's vLLM integration on a GPU
+    use_vllm: bool = False
+    vllm_mode: Literal["colocate", "server"] = "colocate"  # server: `trl vllm-serve` at vllm_server_base_url
+    vllm_server_base_url: str | None = None
+    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    # the EmoHarbor run config of the held-out evaluation that ends the stage (before and after, per dimension)
+    eval_config: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> GrpoSettings:
+        if self.batch_size % self.num_generations:
+            raise ValueError(f"grpo.batch_size ({self.batch_size}) must be a multiple of grpo.num_generations "
+                             f"({self.num_generations}): each context's completions are compared together")  # fmt: skip
+        return self
+
+
 class EvolveConfig(_Strict):
     base_model: str = "smollm2"  # 'smollm2', a Hugging Face model folder, or a .gguf file
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -99,6 +138,7 @@ class EvolveConfig(_Strict):
     sft: SftSettings = Field(default_factory=SftSettings)
     refine: RefineSettings = Field(default_factory=RefineSettings)
     dpo: DpoSettings = Field(default_factory=DpoSettings)
+    grpo: GrpoSettings = Field(default_factory=GrpoSettings)
     quantization: Literal["none", "4bit"] = "none"  # 4bit: QLoRA, the base model in 4 bits (bitsandbytes, CUDA only)
     report_to: Literal["none", "tensorboard"] = "none"  # training logs also to TensorBoard (in each model folder)
 
@@ -127,6 +167,12 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
     cfg.refine.data = [fix(p) for p in cfg.refine.data]
     cfg.holdout = [fix(p) for p in cfg.holdout]
     cfg.dpo.extra_pairs = [fix(p) for p in cfg.dpo.extra_pairs]
+    ctx = cfg.grpo.contexts
+    ctx.runs, ctx.esconv = [fix(p) for p in ctx.runs], [fix(p) for p in ctx.esconv]
+    ctx.heart = [fix(p) for p in ctx.heart]
+    ctx.profiles = [p if p.startswith("builtin:") else fix(p) for p in ctx.profiles]
+    if cfg.grpo.eval_config:
+        cfg.grpo.eval_config = fix(cfg.grpo.eval_config)
     if cfg.sft.general_data:
         cfg.sft.general_data = fix(cfg.sft.general_data)
     if cfg.refine.principles:

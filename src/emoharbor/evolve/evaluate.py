@@ -36,11 +36,13 @@ def _evaluator() -> Callable[..., Any]:
     return run_evaluation  # type: ignore[no-any-return,unused-ignore]
 
 
-def model_config(base: RunConfig, name: str, folder: Path) -> RunConfig:
-    """``base`` with its supporters replaced by one: the model in ``folder``, served locally."""
+def model_config(base: RunConfig, name: str, folder: Path | str) -> RunConfig:
+    """``base`` with its supporters replaced by one: the model in ``folder`` (or a base model the ``hf``
+    backend knows: ``smollm2``, a Hub id), served locally."""
     template = base.roles.supporter[0].model_dump(exclude={"model", "name", "replies", "base_url", "endpoints",
                                                             "api_key_env"})  # fmt: skip
-    supporter = {**template, "model": f"hf:{Path(folder).resolve()}", "name": name}
+    where = Path(folder).resolve() if Path(folder).exists() else folder
+    supporter = {**template, "model": f"hf:{where}", "name": name}
     roles = base.roles.model_dump() | {"supporter": [supporter]}
     return RunConfig.model_validate(base.model_dump() | {"roles": roles, "name": f"{base.name}-{name}"})
 
@@ -99,7 +101,7 @@ def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) ->
     return "\n".join(lines)
 
 
-def evaluate_models(config_path: Path, models: list[tuple[str, Path]], out: Path, *, log: Log) -> str:
+def evaluate_models(config_path: Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log) -> str:
     run_evaluation = _evaluator()
     base = load_config(config_path)
     for name, folder in models:  # every model and name checked before any run folder is made
@@ -119,7 +121,7 @@ def evaluate_models(config_path: Path, models: list[tuple[str, Path]], out: Path
     return compare_table(results)
 
 
-def record_deltas(models: list[tuple[str, Path]], results: dict[str, Any], out: Path) -> None:
+def record_deltas(models: list[tuple[str, Path | str]], results: dict[str, Any], out: Path) -> None:
     """Each evolve model's card gets its means and its change from the first model, per judge and dimension."""
     from .card import add_evaluation
 

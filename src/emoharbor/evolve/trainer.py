@@ -39,7 +39,19 @@ NEUTRAL = ("log_every", "save_steps")  # settings that a resumed stage may chang
 # TRL's names in the training log -> emoharbor's (the others are kept as TRL writes them)
 LOG_NAMES = {"learning_rate": "lr", "rewards/accuracies": "reward_accuracy", "rewards/margins": "reward_margin",
              "rewards/chosen": "reward_chosen", "rewards/rejected": "reward_rejected"}  # fmt: skip
-SHOWN = ("loss", "grad_norm", "lr", "mean_token_accuracy", "reward_margin", "reward_accuracy")  # in the log lines
+SHOWN = (
+    "loss",
+    "grad_norm",
+    "lr",
+    "mean_token_accuracy",
+    "reward_margin",
+    "reward_accuracy",
+    "reward",
+    "reward_std",
+    "kl",
+    "reward_unscored",
+)  # in the log lines
+ITEMS = {"sft": "examples", "dpo": "pairs", "grpo": "completions"}  # what a stage trains on
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 Log = Callable[[str], None]
 
@@ -52,7 +64,7 @@ def _quiet(text: str) -> None:
 class TrainReport:
     engine: str = ENGINE
     steps: int = 0  # optimizer steps (the global step at the end)
-    items: int = 0  # examples (SFT) or pairs (DPO) trained on in this run, all processes together
+    items: int = 0  # examples (SFT), pairs (DPO) or completions (GRPO) trained on in this run, all processes
     tokens: int = 0  # their tokens (a pair: the prompt twice, and both replies)
     logs: list[dict[str, float]] = field(default_factory=list)  # one per logging step, with the step
     wall_s: float = 0.0  # trainer.train(), resuming included
@@ -187,19 +199,24 @@ def lora_config(model: Any, lora: LoraSettings) -> Any:
 
 
 def training_args(stage: str, cfg: EvolveConfig, s: TrainSettings, out: Path, *, seed: int, **extra: Any) -> Any:
-    """TRL's SFTConfig or DPOConfig from a stage's settings. Made before the model is loaded: under
-    DeepSpeed ZeRO-3 transformers then loads the weights already partitioned."""
+    """TRL's SFTConfig, DPOConfig or GRPOConfig from a stage's settings. Made before the model is loaded:
+    under DeepSpeed ZeRO-3 transformers then loads the weights already partitioned."""
     from trl.trainer.dpo_config import DPOConfig
+    from trl.trainer.grpo_config import GRPOConfig
     from trl.trainer.sft_config import SFTConfig
 
     place = placement(cfg)
-    cls = SFTConfig if stage == "sft" else DPOConfig
+    cls = {"sft": SFTConfig, "dpo": DPOConfig, "grpo": GRPOConfig}[stage]
     checkpointing = {"use_reentrant": False} if s.gradient_checkpointing else None
+    if stage == "grpo":  # a prompt's length is its own; GRPOConfig turns checkpointing on unless told
+        extra = {"gradient_checkpointing": s.gradient_checkpointing, **extra}
+    else:
+        extra = {"max_length": s.max_length, **extra}
     return cls(
         output_dir=str(out), seed=seed, data_seed=seed, use_cpu=place.cpu, bf16=place.bf16, fp16=place.fp16,
         per_device_train_batch_size=s.batch_size, gradient_accumulation_steps=s.grad_accum, num_train_epochs=s.epochs,
         max_steps=s.max_steps or -1, learning_rate=s.lr, lr_scheduler_type="linear", warmup_steps=s.warmup_steps,
-        weight_decay=0.0, max_grad_norm=1.0, max_length=s.max_length,
+        weight_decay=0.0, max_grad_norm=1.0,
         activation_checkpointing=s.gradient_checkpointing, activation_checkpointing_kwargs=checkpointing,
         logging_steps=s.log_every, logging_nan_inf_filter=False, disable_tqdm=True, log_level="warning",
         save_strategy="steps", save_steps=s.save_steps, save_total_limit=SAVE_TOTAL_LIMIT,
@@ -210,7 +227,7 @@ def training_args(stage: str, cfg: EvolveConfig, s: TrainSettings, out: Path, *,
 
 def stage_settings(cfg: EvolveConfig, stage: str, **inputs: Any) -> dict[str, Any]:
     """What a stage's checkpoints depend on (a resumed stage must have the same)."""
-    train = cfg.sft if stage == "sft" else cfg.dpo
+    train = getattr(cfg, stage)
     return {"stage": stage, "base_model": cfg.base_model, "seed": cfg.seed, "system_prompt": cfg.system_prompt,
             "holdout": cfg.holdout, "lora": cfg.lora.model_dump(mode="json"), "quantization": cfg.quantization,
             "dtype": cfg.dtype, stage: train.model_dump(mode="json", exclude=set(NEUTRAL)), **inputs}  # fmt: skip
@@ -285,7 +302,7 @@ def _callbacks(log: Log, stage: str) -> Any:
 
 class _Counted:
     """Counts the examples and tokens this process trains on, batch by batch as the loss is computed
-    (a DPO batch holds each pair's chosen and rejected sequence)."""
+    (a DPO batch holds each pair's chosen and rejected sequence; a GRPO batch, sampled completions)."""
 
     def __init__(self, trainer: Any, pairs: bool) -> None:
         self.inner = trainer.compute_loss
@@ -294,7 +311,10 @@ class _Counted:
         self.tokens = 0
 
     def __call__(self, model: Any, inputs: dict[str, Any], *args: Any, **kw: Any) -> Any:
-        if model.training:
+        if model.training and "completion_ids" in inputs:  # GRPO: sampled completions and their prompts
+            self.examples += int(inputs["completion_ids"].shape[0])
+            self.tokens += int(inputs["prompt_mask"].sum()) + int(inputs["completion_mask"].sum())
+        elif model.training:
             ids = inputs["input_ids"]
             self.examples += int(ids.shape[0]) // (2 if self.pairs else 1)
             mask = inputs.get("attention_mask")
@@ -327,7 +347,7 @@ def fit(trainer: Any, out: Path, *, stage: str, log: Log) -> TrainReport:
         raise EmoharborError(f"the {stage} loss became {loss} at step {step}: lower the learning rate")
     world = int(trainer.accelerator.num_processes)
     log(f"{stage}: process {p.rank} of {world} trained on {counted.examples} "
-        f"{'examples' if stage == 'sft' else 'pairs'} ({counted.tokens} tokens)")  # fmt: skip
+        f"{ITEMS[stage]} ({counted.tokens} tokens)")  # fmt: skip
     ranks = gather_object([{"rank": p.rank, "items": counted.examples, "tokens": counted.tokens}])
     return TrainReport(
         steps=int(trainer.state.global_step), items=sum(r["items"] for r in ranks),

@@ -1,0 +1,268 @@
+"""GRPO against the simulated user: ``trl.GRPOTrainer`` with LoRA on the policy and ``reward`` as its reward.
+
+For each context (a profile's opening, a simulated talk's turn, an ESConv or HEART history cut at the
+seeker) the policy writes ``num_generations`` replies; the simulated user's Appraiser and Feeler react to
+each, and the reward (``reward.settings``) ranks them against each other. A reply whose reaction does not
+parse gets no reward and no advantage (TRL's None); it is counted. The contexts are fixed when the stage
+starts (``contexts.jsonl``, so a resumed stage trains on the same ones) and pass the evaluation guard:
+``holdout`` and the profiles of ``grpo.eval_config``, the held-out evaluation the stage ends with
+(``evolve eval``: the start model and the trained one, per judge and dimension).
+
+The stage folder holds the adapter and card (as SFT's and DPO's), ``contexts.jsonl``, ``rewards.jsonl``
+(every reward with its step, status, parts and penalties), ``eval/`` and ``report.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, cast
+
+from ..errors import ConfigError, EmoharborError
+from ..models.base import ChatModel
+from ..models.hf import read_model_card, resolve_hf
+from ..profiles.loader import resolve_profiles
+from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts, sample
+from ..reward.trl_reward import UserRewardFunc
+from ..simulate.chain_user import ChainSettings
+from ..simulate.supporter import supporter_prompt
+from .config import EvolveConfig
+from .guard import EvalGuard, load_guard
+from .trainer import (
+    Log,
+    begin_stage,
+    check_machine,
+    checkpoints,
+    fit,
+    load_model,
+    lora_config,
+    main_log,
+    processes,
+    refuse_if_card,
+    release_memory,
+    save_stage,  # fmt: skip
+    stage_settings,
+    training_args,
+)
+
+CONTEXTS = "contexts.jsonl"
+REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.jsonl
+REPORT = "report.md"
+
+
+def eval_profile_ids(cfg: EvolveConfig) -> set[str]:
+    """The profiles of the held-out evaluation (none without ``grpo.eval_config``)."""
+    if not cfg.grpo.eval_config:
+        return set()
+    from ..config import load_config
+
+    return {p.id for p in resolve_profiles(load_config(cfg.grpo.eval_config).profiles)}
+
+
+def build_contexts(cfg: EvolveConfig, guard: EvalGuard, user: ChatModel | None = None) -> tuple[
+        list[RewardContext], dict[str, Any]]:  # fmt: skip
+    """The sampled contexts (openings written by the simulated user, the others as the files say) and counts:
+    per source, the contexts found, held out by the guard, and used."""
+    c, g = cfg.grpo.contexts, cfg.grpo
+    trust = g.reward.initial_trust
+    counts: dict[str, Counter[str]] = {}
+
+    def keep(source: str, found: list[Any], record: Any) -> list[Any]:
+        n = counts.setdefault(source, Counter())
+        n["found"] += len(found)
+        kept = [x for x in found if not guard.blocks_record(record(x))]
+        n["held_out"] += len(found) - len(kept)
+        return kept
+
+    profiles = keep("profile", resolve_profiles(c.profiles) if c.profiles else [],
+                    lambda p: {"profile_id": p.id, "evaluation_only": p.evaluation_only})  # fmt: skip
+    ready = keep("run", [x for f in c.runs for x in run_contexts(Path(f))], RewardContext.guard_record)
+    ready += keep("esconv", esconv_contexts(c.esconv, initial_trust=trust), RewardContext.guard_record)
+    ready += keep("heart", heart_contexts(c.heart, initial_trust=trust), RewardContext.guard_record)
+    items: list[Any] = [*profiles, *ready]
+    chosen = sample(items, c.n, cfg.seed, lambda x: x.history if isinstance(x, RewardContext) else x.id,
+                    lambda x: x.source if isinstance(x, RewardContext) else "profile")  # fmt: skip
+    to_open = [x for x in chosen if not isinstance(x, RewardContext)]
+    opened, failed = asyncio.run(_openings(cfg, to_open, user)) if to_open else ([], 0)
+    by_id = {p.id: ctx for ctx in opened for p in [ctx.profile]}
+    out = [x if isinstance(x, RewardContext) else by_id[x.id] for x in chosen
+           if isinstance(x, RewardContext) or x.id in by_id]  # fmt: skip
+    for ctx in out:
+        counts.setdefault(ctx.source, Counter())["used"] += 1
+    if failed:
+        counts["profile"]["opening_unparsed"] = failed
+    return out, {k: dict(v) for k, v in counts.items()}
+
+
+async def _openings(cfg: EvolveConfig, profiles: list[Any], user: ChatModel | None) -> tuple[
+        list[RewardContext], int]:  # fmt: skip
+    from ..models.pool import ModelPool
+
+    g = cfg.grpo
+    chain = ChainSettings(intensity_step=g.reward.intensity_step, trust_step=g.reward.trust_step,
+                          initial_trust=g.reward.initial_trust, max_tokens=g.reward.max_tokens)  # fmt: skip
+    async with ModelPool() as pool:
+        model = user or await pool.get(g.user, "user")
+        return await openings(profiles, model, seed=cfg.seed, initial_trust=g.reward.initial_trust, chain=chain)
+
+
+def _contexts(cfg: EvolveConfig, out: Path, guard: EvalGuard, user: ChatModel | None) -> tuple[
+        list[RewardContext], dict[str, Any]]:  # fmt: skip
+    """The stage's contexts: made once by the main process (``contexts.jsonl``), read by every process."""
+    path = out / CONTEXTS
+    if processes().main and not path.is_file():
+        made, counts = build_contexts(cfg, guard, user)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"counts": counts}) + "\n" + "".join(c.to_json() + "\n" for c in made), "utf-8")
+        tmp.replace(path)
+    head, *rows = path.read_text(encoding="utf-8").splitlines()
+    return [RewardContext.from_dict(json.loads(r)) for r in rows], json.loads(head)["counts"]
+
+
+def rewards_file(out: Path, rank: int) -> Path:
+    return out / (REWARDS if rank == 0 else f"rewards-rank{rank}.jsonl")
+
+
+def trim_rewards(path: Path, step: int) -> None:
+    """Drop the rewards of steps after ``step`` (a resumed stage redoes them)."""
+    if not path.is_file():
+        return
+    kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if (json.loads(ln).get("step") or 0) <= step]
+    path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+
+
+def reward_curve(out: Path) -> list[dict[str, Any]]:
+    """Per step, from every process's rewards: completions, scored, unscored, errors, the mean reward of the
+    scored ones, and the penalties hit."""
+    by: dict[int, list[dict[str, Any]]] = {}
+    for f in sorted(out.glob("rewards*.jsonl")):
+        for ln in f.read_text(encoding="utf-8").splitlines():
+            r = json.loads(ln)
+            by.setdefault(int(r.get("step") or 0), []).append(r)
+    curve = []
+    for step, rs in sorted(by.items()):
+        got = [r["reward"] for r in rs if r["reward"] is not None]
+        curve.append({"step": step, "completions": len(rs), "scored": len(got),
+                      "unscored": sum(r["status"] == "unscored" for r in rs),
+                      "errors": sum(r["status"] == "error" for r in rs),
+                      "mean_reward": sum(got) / len(got) if got else None,
+                      "penalties": dict(sorted(Counter(p for r in rs for p in r["penalties"]).items()))})  # fmt: skip
+    return curve
+
+
+def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,
+             user: ChatModel | None = None) -> dict[str, Any]:  # fmt: skip
+    """Train the policy (``model_dir``, an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new
+    LoRA adapter) into ``out`` against the simulated user, resuming from a checkpoint there; then the
+    held-out evaluation of both (``evaluate``). ``user``: a ChatModel in place of ``grpo.user`` (a
+    scripted user in tests; a model already open in a notebook)."""
+    refuse_if_card(out)
+    check_machine(cfg)
+    g = cfg.grpo
+    if evaluate and not g.eval_config:
+        raise ConfigError("grpo.eval_config is not set: give the EmoHarbor run config (held-out profiles, the user "
+                          "judge and a third-party judge) that the stage ends with, or pass --no-eval")  # fmt: skip
+    say = main_log(log)
+    started = time.monotonic()
+    parent = read_model_card(model_dir) if model_dir is not None else None
+    src = resolve_hf(str(model_dir) if model_dir is not None else cfg.base_model)
+    guard = load_guard(cfg.holdout)
+    guard.profile_ids |= eval_profile_ids(cfg)
+    args = training_args("grpo", cfg, g, out, seed=cfg.seed, num_generations=g.num_generations,
+                         max_completion_length=g.max_completion_length, temperature=g.temperature, beta=g.beta,
+                         use_vllm=g.use_vllm, vllm_mode=g.vllm_mode, vllm_server_base_url=g.vllm_server_base_url,
+                         vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization, remove_unused_columns=False,
+                         log_completions=False)  # fmt: skip
+    inputs = {"parent": str(Path(model_dir).resolve()) if model_dir else None, "contexts": g.contexts.model_dump(),
+              "user": g.user.model_dump(mode="json"), "reward": g.reward.model_dump(mode="json")}  # fmt: skip
+    with args.main_process_first(desc="the stage folder and its contexts"):
+        begin_stage(out, stage_settings(cfg, "grpo", **inputs), "grpo")
+        contexts, counts = _contexts(cfg, out, guard, user)
+    used = ", ".join(f"{k} {v.get('used', 0)}" for k, v in counts.items())
+    say(f"grpo: {len(contexts)} contexts ({used}); {g.num_generations} replies each")
+    if not contexts:
+        raise EmoharborError("grpo: no contexts to train on (every source empty, or all held out)")
+    system = supporter_prompt(cfg.system_prompt).text.strip()
+    from datasets import Dataset
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    rows = [{"prompt": c.messages(system, g.contexts.max_turns), "context": c.to_json()} for c in contexts]
+    model, tok = load_model(cfg, src, trainable=bool(src.adapter))
+    me = processes()
+    reward = UserRewardFunc(user or g.user, g.reward, log=rewards_file(out, me.rank), rank=me.rank)
+    done = checkpoints(out)
+    trim_rewards(rewards_file(out, me.rank), done[-1][0] if done else 0)
+    lora = None if src.adapter else lora_config(model, cfg.lora)
+    trainer = GRPOTrainer(model=model, reward_funcs=[cast(Any, reward)], args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=lora)  # fmt: skip
+    try:
+        report = fit(trainer, out, stage="grpo", log=log)
+    finally:
+        asyncio.run_coroutine_threadsafe(reward.aclose(), trainer.async_loop).result()
+    from accelerate.utils import gather_object
+
+    totals: Counter[str] = Counter()
+    for t in gather_object([dict(reward.totals)]):
+        totals.update(t)
+    curve = reward_curve(out)
+    round_no = int(parent.get("round", 0)) + 1 if parent else 0
+    summary = {"stage": "grpo", "round": round_no, "contexts": counts, "rewards": dict(sorted(totals.items())),
+               "curve": curve, "train": report.to_dict(), "wall_s": time.monotonic() - started}  # fmt: skip
+    base_model = parent["base_model"] if parent else cfg.base_model
+    card = {"base_model": base_model, "base": parent.get("base") if parent else src.identity, **summary,
+            "parent": str(model_dir) if model_dir else None, "config": cfg.resolved()}  # fmt: skip
+    save_stage(trainer, out, card)
+    say(f"grpo: saved the policy to {out} ({report.steps} steps, {report.wall_s:.0f}s)")
+    del trainer, model
+    release_memory()
+    if me.main:
+        table = ""
+        if evaluate and g.eval_config:
+            from .evaluate import evaluate_models
+
+            start = model_dir if model_dir is not None else cfg.base_model
+            table = evaluate_models(Path(g.eval_config), [("before", start), ("after", out)], out / "eval", log=say)
+            summary["eval"] = table
+        (out / REPORT).write_text(report_md(out, summary, table), encoding="utf-8")
+        say(f"grpo: report at {out / REPORT}")
+    return summary
+
+
+def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
+    """The stage's report: the reward per step, the penalty counts and the held-out evaluation."""
+    from ..tables import num, text_table
+
+    t = summary["rewards"]
+    pens = {k.removeprefix("penalty:"): v for k, v in t.items() if k.startswith("penalty:")}
+    curve = text_table(["step", "completions", "scored", "unscored", "errors", "mean reward", "penalties"],
+                       [[str(c["step"]), str(c["completions"]), str(c["scored"]), str(c["unscored"]), str(c["errors"]),
+                         num(c["mean_reward"], 3), ", ".join(f"{k} {v}" for k, v in c["penalties"].items()) or "-"]
+                        for c in summary["curve"]], md=True)  # fmt: skip
+    sources = ", ".join(f"{k}: {v.get('used', 0)} used of {v.get('found', 0)} ({v.get('held_out', 0)} held out)"
+                        for k, v in summary["contexts"].items())  # fmt: skip
+    lines = [
+        f"# GRPO against the simulated user: {out.name}",
+        "",
+        f"{summary['train']['steps']} steps in {summary['train']['wall_s']:.0f} s (the stage with its evaluation: "
+        f"{summary['wall_s']:.0f} s). Contexts: {sources}.",
+        "",
+        f"Rewards: {t.get('replies', 0)} replies, {t.get('ok', 0)} scored, {t.get('unscored', 0)} unscored (the "
+        f"user's reaction did not parse: no reward), {t.get('error', 0)} model errors.",
+        "",
+        "## Reward per step",
+        "",
+        curve,
+        "",
+        "## Penalties (replies hitting each, all steps)",
+        "",
+        text_table(["penalty", "replies"], [[k, str(v)] for k, v in sorted(pens.items())], md=True) if pens else "none",
+        "",
+        "## Held-out evaluation: before and after, per judge and dimension",
+        "",
+        eval_table or "not run (--no-eval)",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""The dialogue contexts a supporter reply is rewarded in: a profile, the conversation so far (ending on
+the help-seeker's turn) and the simulated user's state at that point.
+
+Where they come from:
+- ``openings``: built-in (or any) profiles, each opening a talk as the simulated user writes it;
+- ``run_contexts``: the first turns of simulated talks, from an EmoHarbor run folder: every user turn with
+  the state the user was in when it wrote it;
+- ``esconv_contexts``: real ESConv talks cut at a seeker turn, the seeker played from the record's draft
+  profile (``profiles.esconv_import``);
+- ``heart_contexts``: HEART histories (those ending on the seeker), likewise.
+
+A real history says nothing of the seeker's state after its first turn, so its context starts the user at
+the profile's intensity and the initial trust; a simulated talk gives the state it had.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
+from ..errors import DataError
+from ..models.base import ChatModel, Message
+from ..profiles.esconv_import import draft_profile
+from ..profiles.schema import Profile
+from ..simulate.chain_user import ChainSettings, ChainUser
+from ..simulate.conversation import Conversation, Turn
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RewardContext:
+    id: str
+    source: str  # profile | run | esconv | heart
+    profile: Profile
+    turns: list[Turn]  # ends on the user's (seeker's) turn
+    intensity: int  # the user's state when it wrote its last turn
+    trust: int
+    turn: int = 0  # supporter replies before it
+    history: str = ""  # the dialogue it was cut from (ESConv, HEART, a run's conversation)
+
+    def guard_record(self) -> dict[str, Any]:
+        """What the evaluation guard reads (``evolve.guard.EvalGuard.blocks_record``)."""
+        return {"profile_id": self.profile.id, "evaluation_only": self.profile.evaluation_only,
+                "history_id": self.history or self.id, "turns": [{"speaker": t.speaker, "text": t.text}
+                                                                for t in self.turns]}  # fmt: skip
+
+    def texts(self) -> list[str]:
+        return [t.text for t in self.turns]
+
+    def messages(self, system: str, max_turns: int | None = None) -> list[Message]:
+        """The supporter's prompt: its system prompt, then the talk (the user's turns as ``user``)."""
+        turns = self.turns[-max_turns:] if max_turns else self.turns
+        while len(turns) > 1 and turns[0].speaker != "user":
+            turns = turns[1:]
+        msgs: list[Message] = [{"role": "system", "content": system}] if system else []
+        return msgs + [{"role": "user" if t.speaker == "user" else "assistant", "content": t.text} for t in turns]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "profile": self.profile.model_dump(mode="json"),
+                "turns": [{"speaker": t.speaker, "text": t.text} for t in self.turns], "intensity": self.intensity,
+                "trust": self.trust, "turn": self.turn, "history": self.history}  # fmt: skip
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RewardContext:
+        turns = [Turn(speaker=t["speaker"], text=t["text"]) for t in d["turns"]]
+        profile = Profile.model_validate(d["profile"])
+        replies = int(d.get("turn", sum(t.speaker == "supporter" for t in turns)))
+        return cls(str(d["id"]), str(d.get("source", "file")), profile, turns, int(d["intensity"]), int(d["trust"]),
+                   replies, str(d.get("history", "")))  # fmt: skip
+
+
+def _check(ctx: RewardContext) -> RewardContext | None:
+    return ctx if ctx.turns and ctx.turns[-1].speaker == "user" and ctx.turns[-1].text.strip() else None
+
+
+async def openings(profiles: list[Profile], user: ChatModel, *, seed: int, initial_trust: int,
+                   chain: ChainSettings | None = None) -> tuple[list[RewardContext], int]:  # fmt: skip
+    """Each profile's opening message, written by the simulated user; and how many openings did not parse
+    (those profiles are left out: an opening made up from the profile is not the user's)."""
+    out: list[RewardContext] = []
+    failed = 0
+    for p in profiles:
+        step = await ChainUser(user, p, chain).open(seed)
+        if any(k == "opening_from_profile" for k, _ in step.events):
+            failed += 1
+            continue
+        out.append(RewardContext(f"open:{p.id}", "profile", p, [Turn(speaker="user", text=step.text)],
+                                 p.emotional_state.intensity, initial_trust, 0, p.id))  # fmt: skip
+    return out, failed
+
+
+def conversation_contexts(c: Conversation, profile: Profile) -> list[RewardContext]:
+    """Every user turn of a simulated talk, with the state the user wrote it in."""
+    out = []
+    replies = 0
+    for i, t in enumerate(c.turns):
+        if t.speaker == "supporter":
+            replies += 1
+            continue
+        if replies >= len(c.states):
+            break
+        s = c.states[replies]
+        ctx = _check(RewardContext(f"run:{c.id}#{i}", "run", profile, c.turns[: i + 1], s.intensity, s.trust, replies,
+                                   c.id))  # fmt: skip
+        if ctx:
+            out.append(ctx)
+    return out
+
+
+def run_contexts(folder: Path) -> list[RewardContext]:
+    from ..profiles.loader import resolve_profiles
+    from ..store.run_store import RunStore
+
+    store = RunStore.open_existing(folder)
+    try:
+        profiles = {p.id: p for p in resolve_profiles(list(store.config().get("profiles") or []))}
+        convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
+    finally:
+        store.close()
+    out = []
+    for c in convs:
+        if c.profile_id not in profiles:
+            raise DataError(f"{folder}: conversation {c.id}: its profile {c.profile_id} is not among the run's")
+        out += conversation_contexts(c, profiles[c.profile_id])
+    return out
+
+
+def dialog_contexts(d: EsconvDialog, source: str, initial_trust: int) -> list[RewardContext]:
+    """The dialogue cut at each seeker turn that has a supporter turn after it."""
+    profile = draft_profile(d)
+    turns = [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in d.merged_turns()]
+    out = []
+    for i, t in enumerate(turns):
+        if t.speaker == "user" and i + 1 < len(turns) and turns[i + 1].speaker == "supporter":
+            replies = sum(x.speaker == "supporter" for x in turns[:i])
+            ctx = _check(RewardContext(f"{source}:{d.id}#{i}", source, profile, turns[: i + 1],
+                                       profile.emotional_state.intensity, initial_trust, replies, d.id))  # fmt: skip
+            if ctx:
+                out.append(ctx)
+    return out
+
+
+def esconv_contexts(paths: list[str], *, initial_trust: int) -> list[RewardContext]:
+    return [c for p in paths for d in load_esconv(p) for c in dialog_contexts(d, "esconv", initial_trust)]
+
+
+def heart_contexts(paths: list[str], *, initial_trust: int) -> list[RewardContext]:
+    """HEART histories that end on the seeker, each one context (its last turn)."""
+    from ..heart.config import HistorySource
+    from ..heart.histories import SEEKER
+    from ..heart.stages.sources import load_heart_source
+
+    out = []
+    for path in paths:
+        src = HistorySource(path=path, subset="adversarial" if "adversarial" in Path(path).name else "regular")
+        histories, _ = load_heart_source(src, Path(path))
+        for i, h in enumerate(histories):
+            if not h.turns or h.turns[-1].speaker != SEEKER:
+                continue
+            turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
+            d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
+            profile = draft_profile(d)
+            conv = [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in turns]
+            replies = sum(t.speaker == "supporter" for t in conv)
+            ctx = _check(RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,
+                                       initial_trust, replies, h.id))  # fmt: skip
+            if ctx:
+                out.append(ctx)
+    return out
+
+
+def sample(items: list[T], n: int | None, seed: int, dialog: Callable[[T], str],
+           source: Callable[[T], str] = lambda _: "") -> list[T]:  # fmt: skip
+    """A seeded sample of ``n`` items (all when None), the sources taking turns (so that a small source is not
+    drowned by a large one) and, within a source, one item per dialogue before a second of the same."""
+    rng = random.Random(seed)
+    queues: dict[str, list[T]] = {}
+    for x in items:
+        queues.setdefault(source(x), []).append(x)
+    for key, pool in queues.items():
+        rng.shuffle(pool)
+        seen: set[str] = set()
+        first: list[T] = []
+        rest: list[T] = []
+        for c in pool:
+            (rest if dialog(c) in seen else first).append(c)
+            seen.add(dialog(c))
+        queues[key] = first + rest
+    out: list[T] = []
+    want = len(items) if n is None else min(n, len(items))
+    while len(out) < want:
+        for pool in queues.values():
+            if pool and len(out) < want:
+                out.append(pool.pop(0))
+    return out

@@ -1,0 +1,93 @@
+"""The reward of a supporter reply: the simulated user's Appraiser and Feeler react to it in its context
+(``ChainUser.perceive``), and the reaction and the penalties make one number (``settings`` says how).
+
+Every reply gets a ``Scored``: ``ok`` with its reward; ``unscored`` when the Appraiser's or the Feeler's
+answer did not parse (no reward: the sample is dropped and counted); ``error`` when a model call failed for
+good (no reward either). An empty reply is not shown to the user: its reward is minus its penalty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..models.base import ChatModel, ModelCallError
+from ..simulate.chain_user import ChainSettings, ChainUser
+from ..simulate.conversation import Turn, UserState
+from .context import RewardContext
+from .penalties import penalties
+from .settings import RewardSettings
+
+FIT = {"good": 1.0, "mixed": 0.0, "poor": -1.0}
+Status = Literal["ok", "unscored", "error"]
+
+
+@dataclass
+class Scored:
+    context: str
+    reply: str
+    status: Status
+    reward: float | None
+    relief: float | None = None  # feel_better / intensity_step
+    trust: float | None = None  # trust_change / trust_step
+    fit: float | None = None
+    penalties: list[str] = field(default_factory=list)
+    thought: str = ""  # the user's inner thought on the reply
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def combine(relief: float, trust: float, fit: float, hit: list[str], s: RewardSettings) -> float:
+    cost = sum(float(getattr(s.penalties, p)) for p in hit)
+    return s.relief * relief + s.trust * trust + s.fit * fit - cost
+
+
+class UserReward:
+    """``await UserReward(model, settings).score(context, reply)``; ``score_many`` for a batch, at most
+    ``settings.concurrency`` at once. ``model`` is any ChatModel: the embedded model, vLLM, an API."""
+
+    def __init__(self, model: ChatModel, settings: RewardSettings | None = None) -> None:
+        self.model = model
+        self.s = settings or RewardSettings()
+        self.chain = ChainSettings(intensity_step=self.s.intensity_step, trust_step=self.s.trust_step,
+                                   initial_trust=self.s.initial_trust, max_tokens=self.s.max_tokens)  # fmt: skip
+        self._gate = asyncio.Semaphore(self.s.concurrency)
+
+    async def score(self, ctx: RewardContext, reply: str, *, seed: int | None = None) -> Scored:
+        hit = penalties(reply, ctx.texts(), self.s)
+        if hit == ["empty"]:
+            return Scored(ctx.id, reply, "ok", combine(0.0, 0.0, 0.0, hit, self.s), penalties=hit)
+        user = ChainUser(self.model, ctx.profile, self.chain)
+        user.state = UserState(turn=ctx.turn, intensity=ctx.intensity, trust=ctx.trust)
+        turns = [*ctx.turns, Turn(speaker="supporter", text=reply.strip())]
+        async with self._gate:
+            try:
+                step = await user.perceive(turns, self.s.seed if seed is None else seed)
+            except ModelCallError as e:
+                return Scored(ctx.id, reply, "error", None, penalties=hit, error=str(e))
+        failed = [f"{k}: {v}" for k, v in step.events if k.startswith("parse_failure")]
+        appraisal = (step.inner or {}).get("appraisal") or {}
+        feeling = (step.inner or {}).get("feeling")
+        if failed or not feeling or appraisal.get("fit") not in FIT:
+            return Scored(ctx.id, reply, "unscored", None, penalties=hit, error="; ".join(failed) or "no reaction")
+        relief = feeling["feel_better"] / self.s.intensity_step
+        trust = feeling["trust_change"] / self.s.trust_step
+        fit = FIT[appraisal["fit"]]
+        return Scored(ctx.id, reply, "ok", combine(relief, trust, fit, hit, self.s), relief, trust, fit, hit,
+                      step.state.thought if step.state else "")  # fmt: skip
+
+    async def score_many(self, items: Sequence[tuple[RewardContext, str]], *, seed: int | None = None) -> list[Scored]:
+        return list(await asyncio.gather(*(self.score(c, r, seed=seed) for c, r in items)))
+
+
+def tally(scored: Sequence[Scored]) -> dict[str, Any]:
+    """Counts of a batch: by status, by penalty, and the mean reward of the scored ones."""
+    rewards = [s.reward for s in scored if s.reward is not None]
+    return {"replies": len(scored), **{k: sum(s.status == k for s in scored) for k in ("ok", "unscored", "error")},
+            "mean_reward": sum(rewards) / len(rewards) if rewards else None,
+            "penalties": dict(sorted(Counter(p for s in scored for p in s.penalties).items()))}  # fmt: skip

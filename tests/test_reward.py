@@ -1,0 +1,200 @@
+"""The simulated user's reward: its formula, penalties, unscored and failed reactions, contexts from every
+source and the guard, the TRL reward function, and `emoharbor reward` on a file of replies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli_helpers import run_main
+from emoharbor.evolve.guard import EvalGuard
+from emoharbor.models.base import ModelCallError
+from emoharbor.profiles.loader import builtin_profiles
+from emoharbor.reward import RewardContext, RewardSettings, UserReward, UserRewardFunc, tally
+from emoharbor.reward.context import esconv_contexts, heart_contexts, openings, sample
+from emoharbor.reward.penalties import penalties
+from emoharbor.simulate.conversation import Turn
+from reward_helpers import scripted_user
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+def context(text: str = "I lost my job last week and I can't stop worrying about rent.") -> RewardContext:
+    p = builtin_profiles()[0]
+    return RewardContext("c1", "test", p, [Turn(speaker="user", text=text)], 70, 40, 0, "c1")
+
+
+def score(model: Any, reply: str, settings: RewardSettings | None = None) -> Any:
+    return asyncio.run(UserReward(model, settings).score(context(), reply))
+
+
+def test_the_reward_is_the_documented_function_of_the_reaction() -> None:
+    good = score(scripted_user(), "That sounds frightening. What worries you most about the rent?")
+    assert good.status == "ok"
+    assert (good.relief, good.trust, good.fit) == (1.0, 1.0, 1.0)
+    assert good.reward == pytest.approx(0.5 + 0.3 + 0.2)
+    poor = score(scripted_user(), "Everyone loses jobs. Just apply to more places.")
+    assert (poor.relief, poor.trust, poor.fit) == (pytest.approx(-5 / 15), 0.0, -1.0)
+    assert poor.reward == pytest.approx(0.5 * -5 / 15 - 0.2)
+    weights = RewardSettings(relief=1.0, trust=0.0, fit=0.0)
+    assert score(scripted_user(), "What worries you most?", weights).reward == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("reply", "hit"),
+    [
+        ("Seeker: I feel so alone with all of this.", ["broke_character", "labels"]),
+        ("As an AI language model, I cannot feel, but I hear you.", ["broke_character"]),
+        ("Supporter: That sounds hard.", ["labels"]),
+        ('{"reply": "That sounds hard."}', ["json_or_code"]),
+        ("I lost my job last week and I can't stop worrying about rent.", ["broke_character", "repeats_context"]),
+        (" ".join(["word"] * 130), ["too_long"]),
+        ("That sounds really hard. What has the week been like?", []),
+    ],
+)
+def test_penalties(reply: str, hit: list[str]) -> None:
+    assert penalties(reply, context().texts(), RewardSettings()) == hit
+
+
+def test_a_penalty_is_subtracted_and_counted() -> None:
+    s = score(scripted_user(), "Supporter: What worries you most?")
+    assert s.penalties == ["labels"]
+    assert s.reward == pytest.approx(1.0 - 1.0)
+    empty = score(scripted_user(), "   ")
+    assert (empty.status, empty.reward, empty.penalties) == ("ok", -1.0, ["empty"])
+
+
+def test_a_reaction_that_does_not_parse_gives_no_reward() -> None:
+    s = score(scripted_user(garbage="I feel fine I guess"), "What worries you most?")
+    assert s.status == "unscored"
+    assert s.reward is None
+    assert "parse_failure:feel" in s.error
+
+
+def test_a_failed_model_call_gives_no_reward() -> None:
+    class Down:
+        name = "down"
+
+        async def chat(self, *a: Any, **k: Any) -> Any:
+            raise ModelCallError("connection refused")
+
+        async def aclose(self) -> None:
+            return None
+
+    s = score(Down(), "What worries you most?")
+    assert (s.status, s.reward) == ("error", None)
+    assert "connection refused" in s.error
+
+
+def test_many_replies_are_scored_concurrently_and_tallied() -> None:
+    user = scripted_user()
+    user.latency_s = 0.05
+    items = [(context(), "What worries you most?"), (context(), "Just relax."), (context(), "")] * 4
+    r = UserReward(user, RewardSettings(concurrency=12))
+    scored, wall = asyncio.run(_timed(r, items))
+    assert wall < 0.05 * len(items)  # at once, not one after another (2 calls each)
+    t = tally(scored)
+    assert (t["replies"], t["ok"], t["unscored"], t["error"]) == (12, 12, 0, 0)
+    assert t["penalties"] == {"empty": 4}
+
+
+async def _timed(r: UserReward, items: list[Any]) -> tuple[list[Any], float]:
+    import time
+
+    t = time.monotonic()
+    out = await r.score_many(items)
+    return out, time.monotonic() - t
+
+
+def test_the_trl_reward_function_scores_completions_and_logs_them(tmp_path: Path) -> None:
+    log = tmp_path / "rewards.jsonl"
+    fn = UserRewardFunc(scripted_user(), log=log)
+    metrics: dict[str, float] = {}
+    ctx = context().to_json()
+    completions = [[{"role": "assistant", "content": "What worries you most?"}], [{"role": "assistant", "content": ""}]]
+
+    class State:
+        global_step = 3
+
+    out = asyncio.run(fn(prompts=[[], []], completions=completions, context=[ctx, ctx], trainer_state=State(),
+                         log_metric=metrics.__setitem__))  # fmt: skip
+    assert out == [pytest.approx(1.0), -1.0]
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [4, 4]
+    assert metrics["penalty/empty"] == 0.5 and metrics["reward_unscored"] == 0.0
+    assert fn.totals["ok"] == 2 and fn.totals["penalty:empty"] == 1
+
+
+def test_trl_sees_an_unscored_reaction_as_none() -> None:
+    fn = UserRewardFunc(scripted_user(garbage="?"))
+    out = asyncio.run(fn(prompts=[[]], completions=["What worries you most?"], context=[context().to_json()]))
+    assert out == [None]
+
+
+def test_openings_are_written_by_the_simulated_user() -> None:
+    profiles = list(builtin_profiles()[:3])
+    got, failed = asyncio.run(openings(profiles, scripted_user(), seed=0, initial_trust=40))
+    assert failed == 0
+    assert [c.id for c in got] == [f"open:{p.id}" for p in profiles]
+    assert all(c.turns[-1].speaker == "user" and c.intensity == c.profile.emotional_state.intensity for c in got)
+
+
+def test_contexts_from_esconv_and_heart_end_on_the_seeker_and_the_guard_holds_out() -> None:
+    esconv, heart = SHARED / "esconv" / "valid.jsonl", SHARED / "heart" / "dialogues_regular.json"
+    if not esconv.is_file() or not heart.is_file():
+        pytest.skip("the shared data is not here")
+    es = esconv_contexts([str(esconv)], initial_trust=40)
+    hs = heart_contexts([str(heart)], initial_trust=40)
+    assert es and hs
+    assert all(c.turns[-1].speaker == "user" for c in es + hs)
+    assert len(hs) == 279  # the one history that ends on the supporter has no seeker turn to answer
+    assert all(c.messages("be kind")[-1]["role"] == "user" for c in es[:50] + hs[:50])
+    guard = EvalGuard(history_ids={es[0].history})
+    assert guard.blocks_record(es[0].guard_record())
+    assert not guard.blocks_record(hs[0].guard_record())
+    picked = sample(es, 10, 0, lambda c: c.history)
+    assert len({c.history for c in picked}) == 10  # one per dialogue while there are dialogues enough
+
+
+def test_reward_command_scores_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    f = tmp_path / "replies.jsonl"
+    turns = [{"speaker": "user", "text": "My sister stopped talking to me."}]
+    f.write_text(json.dumps({"id": "a", "profile": "builtin:p002-aiko-burnout", "turns": turns,
+                             "replies": ["What happened between you?", "Move on."]}) + "\n")  # fmt: skip
+    monkeypatch.setattr("emoharbor.models.pool.ScriptedModel", lambda replies: scripted_user())  # --user scripted
+    out = tmp_path / "rewards.jsonl"
+    code, stdout, stderr = run_main(["reward", str(f), "--out", str(out), "--user", "scripted"], capsys)
+    assert code == 0, stderr
+    assert "rewarded 2 replies of 1 contexts: 2 scored, 0 unscored" in stdout
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["reward"] for x in rows] == [pytest.approx(1.0), pytest.approx(0.5 * -5 / 15 - 0.2)]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"profile": "builtin:p002-aiko-burnout", "turns": [{"speaker": "user", "text": "hi"}]}, "field 'replies'"),
+        ({"profile": "builtin:nobody", "turns": [{"speaker": "user", "text": "hi"}], "reply": "x"}, "field 'profile'"),
+        ({"profile": "builtin:p002-aiko-burnout", "turns": [{"speaker": "supporter", "text": "hi"}], "reply": "x"},
+         "the last turn must be the user's"),
+        ({"profile": "builtin:p002-aiko-burnout", "turns": [{"speaker": "me", "text": "hi"}], "reply": "x"},
+         "field 'turns.0'"),
+        ({"profile": "builtin:p002-aiko-burnout", "turns": [{"speaker": "user", "text": "hi"}], "reply": "x",
+          "trust": 900}, "field 'trust'"),
+    ],
+)  # fmt: skip
+def test_reward_command_names_the_line_and_field_of_bad_input(tmp_path: Path, line: dict[str, Any], message: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    f = tmp_path / "replies.jsonl"
+    f.write_text(json.dumps(line) + "\n")
+    out = tmp_path / "rewards.jsonl"
+    code, _, stderr = run_main(["reward", str(f), "--out", str(out), "--user", "scripted"], capsys)
+    assert code != 0
+    assert f"{f}: line 1: " in stderr and message in stderr, stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()
