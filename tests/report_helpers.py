@@ -106,25 +106,13 @@ def fake_spec(url: str) -> dict[str, Any]:
     return {"model": "fake", "base_url": url, "max_retries": 1, "timeout_s": 10}
 
 
-async def small_run(folder: Path, srv: FakeOpenAIServer) -> Path:
-    """Two built-in profiles x two supporters, 3 turns, against the fake server."""
+async def small_run(folder: Path, srv: FakeOpenAIServer, profiles: str = "builtin:p00[1-2]*", name: str = "t") -> Path:
+    """Built-in profiles (default: two) x two supporters (plain and personal), 3 turns, against the fake server."""
     fake = fake_spec(srv.base_url)
-    cfg = RunConfig.model_validate(
-        {
-            "name": "t",
-            "roles": {
-                "supporter": [
-                    {**fake, "name": "plain"},
-                    {**fake, "name": "personal", "system_prompt": "builtin:personal"},
-                ],
-                "user": fake,
-                "judge": fake,
-            },
-            "profiles": ["builtin:p00[1-2]*"],
-            "max_turns": 3,
-            "concurrency": 4,
-        }
-    )
+    personal = {**fake, "name": "personal", "system_prompt": "builtin:personal"}
+    roles = {"supporter": [{**fake, "name": "plain"}, personal], "user": fake, "judge": fake}
+    cfg = RunConfig.model_validate({"name": name, "roles": roles, "profiles": [profiles], "max_turns": 3,
+                                    "concurrency": 4})  # fmt: skip
     await run_evaluation(cfg, folder, progress=False, cache_path=None)
     return folder
 

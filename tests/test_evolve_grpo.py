@@ -80,6 +80,8 @@ def test_grpo_trains_against_the_simulated_user(tmp_path: Path) -> None:
     assert [c["source"] for c in contexts].count("esconv") == 3
     report = (out / REPORT).read_text()
     assert "## Reward per step" in report and "| 3 | 4 | 4 | 0 | 0 |" in report
+    page = (out / "report.html").read_text()  # the same, self-contained, with the reward chart: a row per step
+    assert "<svg" in page and all(f">step {k}</text>" in page for k in (1, 2, 3))
 
 
 def test_an_unscored_reaction_is_dropped_and_counted(tmp_path: Path) -> None:

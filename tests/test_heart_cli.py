@@ -41,14 +41,19 @@ def test_cli_stages_with_an_unscoring_judge(tmp_path: Path) -> None:
     run = tmp_path / "run"
     r = CliRunner().invoke(cli, ["heart", "generate", str(cfg), "--run", str(run), "--quiet"])
     assert r.exit_code == 0, r.output
-    assert '"candidates_by_status": {"ok": 7, "unscored": 3}' in r.output
+    assert "generated 10 candidates (7 ok, 3 unscored, 0 errors) for 5 histories; 10 done now" in r.output
+    assert f"run folder: {run}" in r.output and "skipped 1 (1 ends on supporter;" in r.output
     r = CliRunner().invoke(cli, ["heart", "judge", str(run), "--quiet"])
     assert r.exit_code == 0, r.output
-    assert '"judgements_by_status": {"unscored": 4}' in r.output  # echo-human on regular:0 and :1, two orders
+    # echo-human on regular:0 and :1, two orders
+    assert "judged 2 pairs in both orders by every judge: 4 judgements (0 ok, 4 unscored, 0 errors)" in r.output
+    assert "pairs left out: 3 with an unusable candidate" in r.output and "{" not in r.output
     r = CliRunner().invoke(cli, ["heart", "ratings", str(run)])
     assert r.exit_code == 0, r.output
-    assert "nothing to rate" in r.output and "'mute:unscored': 4" in r.output
-    assert "'judge_unscored': 4" in r.output
+    assert r.output.startswith("# HEART ratings: t (folder run)\n")
+    assert "nothing to rate" in r.output and "- judgements by status: mute: 4 unscored" in r.output
+    assert "- events: 3 human reply missing, 4 judge retried, 4 judge unscored" in r.output
+    assert "- stage judge: judged 2 pairs" in r.output and "{" not in r.output.split("## Counts")[1]
 
 
 async def test_report_formats(tmp_path: Path) -> None:
@@ -101,3 +106,35 @@ async def test_csv_unknown_table_is_an_error(tmp_path: Path, capsys: pytest.Capt
     with pytest.raises(SystemExit):
         main(["heart", "ratings", str(tmp_path / "run"), "--format", "csv", "--table", "nope"])
     assert "choose one of ratings, win_rates_vs_human, order_consistency" in capsys.readouterr().err
+
+
+async def test_one_subset_is_shown_once_and_reports_are_titled_by_the_run(tmp_path: Path) -> None:
+    from emoharbor.heart.analysis import reports
+    from emoharbor.heart.stages import pipeline
+    from emoharbor.report.heart_section import heart_html
+    from heart_helpers import blunt_reply, kind_reply, make_config, models
+    from test_heart_strategies import labeller
+
+    full = make_config(tmp_path)
+    config = full.model_copy(update={"histories": full.histories[:1], "name": "solo"})  # regular histories only
+    table = {"kind": scripted(kind_reply), "blunt": scripted(blunt_reply), "fair": scripted(preferring("here for"))}
+    store = pipeline.open_run(tmp_path / "solo-1234", config, tmp_path)
+    await pipeline.generate(store, config, tmp_path, models(table), progress=False)
+    await pipeline.judge(store, config, models(table), progress=False)
+    await pipeline.label(store, config, tmp_path, models({"scripted": scripted(labeller)}), progress=False)
+    data = reports.ratings_report(store, config)
+    assert {r["subset"] for r in data["ratings"] + data["win_rates_vs_human"]} == {"all"}
+    assert {r["subset"] for r in reports.strategies_report(store, config, tmp_path)["profiles"]} == {"all"}
+    store.close()
+    run = str(tmp_path / "solo-1234")
+    md = CliRunner().invoke(cli, ["heart", "ratings", run]).output
+    assert md.startswith("# HEART ratings: solo-1234\n")
+    assert md.count("## plain — judge: fair") == 1 and md.count("## strength — judge: fair") == 1
+    assert "- histories used: 3 regular" in md
+    agreement = CliRunner().invoke(cli, ["heart", "agreement", run]).output
+    assert agreement.startswith("# HEART agreement and judge biases: solo-1234\n")
+    strategies = CliRunner().invoke(cli, ["heart", "strategies", run, "--no-label"]).output
+    assert strategies.startswith("# HEART support strategies: solo-1234\n") and strategies.count("## histories:") == 1
+    html = heart_html(tmp_path / "solo-1234")
+    assert html.count("<h4>plain: judge fair") == 1 and html.count("<p>histories: ") == 1
+    assert "<li>stage judge: judged " in html and "{" not in html.split("<h4>Counts</h4>")[1]

@@ -316,9 +316,11 @@ def test_strategy_check_command_on_the_fake_server(tmp_path: Path, monkeypatch: 
     with FakeOpenAIServer(reply=marked_labeller) as srv:
         r = CliRunner().invoke(cli, [*args, "--base-url", srv.base_url, "--limit", "5"])
         assert r.exit_code == 0, r.output
-        assert '"done_now": 5' in r.output and "HEART strategy labeller against ESConv" in r.output
+        assert "labelled 5 ESConv messages; 5 done now, 0 already done; run folder:" in r.output
+        assert "HEART strategy labeller against ESConv" in r.output
         r = CliRunner().invoke(cli, [*args, "--base-url", srv.base_url, "--format", "json"])
         assert r.exit_code == 0, r.output
-        assert '"done_now": 4' in r.output and srv.requests == 10  # 9 messages, 1 re-ask of the refused one
+        assert "labelled 9 ESConv messages; 4 done now, 5 already done" in r.output
+        assert srv.requests == 10  # 9 messages, 1 re-ask of the refused one
     data = json.loads(r.output[r.output.index("{\n") :])
     assert data["accuracy"]["value"] == 0.5 and data["kappa"]["value"] == 0.2

@@ -39,3 +39,40 @@ def test_only_profiles_and_repeats_that_both_supporters_have_are_paired() -> Non
     assert out["better"]["overall"]["n"] == 7 and out["better"]["overall"]["mean"] == pytest.approx(1.0)
     assert all(out["better"][k]["p_holm"] is not None for k in keys()) and "p_holm" not in out["better"]["overall"]
     assert set(out) == {"better"}  # the baseline is not compared with itself
+
+
+def test_the_differences_are_rows_of_the_leaderboard_csv_and_in_its_json() -> None:
+    import csv
+    import io
+    import json
+
+    from emoharbor.assess.render import CSV_HEADER, render
+
+    convs, under = [], {}
+    for i in range(6):
+        for sup, bump in (("base", 0), ("better", 1)):
+            c = Conversation(id=f"p{i}|{sup}|0", profile_id=f"p{i}", supporter=sup)
+            convs.append(c)
+            under[c.id] = {k: min(5, 2 + (i % 3) + bump) for k in keys()}
+    est = {"mean": 3.0, "lo": 2.5, "hi": 3.5, "n": 6}
+    row = {"supporter": "better", "dimensions": {k: est for k in keys()},
+           **{k: est for k in ("overall", "generic", "personal", "gap", "intensity_change")}}  # fmt: skip
+    few = {"mean": 1.0, "lo": None, "hi": None, "n": MIN_N - 1, "p_above_0": None, "p": None, "p_holm": None}
+    diffs = differences(convs, under, keys(), "base", seed=0)
+    diffs["tiny"] = {"warmth": few}
+    board = {"judge": "user", "baseline": "base", "dimension_keys": keys(), "rows": [row], "differences": diffs}
+    rows = list(csv.DictReader(io.StringIO(render(board, "csv"))))
+    assert list(rows[0]) == CSV_HEADER and CSV_HEADER[:6] == ["supporter", "metric", "mean", "lo", "hi", "n"]
+    plain = [r for r in rows if not r["metric"].startswith("diff:")]
+    assert len(plain) == 15 and all(r["vs"] == r["p_holm"] == "" for r in plain)  # 10 dimensions + 5
+    better = {r["metric"]: r for r in rows if r["supporter"] == "better" and r["metric"].startswith("diff:")}
+    assert list(better) == [*(f"diff:{k}" for k in keys()), "diff:overall", "diff:generic", "diff:personal"]
+    warmth = better["diff:warmth"]
+    assert warmth["vs"] == "base" and float(warmth["mean"]) == pytest.approx(1.0) and warmth["n"] == "6"
+    assert float(warmth["lo"]) <= 1.0 <= float(warmth["hi"]) and float(warmth["p_above_0"]) == 1.0
+    assert float(warmth["p_holm"]) >= float(warmth["p"]) and better["diff:overall"]["p_holm"] == ""
+    (tiny,) = [r for r in rows if r["supporter"] == "tiny"]
+    assert tiny["metric"] == "diff:warmth" and tiny["lo"] == tiny["hi"] == tiny["p_above_0"] == "" and tiny["n"] == "4"
+    back = json.loads(render(board, "json"))
+    assert back["baseline"] == "base" and back["differences"]["better"]["warmth"]["n"] == 6
+    assert back["differences"]["tiny"]["warmth"]["lo"] is None

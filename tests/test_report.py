@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from emoharbor.cli import cli
 from emoharbor.report.build import build_html
-from emoharbor.report.svg import Series, radar, trajectories
+from emoharbor.report.svg import Series, trajectories
 from emoharbor.store.run_store import RunStore
 from report_helpers import make_runs
 
@@ -27,7 +27,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_html_report_of_an_emoharbor_run_has_every_part(runs: dict[str, Path]) -> None:
     html = build_html([runs["eh"]])
     assert "<script src" not in html and "<link " not in html and "http://" not in html and "https://" not in html
-    assert html.count('class="chart radar"') == 2  # one radar per supporter
+    assert html.count('class="chart dots"') == 2  # per judge: every supporter per dimension on one axis
+    assert html.count('class="chart dots forest"') == 2  # per judge: the paired differences
+    assert html.count('class="data sortable differences"') == 2  # per judge: personal minus plain
+    assert "Paired differences: each supporter minus plain" in html and "n too small" in html  # 2 pairs only
     assert html.count('class="chart traj"') == 3  # all supporters' means, then one per supporter
     assert html.count('<details class="conv"') == 4  # 2 profiles x 2 supporters
     assert 'id="run0-eh-lb-user"' in html and "third_party:fake" in html
@@ -72,7 +75,7 @@ async def test_heart_and_unknown_runs_get_a_short_section(tmp_path: Path, runs: 
     assert "<td>kind</td>" in winrates and "<td>blunt</td>" in winrates and "n=2" in winrates
     assert "Judge biases" in heart and "first_shown_wins" in heart and "No human judgments imported" in heart
     assert heart.count('class="data sortable heart-strategies"') == 3  # all, adversarial, regular
-    assert "Chit Chat" in heart and "candidates (competitor:status)" in heart
+    assert "Chit Chat" in heart and "candidate replies by status: " in heart
 
 
 def test_report_command_writes_html_and_leaderboard_formats(runs: dict[str, Path], tmp_path: Path) -> None:
@@ -83,11 +86,14 @@ def test_report_command_writes_html_and_leaderboard_formats(runs: dict[str, Path
     assert r.output.strip() == str(out) and out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     js = json.loads(runner.invoke(cli, ["report", str(runs["eh"]), "--format", "json"]).output)
     assert {row["supporter"] for row in js["rows"]} == {"plain", "personal"}
+    assert js["baseline"] == "plain" and js["differences"]["personal"]["overall"]["n"] == 2
     md = runner.invoke(cli, ["report", str(runs["eh"]), "--format", "md"]).output
     assert md.startswith("## Leaderboard (judge: user")
     both = runner.invoke(cli, ["report", str(runs["eh"]), str(runs["val"]), "--format", "csv"]).output
     rows = list(csv.reader(io.StringIO(both)))
     assert rows[0][0] == "run" and {r[0] for r in rows[1:]} == {str(runs["eh"]), str(runs["val"])}
+    diffs = [r for r in rows if r[0] == str(runs["eh"]) and r[2].startswith("diff:")]
+    assert len(diffs) == 13 and {r[1] for r in diffs} == {"personal"} and {r[7] for r in diffs} == {"plain"}
     bad = runner.invoke(cli, ["report", str(tmp_path)])
     assert bad.exit_code != 0 and "not a run folder" in str(bad.exception or bad.output)
 
@@ -95,9 +101,6 @@ def test_report_command_writes_html_and_leaderboard_formats(runs: dict[str, Path
 def test_charts_are_well_formed_svg_with_missing_values() -> None:
     import xml.etree.ElementTree as ET
 
-    svg = radar(["a", "b", "c"], [3.0, None, 5.0], [2.0, None, 4.0], [4.0, None, 5.0], colour="#000", title="t")
-    root = ET.fromstring(svg)
-    assert root.tag.endswith("svg") and "b (n/a)" in svg
     fig = trajectories([Series("s", "#111", [50.0, 40.0, None], [45.0, 30.0, None], [55.0, 50.0, None], [2, 2, 0],
                                [("c1", [50, 40]), ("c2", [50])])], title="x")  # fmt: skip
     ET.fromstring(fig)

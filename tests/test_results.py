@@ -32,7 +32,8 @@ async def test_an_emoharbor_run_as_one_tidy_table(tmp_path: Path) -> None:
     assert user.groupby("supporter")["score"].mean().notna().all()  # the table a paper needs, in one line
     # the profile's attributes are on every row: no join with the profiles
     one = user[user["profile_id"] == user["profile_id"].iloc[0]]
-    assert one["problem_type"].nunique() == 1 and one["age_group"].iloc[0] in ("16-24", "25-39", "40-59", "60+")
+    assert one["problem_type"].nunique() == 1
+    assert one["age_group"].iloc[0] in ("under 18", "18-24", "25-39", "40-59", "60-74", "75+")
 
     r = CliRunner().invoke(cli, ["export", str(run), "--format", "parquet", "--out", str(tmp_path / "pq")])
     assert r.exit_code == 0, r.output
@@ -61,3 +62,18 @@ async def test_a_heart_run_as_one_tidy_table(tmp_path: Path) -> None:
             "strength_expected", "status"} <= set(df.columns)  # fmt: skip
     scored = df[df["status"] == "ok"]
     assert len(scored) and set(scored["order"]) == {"ab", "ba"} and scored["winner"].notna().all()
+
+
+async def test_the_example_notebook_reproduces_the_leaderboard_means(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with FakeOpenAIServer() as srv:
+        run = await small_run(tmp_path / "eh", srv, "builtin:p00[1-3]*")
+    script = Path(__file__).resolve().parents[1] / "examples" / "analyse_results.py"
+    done = subprocess.run([sys.executable, str(script), str(run)], capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    # 2 supporters x (10 dimensions + overall, generic, personal), every one equal to the leaderboard's
+    assert "leaderboard means reproduced from the parquet: 26 of 26 equal" in done.stdout
+    assert "personal-dimension mean by hidden_need_type" in done.stdout

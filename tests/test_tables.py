@@ -67,7 +67,7 @@ def test_html_cells_use_the_same_formatting() -> None:
         '<span data-sort="3.200000">3.20</span> <small>[2.90, 3.50]</small> <small>n=12</small>'
     )
     assert est({"value": -4.0, "lo": None, "hi": None, "n": 1}, 1, value_key="value") == (
-        '<span data-sort="-4.000000">-4.0</span> <small>n=1</small>'
+        '<span data-sort="-4.000000">-4.0</span> <small class="small-n">n too small</small> <small>n=1</small>'
     )
     assert est({"mean": None, "lo": None, "hi": None, "n": 0}) == (
         '<span class="na" data-sort="">n/a</span> <small>n=0</small>'

@@ -216,3 +216,30 @@ def test_dialogue_html_never_runs(browser: Any, tmp_path: Path) -> None:
     text = "\n".join(seen)
     assert '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2"> & "quotes"' in text
     assert HISTORIES["regular:1"][0] in text
+
+
+def test_the_please_answer_banner_is_scrolled_into_view(browser: Any, tmp_path: Path) -> None:
+    setup = make_study(tmp_path, raters=1, overlap=1)
+    with serve(tmp_path / "study") as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 600})
+        page.goto(f"{base}/r/{setup.tokens['rater-1']}/item/1")
+        rows = page.locator("tr.dim")
+        rater = Rater(page, tmp_path)
+        for i in range(rows.count() - 1):  # every answer but the last: the first open row is far down the page
+            dim = str(rows.nth(i).get_attribute("data-dim"))
+            if rater.kind() == "pair":
+                rater.click(f"choice.{dim}", "tie")
+            else:
+                rater.click(f"score.{dim}", "3")
+        sync_api.expect(page.locator("#status")).to_have_text("Saved")
+        with page.expect_navigation():
+            page.click("#submit")
+        banner = page.locator(".banner.alert")
+        sync_api.expect(banner).to_contain_text("Please answer these before submitting")
+        sync_api.expect(banner).to_be_in_viewport(ratio=1)
+        assert progress(page) == (1, len(setup.study.queue(setup.study.raters()[0].id)))
+        last = str(page.locator("tr.dim").last.get_attribute("data-dim"))  # the keys still answer the open row
+        page.keyboard.press("t" if rater.kind() == "pair" else "3")
+        name = f"choice.{last}" if rater.kind() == "pair" else f"score.{last}"
+        assert page.locator(f'input[name="{name}"]:checked').count() == 1
+        page.close()

@@ -12,17 +12,9 @@ from typing import Any
 from . import kinds
 from .errors import EmoharborError
 from .profiles.schema import Profile
+from .profiles.stats import TRAITS, age_group
 from .store import records
 from .store.run_store import RunStore
-
-TRAITS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
-
-
-def age_group(age: int) -> str:
-    for top, label in ((24, "16-24"), (39, "25-39"), (59, "40-59")):
-        if age <= top:
-            return label
-    return "60+"
 
 
 def profile_columns(p: Profile | None) -> dict[str, Any]:

@@ -12,6 +12,9 @@ from ..tables import csv_table, interval, num, text_table
 from .dimensions import keys
 from .leaderboard import leaderboard
 
+GROUP_MEANS = ("overall", "generic", "personal")
+CSV_HEADER = ["supporter", "metric", "mean", "lo", "hi", "n", "vs", "p_above_0", "p", "p_holm"]
+
 
 def _ci(e: dict[str, Any], digits: int = 2) -> str:
     if e["mean"] is not None and 0 < e.get("n", 0) < MIN_N:
@@ -24,9 +27,9 @@ def differences_text(board: dict[str, Any], md: bool) -> list[str]:
     head = "##" if md else "#"
     out = []
     for sup, cells in board.get("differences", {}).items():
-        names = [*board.get("dimension_keys", keys()), "overall", "generic", "personal"]
+        names = [*board.get("dimension_keys", keys()), *GROUP_MEANS]
         rows = [[d, str(cells[d]["n"]), _ci(cells[d]), num(cells[d]["p_above_0"]),
-                 num(cells[d].get("p_holm"), 3) if d not in ("overall", "generic", "personal") else "-"]
+                 num(cells[d].get("p_holm"), 3) if d not in GROUP_MEANS else "-"]
                 for d in names if d in cells]  # fmt: skip
         out += [f"{head} {sup} minus {board['baseline']} (paired: the same profiles and repeats)",
                 text_table(["score", "pairs", "difference [95% interval]", "P(difference > 0)", "p (Holm)"], rows,
@@ -118,14 +121,25 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
 
 
 def to_csv(board: dict[str, Any]) -> str:
+    """One tidy table: a row per supporter and metric (``dim:<dimension>``, the group means, the gap, the
+    intensity change), then a row per supporter and paired difference from the baseline (``diff:<dimension>``,
+    ``diff:overall`` ...: ``vs`` names the baseline, with P(difference > 0), the bootstrap p and Holm's p across
+    the dimensions). Fields a row does not have are empty; under ``MIN_N`` values lo and hi are empty."""
+    dims = board.get("dimension_keys", keys())
     rows: list[list[Any]] = []
     for r in board["rows"]:
         metrics = {
-            **{f"dim:{d}": r["dimensions"][d] for d in keys()},
-            **{k: r[k] for k in ("overall", "generic", "personal", "gap", "intensity_change")},
+            **{f"dim:{d}": r["dimensions"][d] for d in dims if d in r["dimensions"]},
+            **{k: r[k] for k in (*GROUP_MEANS, "gap", "intensity_change")},
         }
-        rows += [[r["supporter"], name, e["mean"], e["lo"], e["hi"], e["n"]] for name, e in metrics.items()]
-    return csv_table(["supporter", "metric", "mean", "lo", "hi", "n"], rows)
+        rows += [[r["supporter"], name, e["mean"], e["lo"], e["hi"], e["n"], None, None, None, None]
+                 for name, e in metrics.items()]  # fmt: skip
+    for sup, cells in board.get("differences", {}).items():
+        for d in [*dims, *GROUP_MEANS]:
+            if (c := cells.get(d)) is not None:
+                rows.append([sup, f"diff:{d}", c["mean"], c["lo"], c["hi"], c["n"], board["baseline"],
+                             c.get("p_above_0"), c.get("p"), c.get("p_holm")])  # fmt: skip
+    return csv_table(CSV_HEADER, rows)
 
 
 def render(board: dict[str, Any], fmt: str) -> str:

@@ -16,10 +16,14 @@ from ..config import RunConfig, load_config
 from ..errors import EmoharborError
 from ..evaluate import config_of, run_evaluation, run_hash
 from ..models.spec import ModelSpec
+from ..overrides import parse_sets, with_sets
 from ..preflight import check_named_models, check_run_config, is_new_run
+from ..report.breakdowns import ATTRIBUTES, attribute_names, breakdown, render_breakdown
+from ..report.runs import load_run
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
 from .core import model_spec
+from .options import set_option
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
@@ -82,6 +86,25 @@ def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str
         raise EmoharborError(f"every conversation ended in error: see `emoharbor export {folder}` (events)")
 
 
+def _attributes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    try:
+        return attribute_names(value) if value else []
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def breakdown_of(run_dir: Path, judge: str, attributes: list[str], scoring: str) -> dict[str, Any]:
+    """The breakdowns of a run folder by profile ``attributes``; a run without profiles or without that judge
+    is an error that says so."""
+    view = load_run(run_dir)
+    if not view.profiles:
+        why = "; ".join(view.notes) or f"it holds {kinds.title(view.kind)}, without profiles"
+        raise EmoharborError(f"{run_dir}: no breakdowns by profile attribute: {why}")
+    if judge not in view.judges:
+        raise EmoharborError(f"--judge {judge}: no such judge in {run_dir}; its judges: {', '.join(view.judges)}")
+    return breakdown(view, judge, attributes, scoring=scoring)
+
+
 FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True
 )
@@ -92,12 +115,13 @@ FORMAT = click.option(
 @click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/NAME-HASH).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @FORMAT
-def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str) -> None:
+@set_option("max_turns=4")
+def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str, sets: tuple[str, ...]) -> None:
     """Simulate profiles x supporters x repeats, rate every conversation, print the leaderboard.
 
     Started again with the same config and folder, it resumes where it stopped.
     """
-    _run(load_config(config), str(config), run_dir, quiet, fmt)
+    _run(with_sets(load_config(config), parse_sets(sets), str(config)), str(config), run_dir, quiet, fmt)
 
 
 @click.command("demo")
@@ -157,10 +181,22 @@ def assess(
     help="The integers the judge wrote, or its probability-weighted scores (cards with scoring: expected).",
 )
 @click.option("--baseline", help="The supporter the others are compared with, pair by pair (default: the first).")
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="ATTRIBUTE",
+    callback=_attributes,
+    help="Instead of the leaderboard, each supporter's personal-dimension mean by this profile attribute, with "
+    f"95% intervals (repeatable; all: every one): {', '.join(ATTRIBUTES)}.",
+)
 @FORMAT
-def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, baseline: str | None, fmt: str) -> None:
+def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, baseline: str | None, by: list[str], fmt: str) -> None:
     """Print a run's leaderboard (a validate run's: its validation table), with each supporter minus the
-    baseline supporter on the same profiles and repeats."""
+    baseline supporter on the same profiles and repeats; with --by, its breakdowns by profile attribute."""
+    if by:
+        click.echo(render_breakdown(breakdown_of(run_dir, judge, by, scoring), fmt).rstrip("\n"))
+        return
     click.echo(board(run_dir, fmt, judge, scoring, baseline)[0])
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from ..errors import ConfigError, EmoharborError
-from .options import parse_sets, set_option
+from ..overrides import parse_sets
+from .options import set_option
 from .paths import OUT_FILE, OUT_FOLDER
 
 DIR = click.Path(path_type=Path, file_okay=False)
@@ -135,7 +136,8 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
 def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None, out: Path, no_eval: bool) -> None:
     """GRPO against the simulated user: its reaction to each reply is the reward; then before/after evaluation."""
     _needs_train()
-    from ..evolve.grpo import REPORT, run_grpo
+    from ..evolve.grpo import run_grpo
+    from ..evolve.grpo_report import REPORT
 
     summary = run_grpo(_config(config_path, sets), model_dir, out, log=_log, evaluate=not no_eval)
     t = summary["rewards"]

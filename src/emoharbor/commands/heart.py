@@ -1,10 +1,10 @@
 """``emoharbor heart generate|judge|ratings|agreement|strategies|strategy-check``: the HEART comparison, stage
-by stage, and a check of the strategy labeller against ESConv's annotators."""
+by stage, and a check of the strategy labeller against ESConv's annotators. Every stage takes ``--set
+KEY=VALUE`` (``commands.options``); on a run folder only the settings that change no stored output."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,15 +14,18 @@ import click
 from ..data.esconv import load_esconv
 from ..errors import ConfigError, DataError
 from ..heart.analysis import render, reports
-from ..heart.config import load_heart_config
+from ..heart.config import HeartConfig, load_heart_config
 from ..heart.stages import pipeline, strategy_check
 from ..heart.stages.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
 from ..models.pool import GetModel, ModelPool
 from ..models.spec import ModelSpec
+from ..overrides import parse_sets, with_sets
 from ..preflight import check_heart_config, check_models, check_reach, is_new_run
+from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
 from .core import model_spec
+from .options import set_option
 from .paths import OUT_FILE, write_text
 
 T = TypeVar("T")
@@ -68,13 +71,42 @@ def _show(
         _emit(md(data), out)
 
 
-def _summary(title: str, summary: dict[str, Any], folder: Path) -> None:
-    click.echo(f"{title}: {json.dumps(summary, sort_keys=True)}")
-    click.echo(f"run folder: {folder}")
+def _summary(stage: str, summary: dict[str, Any], folder: Path) -> None:
+    click.echo(f"{render.stage_text(stage, summary)}; run folder: {folder}")
+
+
+EXAMPLE = "concurrency=4"
+# what --set may change on a run folder (the rest is fixed when `heart generate` starts the run): the settings
+# that change no output, and the reports' own
+ON_A_RUN = sorted(SETTINGS | {"bootstrap", "bt_prior"})
+
+
+def _run_sets(sets: tuple[str, ...]) -> dict[str, Any]:
+    """--set on a HEART run folder: only ``ON_A_RUN`` settings (at any depth: judges.0.timeout_s)."""
+    overrides = parse_sets(sets, EXAMPLE)
+    for key in overrides:
+        if not set(key.split(".")) & set(ON_A_RUN):
+            raise ConfigError(
+                f"--set {key}: a HEART run keeps the settings it was started with (heart generate CONFIG --set ... "
+                f"changes them for a new run); on a run folder only these can change: {', '.join(ON_A_RUN)}"
+            )
+    return overrides
+
+
+def _read_run(run_dir: Path, sets: tuple[str, ...]) -> tuple[RunStore, HeartConfig, Path]:
+    """The run of ``run_dir`` with its config changed by ``--set`` for this command only."""
+    overrides = _run_sets(sets)
+    store, cfg, base = pipeline.read_run(run_dir)
+    try:
+        return store, with_sets(cfg, overrides, f"{run_dir} (stored config)"), base
+    except BaseException:
+        store.close()
+        raise
 
 
 run_arg = click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
 progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
+set_opt = set_option(EXAMPLE)
 
 
 def run_opt(default: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
@@ -97,9 +129,11 @@ def heart() -> None:
 @click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
 @run_opt("runs/NAME-HASH")
 @progress_opt
-def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool) -> None:
+@set_opt
+def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool, sets: tuple[str, ...]) -> None:
     """Load the histories of CONFIG and write every competitor's candidate reply (resumable)."""
     cfg, base = load_heart_config(config)
+    cfg = with_sets(cfg, parse_sets(sets, EXAMPLE), str(config))
     check_heart_config(cfg, base, str(config))
     folder = run_dir or Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
     if is_new_run(folder):
@@ -112,16 +146,21 @@ def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool) -> None:
     finally:
         store.close()
     for name, skipped in summary["items_skipped"].items():  # broken lines and the like: said, not only stored
-        click.echo(f"history source {name}: skipped {skipped} (the notes are in `emoharbor heart report`)", err=True)
+        click.echo(
+            f"history source {name}: skipped {sum(skipped.values())} ({render.counts_text(skipped)}; the notes are "
+            "in `emoharbor heart ratings`, under Counts)",
+            err=True,
+        )
     _summary("generate", summary, folder)
 
 
 @heart.command("judge")
 @run_arg
 @progress_opt
-def judge_cmd(run_dir: Path, no_progress: bool) -> None:
+@set_opt
+def judge_cmd(run_dir: Path, no_progress: bool, sets: tuple[str, ...]) -> None:
     """Judge every pair of candidates of RUN in both orders, by every judge (resumable)."""
-    store, cfg, _ = pipeline.read_run(run_dir)
+    store, cfg, _ = _read_run(run_dir, sets)
     try:
         summary = asyncio.run(_with_pool(store, lambda get: pipeline.judge(store, cfg, get, progress=not no_progress)))
     finally:
@@ -135,10 +174,13 @@ def judge_cmd(run_dir: Path, no_progress: bool) -> None:
 @table_opt
 @out_opt
 @click.option("--bootstrap", type=click.IntRange(0, 10000), default=None, help="resamples (default: the config's)")
-def ratings_cmd(run_dir: Path, fmt: str, table: str | None, out: Path | None, bootstrap: int | None) -> None:
+@set_opt
+def ratings_cmd(
+    run_dir: Path, fmt: str, table: str | None, out: Path | None, bootstrap: int | None, sets: tuple[str, ...]
+) -> None:
     """Bradley-Terry ratings, win rates against the human, order consistency."""
     _table_with_csv(fmt, table)
-    store, cfg, _ = pipeline.read_run(run_dir)
+    store, cfg, _ = _read_run(run_dir, sets)
     try:
         data = reports.ratings_report(store, cfg, bootstrap=bootstrap)
     finally:
@@ -159,16 +201,20 @@ def ratings_cmd(run_dir: Path, fmt: str, table: str | None, out: Path | None, bo
 @format_opt
 @table_opt
 @out_opt
-def agreement_cmd(run_dir: Path, human_files: tuple[Path, ...], fmt: str, table: str | None, out: Path | None) -> None:
+@set_opt
+def agreement_cmd(
+    run_dir: Path, human_files: tuple[Path, ...], fmt: str, table: str | None, out: Path | None, sets: tuple[str, ...]
+) -> None:
     """Judge-human and human-human agreement, kappa, alpha, judge biases, rationale focus."""
     _table_with_csv(fmt, table)
-    store, cfg, base = pipeline.read_run(run_dir)
+    store, cfg, base = _read_run(run_dir, sets)
     try:
         for path in human_files:
             rep = reports.import_human_judgments(store, cfg, path)
+            skipped = render.counts_text(rep.skipped)
             if rep.rows and not rep.imported:
-                raise DataError(f"{path}: none of its {rep.rows} rows could be imported (skipped: {dict(rep.skipped)})")
-            click.echo(f"imported {rep.imported} of {rep.rows} rows from {path}; skipped {dict(rep.skipped)}", err=True)
+                raise DataError(f"{path}: none of its {rep.rows} rows could be imported (skipped: {skipped})")
+            click.echo(f"imported {rep.imported} of {rep.rows} rows from {path}; skipped {skipped}", err=True)
         data = reports.agreement_report(store, cfg, base)
     finally:
         store.close()
@@ -184,18 +230,19 @@ def agreement_cmd(run_dir: Path, human_files: tuple[Path, ...], fmt: str, table:
 @format_opt
 @table_opt
 @out_opt
+@set_opt
 def strategies_cmd(
-    run_dir: Path, label: bool, no_progress: bool, fmt: str, table: str | None, out: Path | None
+    run_dir: Path, label: bool, no_progress: bool, fmt: str, table: str | None, out: Path | None, sets: tuple[str, ...]
 ) -> None:
     """Sentence-level support-strategy labels of every candidate reply, and each competitor's profile."""
     _table_with_csv(fmt, table)
-    store, cfg, base = pipeline.read_run(run_dir)
+    store, cfg, base = _read_run(run_dir, sets)
     try:
         if label:
             summary = asyncio.run(
                 _with_pool(store, lambda get: pipeline.label(store, cfg, base, get, progress=not no_progress))
             )
-            click.echo(f"strategies: {json.dumps(summary, sort_keys=True)}", err=True)
+            click.echo(render.stage_text("strategies", summary), err=True)
         data = reports.strategies_report(store, cfg, base)
         data["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], data["strategies"])
     finally:
@@ -227,6 +274,7 @@ def _strategies_md(data: dict[str, Any]) -> str:
 @progress_opt
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 @out_opt
+@set_option("labeller.max_tokens=512")
 def strategy_check_cmd(
     esconv_file: Path,
     model: str,
@@ -240,14 +288,18 @@ def strategy_check_cmd(
     no_progress: bool,
     fmt: str,
     out: Path | None,
+    sets: tuple[str, ...],
 ) -> None:
     """Label ESConv's annotated supporter messages with the HEART labeller and compare it with the
-    annotators: accuracy, kappa, the majority-class baseline, confusion (resumable)."""
+    annotators: accuracy, kappa, the majority-class baseline, confusion (resumable). --set changes a
+    setting of the check: labeller (the model, e.g. labeller.max_tokens), max_sentences, retries,
+    concurrency, bootstrap."""
     spec = model_spec(ModelSpec, "--model", model, base_url, api_key_env, temperature=temperature)
+    settings = with_sets(strategy_check.CheckSettings(labeller=spec, seed=seed), parse_sets(sets), "strategy-check")
+    spec = settings.labeller
     check_models([spec])
     table = load_strategy_file(strategy_file)
     items, counts = strategy_check.esconv_items(load_esconv(esconv_file), table)
-    settings = strategy_check.CheckSettings(labeller=spec, seed=seed)
     config = strategy_check.check_config(esconv_file, table, settings)
     folder = run_dir or strategy_check.default_folder(config)
     if is_new_run(folder):
@@ -261,7 +313,7 @@ def strategy_check_cmd(
                 lambda get: strategy_check.label_items(store, chosen, table, settings, get, progress=not no_progress),
             )
         )
-        click.echo(f"strategy-check: {json.dumps(summary, sort_keys=True)}; run folder: {folder}", err=True)
+        click.echo(f"{render.stage_text('strategy-check', summary)}; run folder: {folder}", err=True)
         data = strategy_check.check_report(store, esconv_file, chosen, counts, table, settings)
     finally:
         store.close()

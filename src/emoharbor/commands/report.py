@@ -15,6 +15,7 @@ import click
 from ..config import hash_config
 from ..errors import ConfigError, EmoharborError
 from ..models.spec import ModelSpec
+from ..overrides import parse_sets, with_sets
 from ..preflight import check_named_models, check_reach, is_new_run
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table
@@ -22,6 +23,7 @@ from ..validate.render import render_validation
 from ..validate.run import DEFAULT_JUDGES, ValidateOptions, load_selection, needs_chain, run_validation
 from .core import model_spec
 from .evaluate import board
+from .options import set_option
 from .paths import OUT_FILE, write_text
 
 
@@ -137,6 +139,7 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@set_option("user.temperature=0")
 def validate(
     esconv: tuple[Path, ...],
     limit: int | None,
@@ -154,10 +157,13 @@ def validate(
     concurrency: int,
     fmt: str,
     quiet: bool,
+    sets: tuple[str, ...],
 ) -> None:
     """How well judges agree with real help-seekers: replay real ESConv conversations through the simulated
     user, rate them by judge cards, and compare with the seekers' own survey (Spearman rho, AUROC failed vs
-    not, bootstrap 95% intervals), beside baselines that need no model. Resumes in the same run folder."""
+    not, bootstrap 95% intervals), beside baselines that need no model. Resumes in the same run folder.
+    --set changes any of these options by name (limit, sample, seed, judges, max_supporter_turns,
+    concurrency...) or a setting of the user's or the judges' model: user.max_tokens, judge.temperature."""
     user = model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
     judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
     opts = ValidateOptions(
@@ -173,6 +179,7 @@ def validate(
         max_supporter_turns=max_supporter_turns,
         concurrency=concurrency,
     )
+    opts = with_sets(opts, parse_sets(sets, "user.temperature=0"), "the validate options")
     folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
     if is_new_run(folder):
         load_selection(opts)  # the user's files first: a missing ESConv file is named before any model

@@ -8,11 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import userfiles
-from ..errors import ConfigError, validation_message
+from ..errors import ConfigError
 from ..models.spec import ModelSpec
+from ..overrides import validated
 from ..reward.settings import RewardSettings
 
 
@@ -196,22 +197,5 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
         where = str(p)
         raw = userfiles.read_settings(p, "evolve config")
         base = p.parent
-    for dotted, value in (overrides or {}).items():
-        node = raw
-        *parents, leaf = dotted.split(".")
-        for depth, key in enumerate(parents):
-            node = node.setdefault(key, {})
-            if not isinstance(node, dict):  # the config gives a value where the key names a group
-                group = ".".join(parents[: depth + 1])
-                raise ConfigError(f"--set {dotted}: '{group}' is a single setting in {where}, not a group of settings")
-        node[leaf] = value
-    try:
-        cfg = EvolveConfig.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        # the --set whose key is the field, holds it, or (a value of the wrong type there) lies inside it
-        given = [k for k in overrides or {} if loc == k or loc.startswith(f"{k}.")
-                 or (k.startswith(f"{loc}.") and first["type"] != "value_error")]  # fmt: skip
-        raise ConfigError(validation_message(f"--set {given[0]}" if given else str(where), e)) from None
+    cfg = validated(EvolveConfig, raw, overrides or {}, where)
     return _resolve_paths(cfg, base)

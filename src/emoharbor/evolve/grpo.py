@@ -9,7 +9,7 @@ starts (``contexts.jsonl``, so a resumed stage trains on the same ones) and pass
 (``evolve eval``: the start model and the trained one, per judge and dimension).
 
 The stage folder holds the adapter and card (as SFT's and DPO's), ``contexts.jsonl``, ``rewards.jsonl``
-(every reward with its step, status, parts and penalties), ``eval/`` and ``report.md``.
+(every reward with its step, status, parts and penalties), ``eval/``, ``report.md`` and ``report.html``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ..reward.trl_reward import UserRewardFunc
 from ..simulate.chain_user import ChainSettings
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
+from .grpo_report import REPORT, REPORT_HTML, write_reports
 from .guard import EvalGuard, load_guard
 from .trainer import (
     Log,
@@ -50,7 +51,6 @@ from .trainer import (
 
 CONTEXTS = "contexts.jsonl"
 REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.jsonl
-REPORT = "report.md"
 
 
 def eval_profile_ids(cfg: EvolveConfig) -> set[str]:
@@ -226,43 +226,6 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
             start = model_dir if model_dir is not None else cfg.base_model
             table = evaluate_models(Path(g.eval_config), [("before", start), ("after", out)], out / "eval", log=say)
             summary["eval"] = table
-        (out / REPORT).write_text(report_md(out, summary, table), encoding="utf-8")
-        say(f"grpo: report at {out / REPORT}")
+        write_reports(out, summary, table)
+        say(f"grpo: report at {out / REPORT} and {out / REPORT_HTML}")
     return summary
-
-
-def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
-    """The stage's report: the reward per step, the penalty counts and the held-out evaluation."""
-    from ..tables import num, text_table
-
-    t = summary["rewards"]
-    pens = {k.removeprefix("penalty:"): v for k, v in t.items() if k.startswith("penalty:")}
-    curve = text_table(["step", "completions", "scored", "unscored", "errors", "mean reward", "penalties"],
-                       [[str(c["step"]), str(c["completions"]), str(c["scored"]), str(c["unscored"]), str(c["errors"]),
-                         num(c["mean_reward"], 3), ", ".join(f"{k} {v}" for k, v in c["penalties"].items()) or "-"]
-                        for c in summary["curve"]], md=True)  # fmt: skip
-    sources = ", ".join(f"{k}: {v.get('used', 0)} used of {v.get('found', 0)} ({v.get('held_out', 0)} held out)"
-                        for k, v in summary["contexts"].items())  # fmt: skip
-    lines = [
-        f"# GRPO against the simulated user: {out.name}",
-        "",
-        f"{summary['train']['steps']} steps in {summary['train']['wall_s']:.0f} s (the stage with its evaluation: "
-        f"{summary['wall_s']:.0f} s). Contexts: {sources}.",
-        "",
-        f"Rewards: {t.get('replies', 0)} replies, {t.get('ok', 0)} scored, {t.get('unscored', 0)} unscored (the "
-        f"user's reaction did not parse: no reward), {t.get('error', 0)} model errors.",
-        "",
-        "## Reward per step",
-        "",
-        curve,
-        "",
-        "## Penalties (replies hitting each, all steps)",
-        "",
-        text_table(["penalty", "replies"], [[k, str(v)] for k, v in sorted(pens.items())], md=True) if pens else "none",
-        "",
-        "## Held-out evaluation: before and after, per judge and dimension",
-        "",
-        eval_table or "not run (--no-eval)",
-        "",
-    ]
-    return "\n".join(lines)

@@ -15,7 +15,7 @@ from .breakdowns import breakdowns_html
 from .health import health_html
 from .heart_section import heart_html
 from .html import esc, est, note, section, table
-from .leaderboard_html import leaderboard_html, radars_html, trajectories_html
+from .leaderboard_html import dimensions_html, leaderboard_html, trajectories_html
 from .other_sections import not_emoharbor_html, validation_html, validation_scatters
 from .runs import RunView, load_run
 from .transcripts import transcripts_html
@@ -34,7 +34,7 @@ def emoharbor_body(view: RunView, rid: str, seed: int) -> str:
     supporters = [r["supporter"] for r in user_board["rows"]]
     parts = [note(n) for n in view.notes]
     parts.append(section("Leaderboard", leaderboard_html(view.boards, rid), level=3))
-    parts.append(section(f"Dimensions per supporter ({user_board['judge']} judge)", radars_html(user_board), level=3))
+    parts.append(section("Dimensions: every supporter on one axis", dimensions_html(view.boards), level=3))
     parts.append(section("Emotion intensity", trajectories_html(view.conversations, supporters, seed), level=3))
     parts.append(section("Where personalisation fails: by profile attribute", breakdowns_html(view), level=3))
     parts.append(section("Run health", health_html(view), level=3))
@@ -46,7 +46,7 @@ def validate_body(view: RunView, rid: str, seed: int) -> str:
     assert view.validation is not None
     parts = [section("Agreement with real help-seekers", validation_html(view.validation, rid), level=3)]
     parts.append(
-        section("Judge scores against the seekers' ratings", validation_scatters(view.validation_scores), level=3)
+        section("Judge scores against the seekers' ratings", validation_scatters(view.validation_scores, seed), level=3)
     )
     parts.append(
         section(
@@ -118,9 +118,13 @@ def build_html(folders: list[Path], *, seed: int = 0, title: str = "") -> str:
     if len(views) > 1:
         body += section("Runs side by side (user-judge)", comparison_table(views), sid="compare")
     body += "".join(html for _, html in sections)
-    page = Template(_asset("template.html"))
-    return page.substitute(
-        title=esc(title or "emoharbor report: " + ", ".join(v.label for v in views)),
+    return page(title or "emoharbor report: " + ", ".join(v.label for v in views), body, nav=nav)
+
+
+def page(title: str, body: str, *, nav: str = "") -> str:
+    """One self-contained HTML page (the report's styles and scripts inline) around ``body``."""
+    return Template(_asset("template.html")).substitute(
+        title=esc(title),
         css=_asset("report.css"),
         js=_asset("report.js"),
         nav=nav,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from ..stats.bootstrap import MIN_N
 from ..tables import NA, bounds, cell, num
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
@@ -19,13 +20,34 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def est(e: dict[str, Any], digits: int = 2, value_key: str = "mean") -> str:
-    """An estimate with its interval and n as HTML: ``3.10 [2.80, 3.40] n=12``; sorts by the estimate."""
-    v, n = e.get(value_key), f" <small>n={e.get('n', 0)}</small>"
+TOO_SMALL = "n too small"
+
+
+def too_small(e: dict[str, Any]) -> bool:
+    """An estimate over fewer than ``MIN_N`` values: shown without an interval ("n too small"), never coloured."""
+    return 0 < int(e.get("n") or 0) < MIN_N
+
+
+def est(e: dict[str, Any], digits: int = 2, value_key: str = "mean", *, with_n: bool = True) -> str:
+    """An estimate with its interval and n as HTML: ``3.10 [2.80, 3.40] n=12``; under ``MIN_N`` values the
+    estimate alone, ``3.10 n too small n=3``; sorts by the estimate. ``digits``: 2 for 1-5 scores, 1 for
+    intensity."""
+    v, n = e.get(value_key), f" <small>n={e.get('n', 0)}</small>" if with_n else ""
     if v is None:
         return f'<span class="na" data-sort="">{NA}</span>{n}'
+    shown = f'<span data-sort="{v:.6f}">{num(v, digits)}</span>'
+    if too_small(e):
+        return f'{shown} <small class="small-n">{TOO_SMALL}</small>{n}'
     ci = bounds(e.get("lo"), e.get("hi"), digits)
-    return f'<span data-sort="{v:.6f}">{num(v, digits)}</span>' + (f" <small>{ci}</small>" if ci else "") + n
+    return shown + (f" <small>{ci}</small>" if ci else "") + n
+
+
+def side_of_zero(e: dict[str, Any]) -> str:
+    """ "above" or "below" for an interval that lies wholly above or below 0, else "" (also under ``MIN_N``)."""
+    lo, hi = e.get("lo"), e.get("hi")
+    if too_small(e) or lo is None or hi is None:
+        return ""
+    return "above" if lo > 0 else "below" if hi < 0 else ""
 
 
 Cell = str | tuple[str, str]  # HTML, or (HTML, extra attributes for the <td>)

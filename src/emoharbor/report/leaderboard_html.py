@@ -1,14 +1,17 @@
-"""The leaderboard, radar charts and emotion-intensity trajectories of an EmoHarbor run, as HTML."""
+"""The leaderboard with the paired differences, the dimension and difference charts and the emotion-intensity
+trajectories of an EmoHarbor run, as HTML."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..assess.dimensions import dimensions, keys
+from ..assess.render import GROUP_MEANS
 from ..simulate.conversation import Conversation
-from ..stats.bootstrap import bootstrap_ci
-from .html import color, esc, est, table
-from .svg import Series, radar, trajectories
+from ..stats.bootstrap import MIN_N, bootstrap_ci
+from ..tables import num
+from .html import Cell, color, esc, est, side_of_zero, table
+from .svg import Dots, Series, forest, intervals, trajectories
 
 
 def summary_table(board: dict[str, Any], tid: str = "") -> str:
@@ -47,8 +50,62 @@ def dimension_table(board: dict[str, Any]) -> str:
     return table(header, rows, cls="dims")
 
 
+def colours(boards: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """One colour per supporter for every chart of a run, in the user-judge's order (as the trajectories)."""
+    board: dict[str, Any] = boards.get("user") or next(iter(boards.values()), {"rows": []})
+    return {r["supporter"]: color(i) for i, r in enumerate(board["rows"])}
+
+
+def difference_table(cells: dict[str, dict[str, Any]], names: list[str], tid: str = "") -> str:
+    """One supporter minus the baseline, a row per score: pairs, the mean difference [95% interval] (green: the
+    interval lies above 0, red: below; nothing coloured and no interval under ``MIN_N`` pairs), P(difference >
+    0) and Holm's p across the dimensions ("-" for the group means, which are not in that family)."""
+    rows: list[list[Cell]] = []
+    for d in names:
+        if d not in cells:
+            continue
+        c = cells[d]
+        side = side_of_zero(c)
+        diff: Cell = (est(c, with_n=False), f'class="{side}"') if side else est(c, with_n=False)
+        holm = "-" if d in GROUP_MEANS else num(c.get("p_holm"), 3)
+        rows.append([esc(d), str(c["n"]), diff, num(c.get("p_above_0")), holm])
+    header = ["score", "pairs", "difference [95% interval]", "P(difference &gt; 0)", "p (Holm)"]
+    return table(header, rows, tid=tid, cls="differences")
+
+
+def differences_html(board: dict[str, Any], run_id: str, palette: dict[str, str]) -> str:
+    """Each supporter minus the baseline on the same profiles and repeats: a table each and one forest plot."""
+    diffs: dict[str, dict[str, dict[str, Any]]] = board.get("differences") or {}
+    if not diffs:
+        return ""
+    base, judge = board["baseline"], board["judge"]
+    names = [*board.get("dimension_keys", keys()), *GROUP_MEANS]
+    parts = [
+        f"<h4>Paired differences: each supporter minus {esc(base)}</h4>",
+        '<p class="hint">The same profiles and repeats on both sides; the mean difference with a paired bootstrap '
+        "95% interval over the pairs. Green: the interval lies above 0 (better than the baseline), red: below. "
+        f"Under {MIN_N} pairs there is no interval (n too small) and nothing is coloured. p (Holm) is adjusted "
+        "across the dimensions; the group means are not in that family.</p>",
+    ]
+    series = []
+    for i, (sup, cells) in enumerate(diffs.items()):
+        parts.append(f"<h4>{esc(sup)} minus {esc(base)}</h4>")
+        parts.append(difference_table(cells, names, tid=f"{run_id}-diff-{judge}-{sup}"))
+        series.append(Dots(sup, palette.get(sup, color(i)), [cells.get(d, {}) for d in names]))
+    chart = forest(
+        names,
+        series,
+        title=f"Each supporter minus {base}, {judge} judge: mean difference and 95% interval",
+        split=len(names) - len(GROUP_MEANS),
+        note=f"right of the line at 0: better than {base}; a dot without a whisker: under {MIN_N} pairs.",
+    )
+    parts.append(f'<div class="charts">{chart}</div>')
+    return "".join(parts)
+
+
 def leaderboard_html(boards: dict[str, dict[str, Any]], run_id: str) -> str:
     parts = []
+    palette = colours(boards)
     for judge, board in boards.items():
         if not board["rows"]:
             parts.append('<p class="note">no conversations in this run yet</p>')
@@ -59,30 +116,38 @@ def leaderboard_html(boards: dict[str, dict[str, Any]], run_id: str) -> str:
             '<p class="hint">mean [95% bootstrap interval] n; scores 1-5; click a column to sort. '
             "The gap is generic minus personal: a large gap is empathy that does not fit the person. "
             "The intensity change is the simulated user's emotion intensity (0-100) at the end minus at the "
-            "start: below 0 is relief.</p>"
+            f"start: below 0 is relief. Under {MIN_N} values: the mean alone (n too small).</p>"
         )
         parts.append(summary_table(board, tid=f"{run_id}-lb-{judge}"))
         parts.append("<details open><summary>Every dimension</summary>" + dimension_table(board) + "</details>")
+        parts.append(differences_html(board, run_id, palette))
     return "".join(parts)
 
 
-def radars_html(board: dict[str, Any]) -> str:
-    charts = []
+def dimension_chart(board: dict[str, Any], palette: dict[str, str]) -> str:
+    """Every supporter's mean and 95% interval per dimension and group mean, on one 1-5 axis."""
+    names = [*board.get("dimension_keys", keys()), *GROUP_MEANS]
+    series = []
     for i, r in enumerate(board["rows"]):
-        d = r["dimensions"]
-        charts.append(
-            '<div class="radarbox">'
-            + radar(
-                keys(),
-                [d[k]["mean"] for k in keys()],
-                [d[k]["lo"] for k in keys()],
-                [d[k]["hi"] for k in keys()],
-                colour=color(i),
-                title=f"{r['supporter']} ({board['judge']} judge)",
-            )
-            + f'<div class="cap">{esc(r["supporter"])}: overall {est(r["overall"])}</div></div>'
-        )
-    return f'<div class="radars">{"".join(charts)}</div>'
+        cells = {**r["dimensions"], **{g: r[g] for g in GROUP_MEANS}}
+        series.append(Dots(r["supporter"], palette.get(r["supporter"], color(i)), [cells.get(d, {}) for d in names]))
+    return intervals(
+        names,
+        series,
+        title=f"Every supporter per dimension, {board['judge']} judge: mean and 95% interval",
+        x_label="score (1-5)",
+        y_label="dimension, then the group means",
+        x_ticks=[1, 2, 3, 4, 5],
+        split=len(names) - len(GROUP_MEANS),
+        note=f"a dot without a whisker: under {MIN_N} scored conversations (n too small).",
+    )
+
+
+def dimensions_html(boards: dict[str, dict[str, Any]]) -> str:
+    """The dimension chart of every judge that scored something."""
+    palette = colours(boards)
+    charts = [dimension_chart(b, palette) for b in boards.values() if b["rows"]]
+    return f'<div class="charts">{"".join(charts)}</div>' if charts else '<p class="note">nothing scored yet</p>'
 
 
 def intensity_lines(convs: list[Conversation]) -> list[tuple[str, list[int]]]:

@@ -3,19 +3,19 @@
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
+from ..stats.correlation import spearman
 from ..tables import num
-from .html import esc, est, heat, note, table
+from .html import esc, est, heat, note, table, too_small
 from .runs import RunView
-from .svg import Point, scatter
+from .svg import Point, jitter, scatter
 
 FAILED, SUCCEEDED = "#c0392b", "#2e86c1"
 
 
 def _cell(c: dict[str, Any], target: str, difference: bool = False) -> str | tuple[str, str]:
-    if c["value"] is None:
+    if c["value"] is None or too_small(c):
         return est(c, value_key="value")
     centre = 0.5 if target == "not_failed" and not difference else 0.0
     return est(c, value_key="value"), heat(c["value"] - centre, 0.5)
@@ -50,32 +50,46 @@ def validation_html(data: dict[str, Any], run_id: str) -> str:
     )
 
 
-def validation_scatters(rows: list[dict[str, Any]]) -> str:
+JITTER = 0.15  # points on the 1-5 grid are moved up to this much on each axis, so that equal ones do not hide
+
+
+def validation_scatters(rows: list[dict[str, Any]], seed: int = 0) -> str:
     """Per judge: its overall score against the seeker's own empathy rating, one dot per conversation,
-    coloured by ESConv's failed label (dots jittered sideways so that equal ratings do not hide each other)."""
+    coloured by ESConv's failed label, with Spearman's rho in the title. The dots are jittered (a fixed offset
+    per conversation, the same in every judge's chart) so that equal ratings do not hide each other."""
     charts = []
     for judge in dict.fromkeys(r["judge"] for r in rows if "judge" in r):
-        points = [
-            Point(
-                r["seeker_empathy"] + (zlib.crc32(r["conversation"].encode()) % 41 - 20) / 100,
-                r["overall"],
-                FAILED if r["failed"] else SUCCEEDED,
-                f"{r['conversation']}: seeker empathy {r['seeker_empathy']}, relevance {r.get('seeker_relevance')}, "
-                f"{judge} overall {num(r['overall'])}",
-            )
+        mine = [
+            r
             for r in rows
             if r.get("judge") == judge and r["overall"] is not None and r.get("seeker_empathy") is not None
         ]
+        points = []
+        for r in mine:
+            dx, dy = jitter(r["conversation"], JITTER, seed)
+            points.append(
+                Point(
+                    r["seeker_empathy"] + dx,
+                    r["overall"] + dy,
+                    FAILED if r["failed"] else SUCCEEDED,
+                    f"{r['conversation']}: seeker empathy {r['seeker_empathy']}, relevance "
+                    f"{r.get('seeker_relevance')}, {judge} overall {num(r['overall'])}",
+                )
+            )
         if points:
+            rho = spearman([r["overall"] for r in mine], [r["seeker_empathy"] for r in mine])
             charts.append(
                 scatter(
                     points,
-                    title=f"{judge}: overall score (n={len(points)})",
-                    x_label="the seeker's own empathy rating",
-                    y_label="judge's overall score",
+                    title=f"{judge}: overall score against the seeker's rating, Spearman rho {num(rho)} "
+                    f"(n={len(points)})",
+                    x_label="the seeker's own empathy rating (1-5)",
+                    y_label="judge's overall score (1-5)",
                     x_ticks=[1, 2, 3, 4, 5],
                     y_ticks=[1, 2, 3, 4, 5],
                     keys=[(FAILED, "failed"), (SUCCEEDED, "not failed")],
+                    note=f"points are jittered by up to ±{JITTER} on both axes so that equal scores do not hide "
+                    "each other; hover a point for its exact values. The interval of rho is in the table above.",
                 )
             )
     if not charts:

@@ -1,74 +1,157 @@
-"""Inline SVG charts: a radar over the 10 dimensions, intensity trajectories with a band, and a scatter."""
+"""Inline SVG charts: estimates with their intervals on one axis (every supporter per dimension; the paired
+differences as a forest plot), intensity trajectories with a band, and a scatter."""
 
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from .html import esc
+from ..tables import NA, interval, num
+from .html import TOO_SMALL, esc, too_small
 
 
 def _pts(points: list[tuple[float, float]]) -> str:
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
 
 
-def radar(
-    labels: list[str],
-    mean: list[float | None],
-    lo: list[float | None],
-    hi: list[float | None],
-    *,
-    colour: str,
-    title: str,
-    size: int = 300,
-    lowest: float = 1.0,
-    highest: float = 5.0,
-) -> str:
-    """One supporter's scores (1-5) on each axis: the mean as a filled polygon, the 95% interval as dashed
-    outlines; the rings are the levels 1 to 5 (the centre is 0). A dimension without a score sits at the
-    centre and is marked n/a in its label."""
-    width = size + 120  # room for the labels left and right
-    cx, cy = width / 2, size / 2
-    r = size / 2 - 28
-    n = len(labels)
+@dataclass
+class Dots:
+    """One series of a dot-and-interval chart: per row an estimate ``{"mean", "lo", "hi", "n"}``."""
 
-    def at(i: int, v: float | None) -> tuple[float, float]:
-        frac = 0.0 if v is None else min(max(v, lowest), highest) / highest
-        ang = -math.pi / 2 + 2 * math.pi * i / n
-        return cx + r * frac * math.cos(ang), cy + r * frac * math.sin(ang)
+    name: str
+    colour: str
+    cells: list[dict[str, Any]]
+
+
+def intervals(
+    labels: list[str],
+    series: list[Dots],
+    *,
+    title: str,
+    x_label: str,
+    x_ticks: list[float],
+    y_label: str = "",
+    reference: float | None = None,
+    split: int = 0,
+    digits: int = 2,
+    note: str = "",
+    width: int = 560,
+    cls: str = "dots",
+) -> str:
+    """Every series' estimates on one axis: a row per label, in it each series a dot (offset vertically, in the
+    series' colour) with its 95% interval as a whisker. Under ``MIN_N`` values the dot alone, labelled "n too
+    small"; no estimate: "n/a" at the axis' left end. ``reference``: a vertical line there (0 for differences);
+    ``split``: a rule above that row (the group means after the dimensions); ``cls``: the SVG's classes."""
+    left, right, top, bottom = 150, 70, 8, 36
+    step = 11
+    band = max(20, step * len(series) + 8)
+    height = top + band * len(labels) + bottom
+    pw = width - left - right
+    x0, x1 = x_ticks[0], x_ticks[-1]
+
+    def x_of(v: float) -> float:
+        return left + pw * (min(max(v, x0), x1) - x0) / (x1 - x0)
 
     parts = [
-        f'<svg class="chart radar" role="img" viewBox="0 0 {width} {size}" width="{width}" height="{size}">',
+        f'<svg class="chart {cls}" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
         f"<title>{esc(title)}</title>",
     ]
-    for level in range(int(lowest), int(highest) + 1):
-        ring = [at(i, float(level)) for i in range(n)]
-        parts.append(f'<polygon class="grid" points="{_pts(ring)}"/>')
-    for i, lab in enumerate(labels):
-        x, y = at(i, highest)
-        parts.append(f'<line class="axis" x1="{cx}" y1="{cy}" x2="{x:.1f}" y2="{y:.1f}"/>')
-        lx, ly = cx + (r + 10) * (x - cx) / r, cy + (r + 10) * (y - cy) / r
-        anchor = "middle" if abs(lx - cx) < 10 else ("start" if lx > cx else "end")
-        text = lab + (" (n/a)" if mean[i] is None else "")
-        parts.append(f'<text class="label" x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="{anchor}">{esc(text)}</text>')
-    for bound in (lo, hi):
-        if any(v is not None for v in bound):
-            parts.append(
-                f'<polygon class="ci" stroke="{colour}" points="{_pts([at(i, v) for i, v in enumerate(bound)])}"/>'
-            )
-    parts.append(
-        f'<polygon class="mean" fill="{colour}" stroke="{colour}" '
-        f'points="{_pts([at(i, v) for i, v in enumerate(mean)])}"/>'
+    bottom_y = top + band * len(labels)
+    for v in x_ticks:
+        x = x_of(v)
+        parts.append(
+            f'<line class="grid" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom_y}"/>'
+            f'<text class="tick" x="{x:.1f}" y="{bottom_y + 14}" text-anchor="middle">{_tick(v, reference)}</text>'
+        )
+    parts.append(f'<text class="tick" x="{left + pw / 2}" y="{height - 4}" text-anchor="middle">{esc(x_label)}</text>')
+    if y_label:
+        parts.append(
+            f'<text class="tick" transform="translate(12 {top + band * len(labels) / 2}) rotate(-90)" '
+            f'text-anchor="middle">{esc(y_label)}</text>'
+        )
+    if reference is not None:
+        x = x_of(reference)
+        parts.append(f'<line class="zero" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom_y}"/>')
+    if 0 < split < len(labels):
+        rule = top + band * split
+        parts.append(f'<line class="split" x1="20" y1="{rule}" x2="{left + pw}" y2="{rule}"/>')
+    for i, label in enumerate(labels):
+        centre = top + band * i + band / 2
+        parts.append(f'<text class="label" x="{left - 8}" y="{centre + 4:.1f}" text-anchor="end">{esc(label)}</text>')
+        for j, s in enumerate(series):
+            y = centre + step * (j - (len(series) - 1) / 2)
+            parts += _dot(s, i, label, x_of, y, left, digits)
+    return _figure(parts, title, [(s.colour, s.name) for s in series], note)
+
+
+def _dot(s: Dots, i: int, label: str, x_of: Callable[[float], float], y: float, left: int, digits: int) -> list[str]:
+    """One series' estimate in one row: whisker and dot, or the dot and "n too small", or "n/a"."""
+    e = s.cells[i] if i < len(s.cells) else {}
+    mean = e.get("mean")
+    if mean is None:
+        return [f'<text class="na" x="{left + 2}" y="{y + 3:.1f}" fill="{s.colour}">{NA}</text>']
+    out = []
+    small = too_small(e)
+    lo, hi = e.get("lo"), e.get("hi")
+    if not small and lo is not None and hi is not None:
+        out.append(
+            f'<line class="whisker" stroke="{s.colour}" x1="{x_of(lo):.1f}" y1="{y:.1f}" x2="{x_of(hi):.1f}" '
+            f'y2="{y:.1f}"/>'
+        )
+        shown = interval(mean, lo, hi, digits)
+    else:
+        shown = num(mean, digits) + (f" ({TOO_SMALL})" if small else "")
+    x = x_of(mean)
+    tip = f"<title>{esc(s.name)}, {esc(label)}: {shown} n={e.get('n', 0)}</title>"
+    out.append(f'<circle class="est" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{s.colour}">{tip}</circle>')
+    if small:
+        out.append(f'<text class="small-n" x="{x + 7:.1f}" y="{y + 3:.1f}" fill="{s.colour}">{TOO_SMALL}</text>')
+    return out
+
+
+def _tick(v: float, reference: float | None) -> str:
+    """A tick's label: ``3``, ``0.5``; signed around a reference at 0 (``-0.5``, ``0``, ``+0.5``)."""
+    if reference == 0 and v != 0:
+        return f"{v:+g}"
+    return f"{v:g}"
+
+
+def ticks_around_zero(values: list[float | None], most: int = 4) -> list[float]:
+    """Symmetric ticks that cover ``values``: at most ``most`` steps of 0.25, 0.5, 1, 2 or 4 on each side of 0,
+    at least two."""
+    top = max((abs(v) for v in values if v is not None), default=0.0)
+    for size in (0.25, 0.5, 1.0, 2.0, 4.0):
+        k = max(2, math.ceil(top / size - 1e-9))
+        if k <= most:
+            break
+    return [size * i for i in range(-k, k + 1)]
+
+
+def forest(labels: list[str], series: list[Dots], *, title: str, split: int = 0, note: str = "") -> str:
+    """Paired differences per row (a dot and its 95% interval per series) on one axis around a line at 0."""
+    values = [e.get(k) for s in series for e in s.cells for k in ("mean", "lo", "hi")]
+    return intervals(
+        labels,
+        series,
+        title=title,
+        x_label="difference (supporter minus baseline, same profiles and repeats)",
+        y_label="dimension, then the group means",
+        x_ticks=ticks_around_zero(values),
+        reference=0.0,
+        split=split,
+        note=note,
+        cls="dots forest",
     )
-    for i, v in enumerate(mean):
-        if v is not None:
-            x, y = at(i, v)
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"><title>{esc(labels[i])}: '
-                f"{v:.2f}</title></circle>"
-            )
-    parts.append("</svg>")
-    return "".join(parts)
+
+
+def jitter(key: str, spread: float = 0.15, seed: int = 0) -> tuple[float, float]:
+    """A fixed offset in [-spread, spread] on each axis for ``key`` (the same key, the same offset: a chart
+    redrawn from the same run looks the same)."""
+    rng = random.Random(f"{seed}|{key}")
+    return rng.uniform(-spread, spread), rng.uniform(-spread, spread)
 
 
 @dataclass
@@ -137,10 +220,12 @@ def trajectories(series: list[Series], *, title: str, width: int = 520, height: 
     return _figure(parts, title, [(s.colour, s.name) for s in series])
 
 
-def _figure(parts: list[str], title: str, keys: list[tuple[str, str]]) -> str:
-    """The chart's SVG parts closed and framed, with the title and a legend of (colour, meaning)."""
+def _figure(parts: list[str], title: str, keys: list[tuple[str, str]], note: str = "") -> str:
+    """The chart's SVG parts closed and framed, with the title, a legend of (colour, meaning) and a note."""
     legend = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(k)}</span>' for c, k in keys)
-    return f'<figure class="chartbox">{"".join(parts)}</svg><figcaption>{esc(title)} {legend}</figcaption></figure>'
+    below = f'<br><span class="chartnote">{esc(note)}</span>' if note else ""
+    caption = f'<figcaption><b class="charttitle">{esc(title)}</b> {legend}{below}</figcaption>'
+    return f'<figure class="chartbox">{"".join(parts)}</svg>{caption}</figure>'
 
 
 @dataclass
@@ -160,11 +245,12 @@ def scatter(
     x_ticks: list[int],
     y_ticks: list[int],
     keys: list[tuple[str, str]],
+    note: str = "",
     width: int = 360,
     height: int = 260,
 ) -> str:
     """One dot per point over integer ticks (the axes run half a step past the first and last tick);
-    ``keys``: (colour, meaning) for the legend."""
+    ``keys``: (colour, meaning) for the legend; ``note``: a line under it (that the points are jittered)."""
     left, right, top, bottom = 40, 12, 12, 34
     pw, ph = width - left - right, height - top - bottom
     x0, x1, y0, y1 = x_ticks[0] - 0.5, x_ticks[-1] + 0.5, y_ticks[0] - 0.5, y_ticks[-1] + 0.5
@@ -194,4 +280,4 @@ def scatter(
         x, y = xy(p.x, p.y)
         tip = f"<title>{esc(p.tip)}</title>"
         parts.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{p.colour}">{tip}</circle>')
-    return _figure(parts, title, keys)
+    return _figure(parts, title, keys, note)

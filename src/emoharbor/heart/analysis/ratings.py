@@ -91,8 +91,9 @@ def rate(
 
 
 def scopes(verdicts: list[PairVerdict], judges: list[str]) -> list[tuple[str, str, list[PairVerdict]]]:
-    """(judge or "pooled", subset or "all", verdicts) for every combination that has verdicts."""
-    subsets = [ALL, *sorted({v.subset for v in verdicts})]
+    """(judge or "pooled", subset or "all", verdicts) for every combination that has verdicts; with a single
+    subset, "all" alone (the subset's scope would be the same)."""
+    subsets = [ALL, *sorted(named)] if len(named := {v.subset for v in verdicts}) > 1 else [ALL]
     out = []
     for judge in [POOLED, *judges] if len(judges) > 1 else judges:
         for subset in subsets:

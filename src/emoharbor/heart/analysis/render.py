@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ...errors import EmoharborError
@@ -75,7 +76,7 @@ def _interval(r: Row | None) -> str:
 def ratings_md(data: dict[str, Any]) -> str:
     keys: list[str] = data["dimensions"]
     parts = [
-        "# HEART ratings",
+        f"# HEART ratings: {data['run']}",
         "",
         f"Bradley-Terry ratings (Elo scale, 1000 = geometric mean; 400 points = 10:1 odds), "
         f"{data['bootstrap']} bootstrap resamples of histories for 95% intervals, prior {data['prior']} "
@@ -112,21 +113,67 @@ def ratings_md(data: dict[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def counts_text(counts: Mapping[str, Any], empty: str = "none") -> str:
+    """Counts as words: {"ok": 7, "judge_unscored": 4} -> "7 ok, 4 judge unscored"; ``empty`` when there are none."""
+    return ", ".join(f"{n} {str(k).replace('_', ' ')}" for k, n in counts.items()) or empty
+
+
+def by_status(statuses: Mapping[str, int]) -> str:
+    """Units by status: "20 ok, 4 unscored, 0 errors" (those three always, any other status after them)."""
+    main = {"ok": statuses.get("ok", 0), "unscored": statuses.get("unscored", 0), "errors": statuses.get("error", 0)}
+    return counts_text({**main, **{k: v for k, v in statuses.items() if k not in ("ok", "unscored", "error")}})
+
+
+def stage_text(stage: str, s: Mapping[str, Any]) -> str:
+    """What a HEART stage did, as a sentence, from its summary (``pipeline.stage_summary``, or a strategy
+    check's counts)."""
+    done = f"{s.get('done_now', 0)} done now, {s.get('resumed', 0)} already done"
+    if stage == "generate":
+        return (
+            f"generated {s.get('units', 0)} candidates ({by_status(s.get('candidates_by_status', {}))}) for "
+            f"{s.get('histories', 0)} histories; {done}"
+        )
+    if stage == "judge":
+        why = {"pairs_candidate_not_generated": "with a candidate not generated yet",
+               "pairs_candidate_unusable": "with an unusable candidate"}  # fmt: skip
+        left = {why.get(k, k): v for k, v in s.items() if k.startswith("pairs_")}
+        return (
+            f"judged {s.get('pairs', 0)} pairs in both orders by every judge: {s.get('judgements', 0)} judgements "
+            f"({by_status(s.get('judgements_by_status', {}))}); {done}"
+            + (f"; pairs left out: {counts_text(left)}" if left else "")
+        )
+    if stage == "strategies":
+        return (
+            f"labelled the sentences of {s.get('replies', 0)} replies ({by_status(s.get('replies_by_status', {}))}); "
+            f"{done}; candidates without a usable reply, left out: {s.get('candidates_unusable', 0)}"
+        )
+    if stage == "strategy-check":
+        return f"labelled {s.get('messages', 0)} ESConv messages; {done}"
+    return counts_text({k: v for k, v in s.items() if isinstance(v, int)})
+
+
+def _per(nested: Mapping[str, Mapping[str, int]]) -> str:
+    """{who: {status: n}} as "echo: 4 ok, 1 unscored; human: 3 ok"."""
+    return "; ".join(f"{who}: {counts_text(by)}" for who, by in nested.items()) or "none"
+
+
 def overview_md(ov: dict[str, Any], counts: dict[str, Any]) -> str:
-    lines = [f"- histories used: {dict(ov['histories'])}; speakers inferred: {ov['speakers_inferred']}"]
+    lines = [f"- histories used: {counts_text(ov['histories'])}; speakers inferred in {ov['speakers_inferred']}"]
     for s in ov["sources"]:
         lines.append(
             f"- source {s['name']} ({s['source']}): examined {s['examined']}, usable {s['usable']}, "
-            f"used {s['used']}, speakers inferred {s['inferred']}, skipped {s['skipped'] or 0}"
+            f"used {s['used']}, speakers inferred {s['inferred']}, skipped {sum((s['skipped'] or {}).values())}"
+            + (f" ({counts_text(s['skipped'])})" if s["skipped"] else "")
         )
         lines += [f"  - {n}" for n in s["notes"][:5]]
-    lines.append(f"- candidates (competitor:status): {ov['candidates']}")
-    lines.append(f"- candidate replies written as the seeker ('Seeker: ...'): {ov['candidates_written_as_the_seeker']}")
-    lines.append(f"- judgements (judge:status): {ov['judgements']}")
-    lines.append(f"- pair verdicts: {counts}")
+    lines.append(f"- candidate replies by status: {_per(ov['candidates'])}")
+    seeker = counts_text(ov["candidates_written_as_the_seeker"])
+    lines.append(f"- candidate replies written as the seeker ('Seeker: ...'): {seeker}")
+    lines.append(f"- judgements by status: {_per(ov['judgements'])}")
+    lines.append(f"- pair verdicts: {counts_text(counts)}")
     for name, st in ov["stages"].items():
-        lines.append(f"- stage {name}: {st}")
-    lines.append(f"- events: {ov['events'] or 'none'}")
+        lines.append(f"- stage {name}: {stage_text(name, st)}")
+    lines.append(f"- events: {counts_text(ov['events'])}")
     for role, u in ov["usage_by_role"].items():
         lines.append(
             f"- calls ({role}): {int(u['calls'])} ({int(u['cached'])} cached, {int(u['errors'])} failed), "
@@ -139,12 +186,13 @@ def overview_md(ov: dict[str, Any], counts: dict[str, Any]) -> str:
 
 
 def agreement_md(data: dict[str, Any]) -> str:
-    parts = ["# HEART agreement and judge biases", ""]
+    parts = [f"# HEART agreement and judge biases: {data['run']}", ""]
     parts += [f"- {n}" for n in data["notes"]]
     parts.append(f"- human judgments: {data['human_judgments']} from {data['human_raters']} raters")
     for imp in data["human_imports"]:
         parts.append(
-            f"- import {imp['source']}: {imp['rows']} rows, {imp['imported']} imported, skipped {imp['skipped'] or 0}"
+            f"- import {imp['source']}: {imp['rows']} rows, {imp['imported']} imported, skipped "
+            f"{counts_text(imp['skipped'], empty='0')}"
         )
         parts += [f"  - {n}" for n in imp["notes"][:5]]
     for title, key in [
@@ -160,11 +208,12 @@ def agreement_md(data: dict[str, Any]) -> str:
 
 def strategies_md(data: dict[str, Any]) -> str:
     parts = [
-        "# HEART support strategies",
+        f"# HEART support strategies: {data['run']}",
         "",
         f"Sentence-level labels by {data['labeller']} (one of {len(data['strategies'])} strategies per "
-        f"sentence); shares are of labelled sentences. Replies by status: {data['replies_by_status']}; "
-        f"sentences {data['sentences']}, unlabelled {data['unlabelled_sentences']}; events {data['events']}.",
+        f"sentence); shares are of labelled sentences. Replies by status: {by_status(data['replies_by_status'])}; "
+        f"sentences {data['sentences']}, unlabelled {data['unlabelled_sentences']}; events "
+        f"{counts_text(data['events'])}.",
     ]
     for subset in dict.fromkeys(r["subset"] for r in data["profiles"]):
         rows = [r for r in data["profiles"] if r["subset"] == subset]

@@ -26,20 +26,35 @@ from .verdicts import combine_orders
 SEEKER_LABEL = re.compile(r"^\s*\**\s*(?:seeker|user|help-seeker)\s*\**\s*:", re.I)
 
 
+def run_name(store: RunStore, config: HeartConfig) -> str:
+    """The run as the reports' titles name it: its folder's name, after the configured name where the folder's
+    name does not start with it."""
+    folder = store.folder.name or str(store.folder)
+    return folder if folder.startswith(config.name) else f"{config.name} (folder {folder})"
+
+
+def _by(pairs: list[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """(who, status) pairs as {who: {status: count}}, in the order first seen."""
+    out: dict[str, Counter[str]] = {}
+    for who, status in pairs:
+        out.setdefault(who, Counter())[status] += 1
+    return {who: dict(c) for who, c in out.items()}
+
+
 def overview(store: RunStore) -> dict[str, Any]:
     """What was loaded, skipped, generated, judged and counted in this run."""
     replies = records.candidates(store).values()
-    cands = Counter(f"{c.competitor}:{c.status}" + (f" ({c.reason})" if c.reason else "") for c in replies)
-    judged = Counter(f"{c.judge}:{c.status}" for c in records.comparisons(store))
+    cands = _by([(c.competitor, c.status + (f" ({c.reason})" if c.reason else "")) for c in replies])
+    judged = _by([(c.judge, c.status) for c in records.comparisons(store)])
     as_seeker = Counter(c.competitor for c in replies if SEEKER_LABEL.match(c.text))
     return {
         "histories": dict(Counter(d["subset"] for _, d in store.items("history"))),
         "speakers_inferred": sum(1 for _, d in store.items("history") if d["speakers_inferred"]),
         "sources": [d for _, d in store.items("load_report")],
         "stages": dict(store.items("stage")),
-        "candidates": dict(cands),
+        "candidates": cands,
         "candidates_written_as_the_seeker": dict(as_seeker),
-        "judgements": dict(judged),
+        "judgements": judged,
         "events": store.event_counts(),
         "usage_by_role": store.usage_by_role(),
     }
@@ -56,7 +71,7 @@ def ratings_report(store: RunStore, config: HeartConfig, *, bootstrap: int | Non
         reps=config.bootstrap if bootstrap is None else bootstrap,
         seed=config.seed,
     )
-    return {**data, "overview": overview(store)}
+    return {"run": run_name(store, config), **data, "overview": overview(store)}
 
 
 def _endpoint(spec: Any) -> tuple[str, tuple[str, ...]]:
@@ -88,6 +103,7 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
     words = {(d["history_id"], d["competitor"]): int(d["words"]) for _, d in store.items("candidate")}
     lexicon = load_lexicon(resolve_path(base_dir, config.lexicon_file) if config.lexicon_file else None)
     return {
+        "run": run_name(store, config),
         "judges": judges,
         "dimensions": keys,
         "human_imports": [d for _, d in store.items("human_import")],
@@ -112,6 +128,7 @@ def strategies_report(store: RunStore, config: HeartConfig, base_dir: Path) -> d
     records = [d for _, d in store.items("strategy")]
     names = list(strategies)
     return {
+        "run": run_name(store, config),
         "strategies": names,
         "labeller": config.labeller_spec().model,
         "profiles": strategy_profiles(records, config.competitors(), names),

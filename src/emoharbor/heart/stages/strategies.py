@@ -185,10 +185,10 @@ async def label_reply(
 
 
 def strategy_profiles(records: list[dict[str, Any]], competitors: list[str], names: list[str]) -> list[dict[str, Any]]:
-    """Per competitor and subset ("all" too): replies, sentences, unlabelled sentences, and the share
-    of labelled sentences that carry each strategy."""
+    """Per competitor and subset ("all" too; with a single subset, "all" alone): replies, sentences, unlabelled
+    sentences, and the share of labelled sentences that carry each strategy."""
     rows = []
-    subsets = ["all", *sorted({r["subset"] for r in records})]
+    subsets = ["all", *sorted(named)] if len(named := {r["subset"] for r in records}) > 1 else ["all"]
     for subset in subsets:
         for comp in competitors:
             rs = [r for r in records if r["competitor"] == comp and subset in ("all", r["subset"])]

@@ -121,4 +121,12 @@
     });
     focusRow(firstOpen < 0 ? 0 : firstOpen);
   }
+  // after a submit with answers missing: the "please answer" banner in view (the row focus above may have
+  // scrolled it away), focused so that a screen reader reads it; the keys still act on the current row
+  var banner = document.querySelector(".banner.alert");
+  if (banner) {
+    banner.setAttribute("tabindex", "-1");
+    banner.scrollIntoView({ block: "center" });
+    banner.focus({ preventScroll: true });
+  }
 })();

@@ -1,0 +1,89 @@
+"""The report of a GRPO stage: the reward per step (a chart with each step's 95% interval over its completions,
+and a table), the penalties hit, and the held-out evaluation before and after; as Markdown and as one
+self-contained HTML page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..report.html import esc, table
+from ..report.svg import Dots, intervals
+from ..stats.bootstrap import bootstrap_ci
+from ..tables import num, text_table
+
+REPORT = "report.md"
+REPORT_HTML = "report.html"
+
+
+def _rewards_by_step(out: Path) -> dict[int, list[float]]:
+    by: dict[int, list[float]] = {}
+    for f in sorted(out.glob("rewards*.jsonl")):
+        for ln in f.read_text(encoding="utf-8").splitlines():
+            r = json.loads(ln)
+            if r["reward"] is not None:
+                by.setdefault(int(r.get("step") or 0), []).append(float(r["reward"]))
+    return by
+
+
+def _parts(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    t = summary["rewards"]
+    sources = ", ".join(f"{k}: {v.get('used', 0)} used of {v.get('found', 0)} ({v.get('held_out', 0)} held out)"
+                        for k, v in summary["contexts"].items())  # fmt: skip
+    head = (f"{summary['train']['steps']} steps in {summary['train']['wall_s']:.0f} s (the stage with its "
+            f"evaluation: {summary['wall_s']:.0f} s). Contexts: {sources}.")  # fmt: skip
+    counts = (f"Rewards: {t.get('replies', 0)} replies, {t.get('ok', 0)} scored, {t.get('unscored', 0)} unscored "
+              f"(the user's reaction did not parse: no reward), {t.get('error', 0)} model errors.")  # fmt: skip
+    curve = [[str(c["step"]), str(c["completions"]), str(c["scored"]), str(c["unscored"]), str(c["errors"]),
+              num(c["mean_reward"], 3), ", ".join(f"{k} {v}" for k, v in c["penalties"].items()) or "-"]
+             for c in summary["curve"]]  # fmt: skip
+    penalties = sorted((k.removeprefix("penalty:"), v) for k, v in t.items() if k.startswith("penalty:"))
+    return {"head": head, "counts": counts, "curve": curve, "penalties": [[k, str(v)] for k, v in penalties]}
+
+
+CURVE = ["step", "completions", "scored", "unscored", "errors", "mean reward", "penalties"]
+
+
+def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
+    p = _parts(out, summary)
+    return "\n".join([
+        f"# GRPO against the simulated user: {out.name}", "", p["head"], "", p["counts"], "",
+        "## Reward per step", "", text_table(CURVE, p["curve"], md=True), "",
+        "## Penalties (replies hitting each, all steps)", "",
+        text_table(["penalty", "replies"], p["penalties"], md=True) if p["penalties"] else "none", "",
+        "## Held-out evaluation: before and after, per judge and dimension", "",
+        eval_table or "not run (--no-eval)", "",
+    ])  # fmt: skip
+
+
+def reward_chart(out: Path, seed: int = 0) -> str:
+    """The mean reward per step with a bootstrap 95% interval over that step's scored completions."""
+    by = _rewards_by_step(out)
+    cells = []
+    for step in sorted(by):
+        e = bootstrap_ci(by[step], seed=seed)
+        cells.append({"mean": e.value, "lo": e.lo, "hi": e.hi, "n": e.n})
+    return intervals([f"step {s}" for s in sorted(by)], [Dots("mean reward", "#1f77b4", cells)],
+                     title="Reward per step: the mean over the step's scored replies and its 95% interval",
+                     x_label="reward (-1..1 for a reaction; penalties below)", x_ticks=[-2, -1, -0.5, 0, 0.5, 1],
+                     reference=0.0, note="read top to bottom: the training steps in order.")  # fmt: skip
+
+
+def report_html(out: Path, summary: dict[str, Any], eval_table: str) -> str:
+    from ..report.build import page
+
+    p = _parts(out, summary)
+    body = (f"<p>{esc(p['head'])}</p><p>{esc(p['counts'])}</p><h2>Reward per step</h2>"
+            f'<div class="charts">{reward_chart(out)}</div>{table(CURVE, [[esc(c) for c in r] for r in p["curve"]])}'
+            "<h2>Penalties (replies hitting each, all steps)</h2>"
+            + (table(["penalty", "replies"], p["penalties"]) if p["penalties"] else "<p>none</p>")
+            + "<h2>Held-out evaluation: before and after, per judge and dimension</h2>"
+            + f"<pre>{esc(eval_table or 'not run (--no-eval)')}</pre>"
+            + "<p>Both evaluation runs in full: <code>emoharbor report eval/before eval/after</code>.</p>")  # fmt: skip
+    return page(f"GRPO against the simulated user: {out.name}", body)
+
+
+def write_reports(out: Path, summary: dict[str, Any], eval_table: str) -> None:
+    (out / REPORT).write_text(report_md(out, summary, eval_table), encoding="utf-8")
+    (out / REPORT_HTML).write_text(report_html(out, summary, eval_table), encoding="utf-8")
