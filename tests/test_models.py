@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,3 +207,21 @@ def test_a_served_model_without_endpoint_or_key_takes_the_openai_environment(mon
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         ModelSpec(model="gpt-4o-mini")
+
+
+async def test_a_reply_cut_off_at_max_tokens_says_so() -> None:
+    """A JSON answer that stopped at max_tokens is unscored with the reason a user can act on."""
+    from emoharbor.models.base import ChatResult
+
+    class Cut:
+        name = "cut"
+
+        async def chat(self, messages: Any, **kw: Any) -> ChatResult:
+            return ChatResult(text='{"score": 4, "reason": "the reply was warm and', finish_reason="length")
+
+        async def aclose(self) -> None:
+            return None
+
+    got = await ask_json(Cut(), HI, {"type": "object"}, retries=0, max_tokens=256)
+    assert got.data is None
+    assert "cut off at max_tokens 256" in got.error and "raise max_tokens" in got.error

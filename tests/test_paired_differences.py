@@ -76,3 +76,16 @@ def test_the_differences_are_rows_of_the_leaderboard_csv_and_in_its_json() -> No
     back = json.loads(render(board, "json"))
     assert back["baseline"] == "base" and back["differences"]["better"]["warmth"]["n"] == 6
     assert back["differences"]["tiny"]["warmth"]["lo"] is None
+
+
+def test_differences_that_are_all_zero_or_one_sided_with_ties_are_not_significant() -> None:
+    """Whole-point scores tie often: no difference at all is p = 1, and resamples whose mean is exactly 0 count
+    against a one-sided result (they were once left out, and five ties read as p = 0.0005)."""
+    from emoharbor.stats.bootstrap import paired_difference
+
+    none = paired_difference([0, 0, 0, 0, 0])
+    assert none["p"] == 1.0 and none["p_above_0"] == 0.0 and (none["lo"], none["hi"]) == (0.0, 0.0)
+    tied = paired_difference([-1, 0, -1, 0, 0])  # every resample <= 0, but (3/5)^5 of them are exactly 0
+    assert 0.1 < tied["p"] < 0.2
+    clear = paired_difference([1, 1, 2, 1, 1, 2, 1, 1])
+    assert clear["p"] < 0.01 and clear["p_above_0"] == 1.0

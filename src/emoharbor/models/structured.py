@@ -100,6 +100,9 @@ async def ask_json(
             return out
         except ValueError as e:
             out.error = str(e)
+            if r.finish_reason == "length":  # not a malformed answer: an answer cut short
+                out.error += (f" (the reply was cut off at max_tokens {max_tokens or 'of the model spec'}: raise "
+                              "max_tokens for this role)")  # fmt: skip
         convo = [
             *messages,
             {"role": "assistant", "content": r.text[:2000]},

@@ -53,7 +53,7 @@ def paired_difference(diffs: Sequence[float], *, n_boot: int = 2000, seed: int =
         str, float | int | None]:  # fmt: skip
     """The mean of paired differences (the same profile and repeat on both sides) with a percentile bootstrap
     interval over the pairs, the bootstrap probability that the mean is above 0, and a two-sided bootstrap p
-    (twice the smaller tail). Under ``MIN_N`` pairs: the mean alone."""
+    (twice the smaller tail, ties at 0 in both). Under ``MIN_N`` pairs: the mean alone."""
     x = np.asarray(diffs, dtype=float)
     if x.size == 0:
         return {"mean": None, "lo": None, "hi": None, "n": 0, "p_above_0": None, "p": None}
@@ -64,10 +64,11 @@ def paired_difference(diffs: Sequence[float], *, n_boot: int = 2000, seed: int =
     boots = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
     alpha = (1 - level) / 2
     lo, hi = np.quantile(boots, [alpha, 1 - alpha])
-    above = float((boots > 0).mean())
-    below = float((boots < 0).mean())
-    return {"mean": mean, "lo": float(lo), "hi": float(hi), "n": int(x.size), "p_above_0": above,
-            "p": min(1.0, 2 * min(above, below) + 1 / n_boot)}  # fmt: skip
+    # two-sided: twice the smaller tail, a resample whose mean is exactly 0 counted in both tails (with
+    # differences of whole scale points that happens often; all of them 0 is p = 1, not "significant")
+    tail = min(int((boots <= 0).sum()), int((boots >= 0).sum()))
+    return {"mean": mean, "lo": float(lo), "hi": float(hi), "n": int(x.size), "p_above_0": float((boots > 0).mean()),
+            "p": min(1.0, 2 * (tail + 1) / (n_boot + 1))}  # fmt: skip
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
