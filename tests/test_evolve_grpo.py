@@ -151,6 +151,8 @@ def test_a_killed_grpo_stage_resumes_from_its_checkpoint(tmp_path: Path) -> None
     steps = [json.loads(x)["step"] for x in (out / REWARDS).read_text().splitlines()]
     assert steps == sorted(steps) and sorted(set(steps)) == list(range(1, 9))
     assert all(steps.count(k) == 4 for k in range(1, 9))  # every step's rewards once: none lost, none twice
+    # the counts too, the steps before the kill included
+    assert (card["rewards"]["replies"], card["rewards"]["ok"]) == (32, 32)
 
 
 @pytest.mark.slow

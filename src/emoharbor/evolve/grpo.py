@@ -153,6 +153,15 @@ def reward_curve(out: Path) -> list[dict[str, Any]]:
     return curve
 
 
+def reward_totals(curve: list[dict[str, Any]]) -> dict[str, int]:
+    """The whole stage's counts: replies, ok (scored), unscored, error, and ``penalty:NAME``."""
+    totals: Counter[str] = Counter()
+    for c in curve:
+        totals.update({"replies": c["completions"], "ok": c["scored"], "unscored": c["unscored"], "error": c["errors"]})
+        totals.update({f"penalty:{k}": v for k, v in c["penalties"].items()})
+    return {k: v for k, v in sorted(totals.items()) if v}
+
+
 def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,
              user: ChatModel | None = None) -> dict[str, Any]:  # fmt: skip
     """Train the policy (``model_dir``, an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new
@@ -202,14 +211,9 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
         report = fit(trainer, out, stage="grpo", log=log)
     finally:
         asyncio.run_coroutine_threadsafe(reward.aclose(), trainer.async_loop).result()
-    from accelerate.utils import gather_object
-
-    totals: Counter[str] = Counter()
-    for t in gather_object([dict(reward.totals)]):
-        totals.update(t)
-    curve = reward_curve(out)
+    curve = reward_curve(out)  # every process's rewards, those from before a resume included
     round_no = int(parent.get("round", 0)) + 1 if parent else 0
-    summary = {"stage": "grpo", "round": round_no, "contexts": counts, "rewards": dict(sorted(totals.items())),
+    summary = {"stage": "grpo", "round": round_no, "contexts": counts, "rewards": reward_totals(curve),
                "curve": curve, "train": report.to_dict(), "wall_s": time.monotonic() - started}  # fmt: skip
     base_model = parent["base_model"] if parent else cfg.base_model
     card = {"base_model": base_model, "base": parent.get("base") if parent else src.identity, **summary,
