@@ -30,7 +30,7 @@ SCORES: dict[str, list[dict[str, Any]]] = {
 
 
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> None:
-    async def run_evaluation(cfg: RunConfig, run_dir: Path) -> None:
+    async def run_evaluation(cfg: RunConfig, run_dir: Path, progress: bool = True) -> None:
         seen.append(cfg)
         name = cfg.roles.supporter[0].name
         store = RunStore.create_or_resume(run_dir, "emoharbor", cfg.resolved(), cfg.config_hash())

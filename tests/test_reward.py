@@ -198,3 +198,24 @@ def test_reward_command_names_the_line_and_field_of_bad_input(tmp_path: Path, li
     assert f"{f}: line 1: " in stderr and message in stderr, stderr
     assert "Traceback" not in stderr
     assert not out.exists()
+
+
+async def test_contexts_from_a_simulated_talk_carry_the_state_the_user_was_in(tmp_path: Path) -> None:
+    from emoharbor.reward.context import run_contexts
+    from emoharbor.simulate.conversation import Conversation
+    from emoharbor.store.run_store import RunStore
+    from emoharbor.testing.fake_server import FakeOpenAIServer
+    from report_helpers import small_run
+
+    with FakeOpenAIServer() as srv:
+        run = await small_run(tmp_path / "eh", srv)
+    got = run_contexts(run)
+    store = RunStore.open_existing(run)
+    convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
+    store.close()
+    assert len(got) == sum(sum(t.speaker == "user" for t in c.turns) for c in convs)  # every user turn
+    for ctx in got:
+        conv = next(c for c in convs if c.id == ctx.history)
+        assert ctx.turns[-1].speaker == "user" and ctx.turns == conv.turns[: len(ctx.turns)]
+        state = conv.states[ctx.turn]  # after ctx.turn supporter replies
+        assert (ctx.intensity, ctx.trust) == (state.intensity, state.trust)

@@ -133,13 +133,16 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
               help="the policy to start from (from sft, dpo or grpo); default: base_model, a new adapter")  # fmt: skip
 @click.option("--out", type=OUT_FOLDER, required=True, help="folder for the policy; a killed stage resumes there")
 @click.option("--no-eval", "no_eval", is_flag=True, help="skip the held-out evaluation the stage ends with")
-def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None, out: Path, no_eval: bool) -> None:
+@progress_opt
+def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None, out: Path, no_eval: bool,
+         no_progress: bool) -> None:  # fmt: skip
     """GRPO against the simulated user: its reaction to each reply is the reward; then before/after evaluation."""
     _needs_train()
     from ..evolve.grpo import run_grpo
     from ..evolve.grpo_report import REPORT
 
-    summary = run_grpo(_config(config_path, sets), model_dir, out, log=_log, evaluate=not no_eval)
+    summary = run_grpo(_config(config_path, sets), model_dir, out, log=_log, evaluate=not no_eval,
+                       progress=not no_progress)  # fmt: skip
     t = summary["rewards"]
     _echo_main(f"grpo: {summary['train']['steps']} steps, {t.get('replies', 0)} replies rewarded ({t.get('ok', 0)} "
                f"scored, {t.get('unscored', 0)} unscored, {t.get('error', 0)} errors) in {summary['wall_s']:.0f}s; "
@@ -187,11 +190,12 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
               help="an EmoHarbor run config: its profiles, user and judge are used for every model")  # fmt: skip
 @click.argument("models", nargs=-1, required=True)
 @click.option("--out", type=OUT_FOLDER, required=True, help="folder for one evaluation run per model")
-def eval_(run_config: Path, models: tuple[str, ...], out: Path) -> None:
+@progress_opt
+def eval_(run_config: Path, models: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
     from ..evolve.evaluate import evaluate_models
 
-    click.echo(evaluate_models(run_config, _named(models), out, log=_log))
+    click.echo(evaluate_models(run_config, _named(models), out, log=_log, progress=not no_progress))
 
 
 COMMANDS = [evolve]

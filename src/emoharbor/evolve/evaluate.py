@@ -101,7 +101,8 @@ def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) ->
     return "\n".join(lines)
 
 
-def evaluate_models(config_path: Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log) -> str:
+def evaluate_models(config_path: Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
+                    progress: bool = True) -> str:  # fmt: skip
     run_evaluation = _evaluator()
     base = load_config(config_path)
     for name, folder in models:  # every model and name checked before any run folder is made
@@ -112,7 +113,7 @@ def evaluate_models(config_path: Path, models: list[tuple[str, Path | str]], out
     for name, folder in models:
         run_dir = out / name
         log(f"eval: {name} ({folder}) -> {run_dir}")
-        result = run_evaluation(model_config(base, name, folder), run_dir)
+        result = run_evaluation(model_config(base, name, folder), run_dir, progress=progress)
         if inspect.isawaitable(result):
             asyncio.run(_wait(result))
         release()

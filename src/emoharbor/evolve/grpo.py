@@ -163,7 +163,7 @@ def reward_totals(curve: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,
-             user: ChatModel | None = None) -> dict[str, Any]:  # fmt: skip
+             user: ChatModel | None = None, progress: bool = True) -> dict[str, Any]:  # fmt: skip
     """Train the policy (``model_dir``, an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new
     LoRA adapter) into ``out`` against the simulated user, resuming from a checkpoint there; then the
     held-out evaluation of both (``evaluate``). ``user``: a ChatModel in place of ``grpo.user`` (a
@@ -228,8 +228,10 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
             from .evaluate import evaluate_models
 
             start = model_dir if model_dir is not None else cfg.base_model
-            table = evaluate_models(Path(g.eval_config), [("before", start), ("after", out)], out / "eval", log=say)
+            table = evaluate_models(Path(g.eval_config), [("before", start), ("after", out)], out / "eval", log=say,
+                                    progress=progress)  # fmt: skip
             summary["eval"] = table
+        summary["wall_s_with_eval"] = time.monotonic() - started
         write_reports(out, summary, table)
         say(f"grpo: report at {out / REPORT} and {out / REPORT_HTML}")
     return summary

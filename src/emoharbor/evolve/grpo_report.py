@@ -31,8 +31,10 @@ def _parts(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
     t = summary["rewards"]
     sources = ", ".join(f"{k}: {v.get('used', 0)} used of {v.get('found', 0)} ({v.get('held_out', 0)} held out)"
                         for k, v in summary["contexts"].items())  # fmt: skip
-    head = (f"{summary['train']['steps']} steps in {summary['train']['wall_s']:.0f} s (the stage with its "
-            f"evaluation: {summary['wall_s']:.0f} s). Contexts: {sources}.")  # fmt: skip
+    whole = summary.get("wall_s_with_eval")
+    head = (f"{summary['train']['steps']} steps in {summary['train']['wall_s']:.0f} s (the stage: "
+            f"{summary['wall_s']:.0f} s" + (f"; with its evaluation: {whole:.0f} s" if whole else "")
+            + f"). Contexts: {sources}.")  # fmt: skip
     counts = (f"Rewards: {t.get('replies', 0)} replies, {t.get('ok', 0)} scored, {t.get('unscored', 0)} unscored "
               f"(the user's reaction did not parse: no reward), {t.get('error', 0)} model errors.")  # fmt: skip
     curve = [[str(c["step"]), str(c["completions"]), str(c["scored"]), str(c["unscored"]), str(c["errors"]),
