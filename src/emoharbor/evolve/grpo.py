@@ -30,7 +30,7 @@ from ..reward.trl_reward import UserRewardFunc
 from ..simulate.chain_user import ChainSettings
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
-from .grpo_report import REPORT, REPORT_HTML, write_reports
+from .grpo_report import REPORT, REPORT_HTML, reward_curve, reward_totals, write_reports
 from .guard import EvalGuard, load_guard
 from .trainer import (
     Log,
@@ -132,34 +132,6 @@ def trim_rewards(path: Path, step: int) -> None:
         return
     kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if (json.loads(ln).get("step") or 0) <= step]
     path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
-
-
-def reward_curve(out: Path) -> list[dict[str, Any]]:
-    """Per step, from every process's rewards: completions, scored, unscored, errors, the mean reward of the
-    scored ones, and the penalties hit."""
-    by: dict[int, list[dict[str, Any]]] = {}
-    for f in sorted(out.glob("rewards*.jsonl")):
-        for ln in f.read_text(encoding="utf-8").splitlines():
-            r = json.loads(ln)
-            by.setdefault(int(r.get("step") or 0), []).append(r)
-    curve = []
-    for step, rs in sorted(by.items()):
-        got = [r["reward"] for r in rs if r["reward"] is not None]
-        curve.append({"step": step, "completions": len(rs), "scored": len(got),
-                      "unscored": sum(r["status"] == "unscored" for r in rs),
-                      "errors": sum(r["status"] == "error" for r in rs),
-                      "mean_reward": sum(got) / len(got) if got else None,
-                      "penalties": dict(sorted(Counter(p for r in rs for p in r["penalties"]).items()))})  # fmt: skip
-    return curve
-
-
-def reward_totals(curve: list[dict[str, Any]]) -> dict[str, int]:
-    """The whole stage's counts: replies, ok (scored), unscored, error, and ``penalty:NAME``."""
-    totals: Counter[str] = Counter()
-    for c in curve:
-        totals.update({"replies": c["completions"], "ok": c["scored"], "unscored": c["unscored"], "error": c["errors"]})
-        totals.update({f"penalty:{k}": v for k, v in c["penalties"].items()})
-    return {k: v for k, v in sorted(totals.items()) if v}
 
 
 def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,

@@ -5,6 +5,7 @@ self-contained HTML page."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,37 @@ REPORT = "report.md"
 REPORT_HTML = "report.html"
 
 
-def _rewards_by_step(out: Path) -> dict[int, list[float]]:
-    by: dict[int, list[float]] = {}
-    for f in sorted(out.glob("rewards*.jsonl")):
-        for ln in f.read_text(encoding="utf-8").splitlines():
-            r = json.loads(ln)
-            if r["reward"] is not None:
-                by.setdefault(int(r.get("step") or 0), []).append(float(r["reward"]))
-    return by
+def read_rewards(out: Path) -> list[dict[str, Any]]:
+    """Every reward of the stage in ``out``, from every process's log."""
+    return [
+        json.loads(ln) for f in sorted(out.glob("rewards*.jsonl")) for ln in f.read_text(encoding="utf-8").splitlines()
+    ]
+
+
+def reward_curve(out: Path) -> list[dict[str, Any]]:
+    """Per step, from every process's rewards: completions, scored, unscored, errors, the mean reward of the
+    scored ones, and the penalties hit."""
+    by: dict[int, list[dict[str, Any]]] = {}
+    for r in read_rewards(out):
+        by.setdefault(int(r.get("step") or 0), []).append(r)
+    curve = []
+    for step, rs in sorted(by.items()):
+        got = [r["reward"] for r in rs if r["reward"] is not None]
+        curve.append({"step": step, "completions": len(rs), "scored": len(got),
+                      "unscored": sum(r["status"] == "unscored" for r in rs),
+                      "errors": sum(r["status"] == "error" for r in rs),
+                      "mean_reward": sum(got) / len(got) if got else None,
+                      "penalties": dict(sorted(Counter(p for r in rs for p in r["penalties"]).items()))})  # fmt: skip
+    return curve
+
+
+def reward_totals(curve: list[dict[str, Any]]) -> dict[str, int]:
+    """The whole stage's counts: replies, ok (scored), unscored, error, and ``penalty:NAME``."""
+    totals: Counter[str] = Counter()
+    for c in curve:
+        totals.update({"replies": c["completions"], "ok": c["scored"], "unscored": c["unscored"], "error": c["errors"]})
+        totals.update({f"penalty:{k}": v for k, v in c["penalties"].items()})
+    return {k: v for k, v in sorted(totals.items()) if v}
 
 
 def _parts(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +85,10 @@ def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
 
 def reward_chart(out: Path, seed: int = 0) -> str:
     """The mean reward per step with a bootstrap 95% interval over that step's scored completions."""
-    by = _rewards_by_step(out)
+    by: dict[int, list[float]] = {}
+    for r in read_rewards(out):
+        if r["reward"] is not None:
+            by.setdefault(int(r.get("step") or 0), []).append(float(r["reward"]))
     cells = []
     for step in sorted(by):
         e = bootstrap_ci(by[step], seed=seed)
