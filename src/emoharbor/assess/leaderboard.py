@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..simulate.conversation import Conversation
-from ..stats.bootstrap import MIN_N, Estimate, bootstrap_ci, holm, paired_difference
+from ..stats.bootstrap import bootstrap_ci, holm, paired_difference, shown
 from ..store import records
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
@@ -101,12 +101,12 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
                 "scored": len(scored),
                 "unscored": sum(1 for c in mine if c.id in assessments and under[c.id] is None),
                 "not_assessed": sum(1 for c in mine if c.id not in assessments),
-                "dimensions": {d: _est(e) for d, e in dims.items()},
-                "generic": _est(g),
-                "personal": _est(p),
-                "gap": _est(bootstrap_ci(gaps, seed=seed)),
-                "overall": _est(bootstrap_ci(_row_means(scored), seed=seed)),
-                "intensity_change": _est(bootstrap_ci(changes, seed=seed)),
+                "dimensions": {d: shown(e) for d, e in dims.items()},
+                "generic": shown(g),
+                "personal": shown(p),
+                "gap": shown(bootstrap_ci(gaps, seed=seed)),
+                "overall": shown(bootstrap_ci(_row_means(scored), seed=seed)),
+                "intensity_change": shown(bootstrap_ci(changes, seed=seed)),
                 "evidence": dict(evidence),
                 "terminations": dict(Counter(c.termination for c in mine)),
                 "events": dict(Counter(ev for c in mine for ev, _ in c.events)),
@@ -131,9 +131,3 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
         "usage_by_role": store.usage_by_role(),
         "events": store.event_counts(),
     }
-
-
-def _est(e: Estimate) -> dict[str, Any]:
-    """An estimate; under ``MIN_N`` values without an interval (it would mean nothing)."""
-    small = e.n < MIN_N
-    return {"mean": e.value, "lo": None if small else e.lo, "hi": None if small else e.hi, "n": e.n}

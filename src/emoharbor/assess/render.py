@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import EmoharborError
-from ..stats.bootstrap import MIN_N
+from ..stats.bootstrap import TOO_SMALL, too_small
 from ..store.run_store import RunStore
 from ..tables import csv_table, interval, num, text_table
 from .dimensions import keys
@@ -17,8 +17,8 @@ CSV_HEADER = ["supporter", "metric", "mean", "lo", "hi", "n", "vs", "p_above_0",
 
 
 def _ci(e: dict[str, Any], digits: int = 2) -> str:
-    if e["mean"] is not None and 0 < e.get("n", 0) < MIN_N:
-        return f"{num(e['mean'], digits)} (n too small)"
+    if e["mean"] is not None and too_small(e.get("n")):
+        return f"{num(e['mean'], digits)} ({TOO_SMALL})"
     return interval(e["mean"], e["lo"], e["hi"], digits)
 
 

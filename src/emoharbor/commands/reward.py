@@ -11,23 +11,17 @@ from typing import Any
 import click
 
 from .. import userfiles
-from ..errors import ConfigError
 from ..models.spec import ModelSpec
+from ..overrides import validated
 from .core import model_spec
 from .paths import OUT_FILE
 
 
 def _settings(path: Path | None) -> Any:
-    from pydantic import ValidationError
-
-    from ..errors import validation_message
     from ..reward.settings import RewardSettings
 
     raw = userfiles.read_settings(path, "reward settings") if path else {}
-    try:
-        return RewardSettings.model_validate(raw or {})
-    except ValidationError as e:
-        raise ConfigError(validation_message(str(path), e)) from None
+    return validated(RewardSettings, raw, {}, str(path))
 
 
 @click.command("reward")

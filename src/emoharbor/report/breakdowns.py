@@ -29,14 +29,13 @@ import numpy as np
 from ..assess.dimensions import group_keys
 from ..profiles.schema import Profile
 from ..profiles.stats import CATEGORICAL, TRAITS
-from ..stats.bootstrap import MIN_N, Estimate, bootstrap_ci
+from ..stats.bootstrap import MIN_N, TOO_SMALL, bootstrap_ci, shown, too_small
 from ..store.records import Assessment
 from ..tables import csv_table, interval, num, text_table
 from .html import esc, heat, note, table
 from .runs import RunView
 
 HIGH, LOW = 0.67, 0.33  # a trait at or above HIGH is "high", at or below LOW "low", between them left out
-SMALL = "n too small"
 
 
 def _trait(name: str) -> Callable[[Profile], str | None]:
@@ -92,15 +91,10 @@ def personal_score(a: Assessment | None, scoring: str = "argmax") -> float | Non
     return float(np.mean(vals)) if vals else None
 
 
-def _estimate(e: Estimate) -> dict[str, Any]:
-    small = e.n < MIN_N
-    return {"mean": e.value, "lo": None if small else e.lo, "hi": None if small else e.hi, "n": e.n}
-
-
 def _cell(values: list[float], average: float, seed: int) -> dict[str, Any]:
     e = bootstrap_ci(values, seed=seed)
     assert e.value is not None
-    if e.n < MIN_N:
+    if too_small(e.n):
         return {"mean": e.value, "lo": None, "hi": None, "n": e.n, "difference": None, "side": None}
     assert e.lo is not None and e.hi is not None
     side = "below" if e.hi < average else "above" if e.lo > average else None
@@ -136,11 +130,12 @@ def breakdown(
                 groups[(attr, value)][c.supporter].append(s)
     sups = sorted(per_sup)
     baseline = {sup: bootstrap_ci(per_sup[sup], seed=seed) for sup in sups}
+    average = {sup: float(np.mean(per_sup[sup])) for sup in sups}  # every supporter here has a scored conversation
     rows = []
     for attr in names:
         for value in _values(attr, {v for a, v in groups if a == attr}):
             by = groups[(attr, value)]
-            cells = {sup: _cell(by[sup], float(baseline[sup].value or 0.0), seed) for sup in sups if by.get(sup)}
+            cells = {sup: _cell(by[sup], average[sup], seed) for sup in sups if by.get(sup)}
             rows.append({"attribute": attr, "value": value, "cells": cells})
     return {
         "judge": judge,
@@ -148,7 +143,7 @@ def breakdown(
         "min_n": MIN_N,
         "attributes": names,
         "supporters": sups,
-        "baseline": {s: _estimate(e) for s, e in baseline.items()},
+        "baseline": {s: shown(e) for s, e in baseline.items()},
         "rows": rows,
     }
 
@@ -162,16 +157,16 @@ def worst(data: dict[str, Any], supporter: str, k: int = 3) -> list[tuple[dict[s
 
 
 def _cell_text(c: dict[str, Any]) -> str:
-    if c["n"] < MIN_N:
-        return f"{num(c['mean'])} n={c['n']} ({SMALL})"
+    if too_small(c["n"]):
+        return f"{num(c['mean'])} n={c['n']} ({TOO_SMALL})"
     mark = {"below": " (worse)", "above": " (better)"}.get(c["side"] or "", "")
     return f"{interval(c['mean'], c['lo'], c['hi'])} n={c['n']} {num(c['difference'], signed=True)}{mark}"
 
 
 def _average_text(b: dict[str, Any]) -> str:
     return (
-        f"{num(b['mean'])}, n={b['n']}, {SMALL}"
-        if b["n"] < MIN_N
+        f"{num(b['mean'])}, n={b['n']}, {TOO_SMALL}"
+        if too_small(b["n"])
         else f"{interval(b['mean'], b['lo'], b['hi'])}, n={b['n']}"
     )
 
@@ -190,7 +185,7 @@ def _hint(data: dict[str, Any], *, colour: bool) -> str:
     return (
         f"Personal-dimension mean by the {data['judge']} judge per profile attribute value, with its 95% "
         f"bootstrap interval and n, and its difference from the supporter's own average; {how}. Under "
-        f"{MIN_N} conversations only the mean is shown ({SMALL}): no interval, no difference, no colour."
+        f"{MIN_N} conversations only the mean is shown ({TOO_SMALL}): no interval, no difference, no colour."
     )
 
 
@@ -223,8 +218,8 @@ def render_breakdown(data: dict[str, Any], fmt: str = "text") -> str:
 
 def _cell_html(c: dict[str, Any]) -> str | tuple[str, str]:
     mean = f'<span data-sort="{c["mean"]:.6f}">{num(c["mean"])}</span>'
-    if c["n"] < MIN_N:
-        return f"{mean} <small>n={c['n']}, {SMALL}</small>"
+    if too_small(c["n"]):
+        return f"{mean} <small>n={c['n']}, {TOO_SMALL}</small>"
     small = f"<small>[{num(c['lo'])}, {num(c['hi'])}] n={c['n']}, {num(c['difference'], signed=True)}</small>"
     return (f"{mean} {small}", heat(c["difference"], 1.0)) if c["side"] else f"{mean} {small}"
 

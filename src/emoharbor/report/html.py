@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from ..stats.bootstrap import MIN_N
+from ..stats.bootstrap import TOO_SMALL, too_small
 from ..tables import NA, bounds, cell, num
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
@@ -20,14 +20,6 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-TOO_SMALL = "n too small"
-
-
-def too_small(e: dict[str, Any]) -> bool:
-    """An estimate over fewer than ``MIN_N`` values: shown without an interval ("n too small"), never coloured."""
-    return 0 < int(e.get("n") or 0) < MIN_N
-
-
 def est(e: dict[str, Any], digits: int = 2, value_key: str = "mean", *, with_n: bool = True) -> str:
     """An estimate with its interval and n as HTML: ``3.10 [2.80, 3.40] n=12``; under ``MIN_N`` values the
     estimate alone, ``3.10 n too small n=3``; sorts by the estimate. ``digits``: 2 for 1-5 scores, 1 for
@@ -36,7 +28,7 @@ def est(e: dict[str, Any], digits: int = 2, value_key: str = "mean", *, with_n: 
     if v is None:
         return f'<span class="na" data-sort="">{NA}</span>{n}'
     shown = f'<span data-sort="{v:.6f}">{num(v, digits)}</span>'
-    if too_small(e):
+    if too_small(e.get("n")):
         return f'{shown} <small class="small-n">{TOO_SMALL}</small>{n}'
     ci = bounds(e.get("lo"), e.get("hi"), digits)
     return shown + (f" <small>{ci}</small>" if ci else "") + n
@@ -45,7 +37,7 @@ def est(e: dict[str, Any], digits: int = 2, value_key: str = "mean", *, with_n: 
 def side_of_zero(e: dict[str, Any]) -> str:
     """ "above" or "below" for an interval that lies wholly above or below 0, else "" (also under ``MIN_N``)."""
     lo, hi = e.get("lo"), e.get("hi")
-    if too_small(e) or lo is None or hi is None:
+    if too_small(e.get("n")) or lo is None or hi is None:
         return ""
     return "above" if lo > 0 else "below" if hi < 0 else ""
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..stats.bootstrap import too_small
 from ..stats.correlation import spearman
 from ..tables import num
-from .html import esc, est, heat, note, table, too_small
+from .html import esc, est, heat, note, table
 from .runs import RunView
 from .svg import Point, jitter, scatter
 
@@ -15,7 +16,7 @@ FAILED, SUCCEEDED = "#c0392b", "#2e86c1"
 
 
 def _cell(c: dict[str, Any], target: str, difference: bool = False) -> str | tuple[str, str]:
-    if c["value"] is None or too_small(c):
+    if c["value"] is None or too_small(c["n"]):
         return est(c, value_key="value")
     centre = 0.5 if target == "not_failed" and not difference else 0.0
     return est(c, value_key="value"), heat(c["value"] - centre, 0.5)

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..stats.bootstrap import TOO_SMALL, too_small
 from ..tables import NA, interval, num
-from .html import TOO_SMALL, esc, too_small
+from .html import esc
 
 
 def _pts(points: list[tuple[float, float]]) -> str:
@@ -94,7 +95,7 @@ def _dot(s: Dots, i: int, label: str, x_of: Callable[[float], float], y: float, 
     if mean is None:
         return [f'<text class="na" x="{left + 2}" y="{y + 3:.1f}" fill="{s.colour}">{NA}</text>']
     out = []
-    small = too_small(e)
+    small = too_small(e.get("n"))
     lo, hi = e.get("lo"), e.get("hi")
     if not small and lo is not None and hi is not None:
         out.append(

@@ -134,10 +134,15 @@ def run_contexts(folder: Path) -> list[RewardContext]:
     return out
 
 
+def talk(d: EsconvDialog) -> list[Turn]:
+    """A record's turns as a talk with the simulated user (the seeker's as the user's)."""
+    return [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in d.merged_turns()]
+
+
 def dialog_contexts(d: EsconvDialog, source: str, initial_trust: int) -> list[RewardContext]:
     """The dialogue cut at each seeker turn that has a supporter turn after it."""
     profile = draft_profile(d)
-    turns = [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in d.merged_turns()]
+    turns = talk(d)
     out = []
     for i, t in enumerate(turns):
         if t.speaker == "user" and i + 1 < len(turns) and turns[i + 1].speaker == "supporter":
@@ -168,8 +173,7 @@ def heart_contexts(paths: list[str], *, initial_trust: int) -> list[RewardContex
                 continue
             turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
             d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
-            profile = draft_profile(d)
-            conv = [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in turns]
+            profile, conv = draft_profile(d), talk(d)
             replies = sum(t.speaker == "supporter" for t in conv)
             ctx = _check(RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,
                                        initial_trust, replies, h.id))  # fmt: skip

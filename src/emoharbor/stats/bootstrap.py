@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,19 @@ def bootstrap_ci(
 
 
 MIN_N = 5  # fewer values than this: no interval is shown ("n too small") and nothing is coloured
+TOO_SMALL = "n too small"
+
+
+def too_small(n: int | None) -> bool:
+    """Whether an estimate over ``n`` values (1 to ``MIN_N`` - 1) is shown without an interval."""
+    return 0 < int(n or 0) < MIN_N
+
+
+def shown(e: Estimate) -> dict[str, Any]:
+    """An estimate as tables and charts show it: under ``MIN_N`` values without an interval (it would mean
+    nothing)."""
+    small = too_small(e.n)
+    return {"mean": e.value, "lo": None if small else e.lo, "hi": None if small else e.hi, "n": e.n}
 
 
 def paired_difference(diffs: Sequence[float], *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict[

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..stats.bootstrap import MIN_N
+from ..stats.bootstrap import TOO_SMALL, too_small
 from ..store.run_store import RunStore
 from ..tables import csv_table, interval, num, text_table
 from .analysis import validation_table
@@ -16,8 +16,8 @@ VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}
 def cell_text(c: dict[str, Any]) -> str:
     """``0.41 [0.20, 0.60] n=12``; ``0.41 (n=12)`` without an interval; ``0.41 (n too small, n=3)`` under
     ``MIN_N`` items (as the leaderboard and the report); ``n/a (n=0)``."""
-    if c["value"] is not None and 0 < c["n"] < MIN_N:
-        return f"{num(c['value'])} (n too small, n={c['n']})"
+    if c["value"] is not None and too_small(c["n"]):
+        return f"{num(c['value'])} ({TOO_SMALL}, n={c['n']})"
     text = interval(c["value"], c["lo"], c["hi"])
     return f"{text} n={c['n']}" if c["value"] is not None and c["lo"] is not None else f"{text} (n={c['n']})"
 
