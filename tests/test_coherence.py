@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.report.health import coherence_table, health_html
 from emoharbor.report.runs import RunView
@@ -55,7 +57,9 @@ def made_up(supporter_name: str = "s", *, replay: bool = False, start: int = 70)
 def test_counts_on_a_simulated_chat_and_on_a_replay() -> None:
     assert conversation_coherence(made_up()) == Coherence(incoherent=2, checked=5)
     assert conversation_coherence(made_up(replay=True)) == Coherence(incoherent=2, checked=5)
-    assert Coherence(2, 5).rate == 0.4 and Coherence().rate is None
+    # a share, mean or rank of a few counts in float64, exact to an ulp in any order of summation: approx's
+    # default (relative 1e-6) is ample and still tells 0.5 from 0.4999
+    assert Coherence(2, 5).rate == pytest.approx(0.4) and Coherence().rate is None
 
 
 def test_the_first_turn_is_measured_from_the_initial_state() -> None:

@@ -55,7 +55,9 @@ async def test_agreement_bias_and_rationales_hand_computed(tmp_path: Path) -> No
     assert jh["kappa"] == pytest.approx(1 / 7, abs=1e-4)
     # two items with two raters: (b, a) disagree, (a, a) agree
     hh = next(r for r in data["human_human"] if r["dimension"] == "overall")
-    assert hh["items_with_several_raters"] == 2 and hh["pairs"] == 2 and hh["agree_with_ties"] == 0.5
+    # a share, mean or rank of a few counts in float64, exact to an ulp in any order of summation: approx's
+    # default (relative 1e-6) is ample and still tells 0.5 from 0.4999
+    assert hh["items_with_several_raters"] == 2 and hh["pairs"] == 2 and hh["agree_with_ties"] == pytest.approx(0.5)
     alpha = next(r for r in data["alpha"] if r["dimension"] == "overall")
     # humans: units [b,a], [a,a]: o_aa 2, o_ab = o_ba = 1; n_a 3, n_b 1, n 4: 1 - 3 * 2 / 6 = 0
     assert alpha["humans"] == pytest.approx(0.0)
@@ -70,7 +72,7 @@ async def test_agreement_bias_and_rationales_hand_computed(tmp_path: Path) -> No
     human_beats_blunt = ids["human"] > ids["blunt"]
     assert bias["fair"]["length_n"] == 7
     assert bias["fair"]["longer_wins"] == pytest.approx((5 + human_beats_blunt) / 7, abs=1e-4)
-    assert bias["fair"]["first_shown_wins"] == 0.5 and bias["fair"]["position_n"] == 14
+    assert bias["fair"]["first_shown_wins"] == pytest.approx(0.5) and bias["fair"]["position_n"] == 14
     # self-preference (all scripted: kind and blunt are both served by the judge's own model, so only their
     # pairs with the human count): fair's pairs with the human are kind x2 (won) and blunt on regular:0
     # (the larger neutral id); humans give them kind 1 + 0 + tie 0.5 of 3 (the kind-blunt rows do not count)
@@ -84,10 +86,14 @@ async def test_agreement_bias_and_rationales_hand_computed(tmp_path: Path) -> No
     focus = {r["source"]: r for r in data["rationale_focus"]}
     # the judge's rationale "It validates the feeling and sounds natural." every time
     assert focus["fair"]["rationales"] == 14
-    assert focus["fair"]["empathic_responsiveness"] == 1.0 and focus["fair"]["human_alignment"] == 1.0
-    assert focus["fair"]["attunement"] == 0.0
+    assert focus["fair"]["empathic_responsiveness"] == pytest.approx(1.0) and focus["fair"][
+        "human_alignment"
+    ] == pytest.approx(1.0)
+    assert focus["fair"]["attunement"] == pytest.approx(0.0)
     assert focus["humans"]["rationales"] == 2  # "More specific to her situation", "Sounds more natural"
-    assert focus["humans"]["attunement"] == 0.5 and focus["humans"]["human_alignment"] == 0.5
+    assert focus["humans"]["attunement"] == pytest.approx(0.5) and focus["humans"]["human_alignment"] == pytest.approx(
+        0.5
+    )
     assert any("keyword lexicon" in n for n in data["notes"])
 
 

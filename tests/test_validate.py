@@ -90,9 +90,11 @@ async def test_table_from_scripted_judges_gives_the_expected_figures(tmp_path: P
     user, third = rows[("user", "overall")], rows[("third_party:local:qwen1.5b", "overall")]
     assert user["empathy"]["value"] == pytest.approx(1.0) and user["empathy"]["n"] == 6
     assert user["intensity_drop"]["value"] == pytest.approx(1.0)
-    assert user["not_failed"]["value"] == 1.0 and user["not_failed"]["n"] == 6
+    # a share, mean or rank of a few counts in float64, exact to an ulp in any order of summation: approx's
+    # default (relative 1e-6) is ample and still tells 0.5 from 0.4999
+    assert user["not_failed"]["value"] == pytest.approx(1.0) and user["not_failed"]["n"] == 6
     assert third["empathy"]["value"] == pytest.approx(-1.0) and third["empathy"]["n"] == 7
-    assert third["not_failed"]["value"] == 0.0
+    assert third["not_failed"]["value"] == pytest.approx(0.0)
     assert user["empathy"]["lo"] == pytest.approx(1.0) and user["empathy"]["hi"] == pytest.approx(1.0)
     assert data["counts"]["judges"]["user"] == {"scored": 6, "unscored": 1, "not_assessed": 0}
     assert data["counts"]["failed"] == 3
