@@ -729,7 +729,7 @@ def test_missing_model_packages_are_found_before_anything_is_written(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The demo in an environment set up for tests only (no model packages), and the embedded model
-    without llama-cpp-python. No server may start here."""
+    without its server's package (xllamacpp). No server may start here."""
 
     async def no_server(*_: object, **__: object) -> None:
         raise AssertionError("a local server was started")
@@ -745,10 +745,10 @@ def test_missing_model_packages_are_found_before_anything_is_written(
     monkeypatch.setattr(local.md, "distribution", distribution)
     refused(["demo", "--run-dir", "d", "--quiet"], capsys, "local:qwen1.5b needs its model packages")
     assert not Path("d").exists()
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    monkeypatch.setitem(sys.modules, local.ENGINE, None)
     prepare(Case("", (), (), config(roles={**SCRIPTED, "judge": "local:smollm2"})))
-    refused(["config", "check", "c.yaml"], capsys, "c.yaml: field 'roles.judge'", "needs llama-cpp-python")
-    refused(["run", "c.yaml", "--run-dir", "r", "--quiet"], capsys, "needs llama-cpp-python")
+    refused(["config", "check", "c.yaml"], capsys, "c.yaml: field 'roles.judge'", "needs llama.cpp's server")
+    refused(["run", "c.yaml", "--run-dir", "r", "--quiet"], capsys, "needs llama.cpp's server")
     assert not Path("r").exists()
 
 

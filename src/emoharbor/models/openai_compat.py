@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -65,6 +66,9 @@ class OpenAIChatModel:
         self.identity = identity or f"{spec.model}@{','.join(urls)}"
         self.served_name = spec.model
         self.json_mode = json_mode or ("json_schema" if spec.json_mode == "auto" else spec.json_mode)
+        # how a request is put to this server, after its cache key is made from it (the embedded server takes
+        # a schema as a grammar): the same request has the same key whatever server answers it
+        self.wire: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def _pick(self) -> Endpoint:
         now = time.monotonic()
@@ -176,7 +180,7 @@ class OpenAIChatModel:
     async def _call_once(
         self, ep: Endpoint, req: dict[str, Any]
     ) -> tuple[str, Usage, str, tuple[TokenLogprob, ...] | None]:
-        resp = await ep.client.chat.completions.create(**req)
+        resp = await ep.client.chat.completions.create(**(self.wire(req) if self.wire else req))
         if not getattr(resp, "choices", None) or resp.choices[0].message is None:
             raise EmptyReply("the server answered with no choices")
         choice = resp.choices[0]

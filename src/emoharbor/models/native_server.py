@@ -1,0 +1,57 @@
+"""The process that serves the embedded model: llama.cpp's own C++ server, through the ``xllamacpp`` package
+(prebuilt wheels: nothing to compile), on 127.0.0.1.
+
+``python -m emoharbor.models.native_server --model PATH --port N --context-size N --slots N --threads N``
+
+It answers the OpenAI chat API at ``http://127.0.0.1:PORT/v1`` with ``--slots`` sequences decoded together
+(continuous batching), each slot with ``--context-size`` tokens of context and its own prompt cache; a
+request goes to the slot whose cached prompt shares the longest prefix with it. Prompts evicted from a slot
+are kept in a host-memory cache (``--cache-mib``) and restored when their conversation comes back. The
+process runs until it is sent SIGTERM or SIGKILL (``LocalServer`` starts and stops it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="emoharbor.models.native_server")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--context-size", type=int, default=4096)
+    ap.add_argument("--slots", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache-mib", type=int, default=1024)
+    ap.add_argument("--alias", default="local")
+    a = ap.parse_args(argv)
+
+    import xllamacpp as xlc  # the engine: imported here, so --help answers without it
+
+    p = xlc.CommonParams()
+    p.model.path = a.model
+    p.model_alias = a.alias
+    p.hostnames = ["127.0.0.1"]
+    p.port = a.port
+    p.n_parallel = a.slots
+    p.n_ctx = a.context_size * a.slots  # the server divides n_ctx among its slots
+    p.cont_batching = True
+    p.cache_prompt = True
+    p.cache_ram_mib = a.cache_mib
+    p.cpuparams.n_threads = a.threads
+    p.cpuparams_batch.n_threads = a.threads
+    p.endpoint_metrics = True
+    server = xlc.Server(p)  # serves HTTP on its own threads from here on
+    print(f"emoharbor native server listening on {server.listening_address}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    del server
+
+
+if __name__ == "__main__":
+    main()
