@@ -191,8 +191,9 @@ DEFAULT_SLOTS = 4  # bench/embedded.py on 2 cores: see docs/embedded.md
 
 def server_slots() -> int:
     """Requests the llama.cpp server decodes together: $EMOHARBOR_LOCAL_SLOTS, else DEFAULT_SLOTS. Like the
-    threads, a speed setting: a request's answer does not depend on the slots (temperature 0 gives the
-    same text in any slot), so it is not part of a run's config."""
+    threads, a speed setting and not part of a run's config; like them it can move a near-tie at
+    temperature 0 (a batch sums in another order: 27 of 36 benchmark answers were the same at 1 and 4
+    slots), which is why a cached answer is reused whatever the slots were."""
     return _env_count("EMOHARBOR_LOCAL_SLOTS", DEFAULT_SLOTS, "slots")
 
 
