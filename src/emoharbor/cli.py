@@ -17,7 +17,7 @@ from .errors import EmoharborError
 
 # each command and the module under emoharbor.commands that defines it (in its COMMANDS): a module is
 # imported only when one of its commands runs, so `emoharbor --version` or `emoharbor run --help` does not
-# load every command's libraries (tests/test_cli_set.py checks this table against the modules)
+# load every command's libraries (tests/test_cli_lazy.py checks this table against the modules)
 COMMANDS = {
     "config": "core", "chat": "core", "export": "core",
     "run": "evaluate", "demo": "evaluate", "assess": "evaluate", "leaderboard": "evaluate",

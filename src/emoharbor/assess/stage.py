@@ -3,7 +3,6 @@ rated by each judge as one unit of the run store (kind ``assessment``, key ``con
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from ..models.spec import ModelSpec
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
-from ..store.units import Events, finished, unit
+from ..store.units import Events, finished, in_workers, unit
 from .cards import JudgeCard, judge_model, load_card
 from .judge import check_logprobs, judge_conversation
 
@@ -28,7 +27,7 @@ class Judge:
     card: JudgeCard
     model: ModelSpec
     name: str
-    role: str = "judge"  # "user" for a user-kind card on the user's own model: it shares the user's server
+    role: str = "judge"  # "user" for a user-kind card on the user's own model: its calls count as the user's
 
 
 def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
@@ -134,11 +133,4 @@ async def assess_all(store: RunStore, conv: Conversation, judges: list[Judge], m
         seen, more = extra(j) if extra is not None else (conv, None)
         await assess_unit(store, seen, j, models[j.name], profile, extra=more)
 
-    tasks = [asyncio.ensure_future(one(j)) for j in judges]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:  # one failed or the run was cancelled: the others stop too, their units unfinished
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    await in_workers(judges, one, len(judges))  # a failure stops the others, their units unfinished

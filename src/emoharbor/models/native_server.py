@@ -22,9 +22,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="emoharbor.models.native_server")
     ap.add_argument("--model", required=True)
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--context-size", type=int, default=4096)
-    ap.add_argument("--slots", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--context-size", type=int, required=True)
+    ap.add_argument("--slots", type=int, required=True)  # the defaults are LocalServer's: one place for them
+    ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--cache-mib", type=int, default=1024)
     ap.add_argument("--alias", default="local")
     a = ap.parse_args(argv)

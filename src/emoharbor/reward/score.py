@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ..models.base import ChatModel, ModelCallError
 from ..simulate.chain_user import ChainSettings, ChainUser
 from ..simulate.conversation import Turn, UserState
+from ..store.units import in_workers
 from .context import RewardContext
 from .penalties import penalties
 from .settings import RewardSettings
@@ -92,15 +93,13 @@ class UserReward:
         for i, (c, _) in enumerate(items):
             order.append((rank.get(c.id, 0), i))
             rank[c.id] = rank.get(c.id, 0) + 1
-        tasks = {i: asyncio.ensure_future(self.score(*items[i], seed=seed)) for _, i in sorted(order)}
-        try:
-            await asyncio.gather(*tasks.values())
-        except BaseException:
-            for t in tasks.values():
-                t.cancel()
-            await asyncio.gather(*tasks.values(), return_exceptions=True)
-            raise
-        return [tasks[i].result() for i in range(len(items))]
+        out: dict[int, Scored] = {}
+
+        async def one(i: int) -> None:
+            out[i] = await self.score(*items[i], seed=seed)
+
+        await in_workers([i for _, i in sorted(order)], one, self.s.concurrency)
+        return [out[i] for i in range(len(items))]
 
 
 def tally(scored: Sequence[Scored]) -> dict[str, Any]:
