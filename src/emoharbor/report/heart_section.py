@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..heart.analysis.render import overview_md, rating_tables, win_rate_rows
+from ..heart.analysis.render import length_term_rows, overview_md, rating_tables, win_rate_rows
+from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
 from ..tables import bounds, num
 from .html import dict_rows_table, esc, note, plain, table
+
+LC_SHORT = "length-controlled"
 
 
 def heart_html(folder: Path) -> str:
@@ -34,7 +37,10 @@ def heart_html(folder: Path) -> str:
     parts = [
         f'<p class="hint">Bradley-Terry ratings (Elo scale, 1000 = geometric mean) with 95% intervals over '
         f"{data['bootstrap']} bootstrap resamples of histories. plain: a pair verdict is one win; strength: "
-        "the winner's strength (1-5) counts as wins. A winner that flips with the order is a tie.</p>"
+        "the winner's strength (1-5) counts as wins. A winner that flips with the order is a tie. "
+        f"{LC_SHORT}: the length-controlled figure (AlpacaEval 2's way), the same verdicts fitted with a term for "
+        "the difference in words, read at equal length. Under "
+        f"{MIN_N} histories a figure has no interval ({TOO_SMALL}).</p>"
     ]
     scopes = rating_tables(data)
     for (judge, subset, variant), comps in scopes:
@@ -44,6 +50,7 @@ def heart_html(folder: Path) -> str:
     if not scopes:
         parts.append(note("no pair was scored in both orders, so there is nothing to rate yet"))
     parts.append("<h4>Win rate against the human reply (ties count half)</h4>" + _win_rates(data, keys))
+    parts.append(_length_terms(data, keys))
     parts.append("<h4>Order consistency</h4>" + dict_rows_table(data.get("order_consistency", [])))
     parts.append(
         '<h4>Judge biases</h4><p class="hint">first_shown_wins: share of verdicts for the reply shown first; '
@@ -68,24 +75,67 @@ def heart_html(folder: Path) -> str:
     return "".join(parts)
 
 
+def _figure(value: float | None, low: float | None, high: float | None, histories: int | None, digits: int,
+            *, sort: bool) -> str:  # fmt: skip
+    """A rating or win rate with its interval; under ``MIN_N`` histories "n too small" (no interval)."""
+    if value is None:
+        return '<span class="na">-</span>'
+    attr = f' data-sort="{value:.6f}"' if sort else ""
+    shown = f"<span{attr}>{num(value, digits)}</span>"
+    if too_small(histories):
+        return f'{shown} <small class="small-n">{TOO_SMALL}</small>'
+    ci = bounds(low, high, digits)
+    return shown + (f" <small>{ci}</small>" if ci else "")
+
+
 def _rating(r: dict[str, Any] | None) -> str:
+    """The raw rating (the cell sorts by it) and, under it, the length-controlled one."""
     if r is None or r.get("rating") is None:
         return '<span class="na">-</span>'
-    ci = bounds(r.get("low"), r.get("high"))
-    return f'<span data-sort="{r["rating"]:.3f}">{num(r["rating"])}</span>' + (f" <small>{ci}</small>" if ci else "")
+    raw = _figure(r["rating"], r.get("low"), r.get("high"), r.get("histories"), 2, sort=True)
+    if "lc_rating" not in r:
+        return raw
+    lc = _figure(r["lc_rating"], r.get("lc_low"), r.get("lc_high"), r.get("histories"), 2, sort=False)
+    return f'{raw}<br><small class="lc">{LC_SHORT}</small> {lc}'
+
+
+def _win_rate(r: dict[str, Any]) -> str:
+    raw = _figure(r.get("win_rate"), r.get("low"), r.get("high"), r.get("histories"), 3, sort=True)
+    out = f"{raw} <small>n={r['pairs']}</small>"
+    if "lc_win_rate" in r:
+        lc = _figure(r["lc_win_rate"], r.get("lc_low"), r.get("lc_high"), r.get("histories"), 3, sort=False)
+        out += f'<br><small class="lc">{LC_SHORT}</small> {lc}'
+    return out
 
 
 def _win_rates(data: dict[str, Any], keys: list[str]) -> str:
     rows = [
-        [
-            *[esc(x) for x in g],
-            *[f"{plain(by_dim[k]['win_rate'])} <small>n={by_dim[k]['pairs']}</small>" for k in keys],
-        ]
+        [*[esc(x) for x in g], *[_win_rate(by_dim[k]) if k in by_dim else '<span class="na">-</span>' for k in keys]]
         for g, by_dim in win_rate_rows(data)
     ]
     if not rows:
         return note("no pair with a human reply was scored in both orders")
     return table(["judge", "histories", "competitor", *[esc(k) for k in keys]], rows, cls="heart-winrates")
+
+
+def _length_terms(data: dict[str, Any], keys: list[str]) -> str:
+    rows = []
+    for g, by_dim in length_term_rows(data):
+        cells = []
+        for k in keys:
+            t = by_dim.get(k)
+            if t is None:
+                cells.append('<span class="na">-</span>')
+                continue
+            cells.append(_figure(t.get("gamma"), t.get("low"), t.get("high"), t.get("histories"), 2, sort=True))
+        rows.append([*[esc(x) for x in g], *cells])
+    if not rows:
+        return ""
+    return (
+        '<h4>Length term</h4><p class="hint">gamma of the length-controlled fit: a reply longer by the typical '
+        "difference gains 0.76 gamma in log-odds; 0 = no pull toward length.</p>"
+        + table(["judge", "histories", "variant", *[esc(k) for k in keys]], rows, cls="heart-length")
+    )
 
 
 def _strategies(strat: dict[str, Any]) -> str:

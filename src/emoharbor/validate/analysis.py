@@ -19,6 +19,11 @@ scoring ``argmax`` (the integers it wrote) and ``expected``. Beside the judges:
   lengths, turns, reply similarity), one row each per view some judge used, on every conversation;
 - ``margins``: each judge's statistic minus the best baseline's (of the view that judge saw), on the
   conversations that judge scored, the best chosen anew in every resample;
+- ``length_control``: for each judge row, what the score says beyond the length of the supporter's replies
+  it saw (``LENGTH_FEATURE`` of that view): the partial Spearman rho with each seeker rating, the word count
+  partialled out on ranks, and the cross-validated AUROC of a logistic regression on [words, score] minus
+  that on words alone (``stats.length``), each with its bootstrap interval (the cross-validation redone in
+  every resample);
 - the simulated user's own intensity drop (first minus last state, the Chain-of-Agent's trajectory), a
   check of the inner state, and ``differences``: the user-judge minus the third-party judge on the
   conversations both scored.
@@ -47,6 +52,7 @@ from ..stats.correlation import (
     order_codes,
     spearman_rows,
 )
+from ..stats.length import cv_auroc_gain, partial_spearman_rows
 from ..store import records
 from ..store.records import Assessment
 from ..store.run_store import RunStore
@@ -59,6 +65,14 @@ TARGET_LABELS = {
     "intensity_drop": "rho vs seeker intensity drop",
     "not_failed": "AUROC success vs failed",
 }
+LENGTH_FEATURE = "mean supporter words"  # the baseline every judge has lost to (docs/validate.md)
+LENGTH_LABELS = {
+    "empathy": "partial rho vs empathy | words",
+    "relevance": "partial rho vs relevance | words",
+    "intensity_drop": "partial rho vs intensity drop | words",
+    "not_failed": "AUROC beyond length (words+judge − words)",
+}
+LENGTH_KEYS = {t: f"{t} | words" for t in TARGETS}  # the target column of the length-controlled rows in CSV
 SCORES = ["overall", "generic", "personal", "relief"]
 SCORINGS = ["argmax", "expected"]  # the integers a judge wrote; the probability-weighted scores
 CHAIN_ROW = ("user (inner state)", "simulated intensity drop")
@@ -175,6 +189,7 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
     labels: list[tuple[str, str, str]] = []  # (judge, score, scoring) of each judge column
     columns: list[Column] = []
     beside: list[Baselines] = []
+    lengths: list[Column] = []  # the words of the supporter's replies each column's judge saw
     for judge in judges:
         judged = {k: a for k, a in by_judge[judge].items() if k in ok}
         for scoring in scorings_of(list(judged.values())):
@@ -185,12 +200,17 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
                 labels.append((judge, name, scoring))
                 columns.append(col)
                 beside.append(_baselines_of(col, judged, features, usable))
+                lengths.append(_length_of(col, judged, features))
     states = {k: d["states"] for k, d in ok.items() if len(d["states"]) >= 2}
     chain = {k: float(s[0]["intensity"] - s[-1]["intensity"]) for k, s in states.items()}
     shown = [(view, f) for view in views for f in FEATURES]
     base_cols = [{k: v for k, fs in features[view].items() if (v := fs.get(f)) is not None} for view, f in shown]
     cells = column_cells(ok, [*columns, chain, *base_cols], seed, n_boot)
     margin_cells = column_cells(ok, columns, seed, n_boot, beside)
+    length_rows = [
+        _row(*label, length_cells(ok, col, words, seed, n_boot))
+        for label, col, words in zip(labels, columns, lengths, strict=True)
+    ]
     rows = [_row(*label, c) for label, c in zip(labels, cells[: len(columns)], strict=True)]
     if chain:  # no row where no judge needed the simulated user to live through the replays
         rows.append(_row(*CHAIN_ROW, "", cells[len(columns)]))
@@ -216,6 +236,7 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
         "saw": {j: views_used(list(by_judge[j].values())) for j in judges},
         "views": views,
         "margin_baselines": usable,
+        "length_feature": LENGTH_FEATURE,
         "notes": notes,
     }
     return {
@@ -229,6 +250,8 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
             _row(f"{j} - best baseline", name, scoring, c)
             for (j, name, scoring), c in zip(labels, margin_cells, strict=True)
         ],
+        "length_control": length_rows,
+        "length_labels": LENGTH_LABELS,
         "differences": _difference_rows(by_judge, ok, judges, seed, n_boot),
         "counts": counts,
         "events": store.event_counts(),
@@ -248,6 +271,37 @@ def _baselines_of(col: Column, judged: dict[str, Assessment], features: Features
         b = tuple(values.get(f) for f in usable)
         if usable and None not in b:
             out[k] = tuple(float(v) for v in b if v is not None)
+    return out
+
+
+def _length_of(col: Column, judged: dict[str, Assessment], features: Features) -> Column:
+    """``LENGTH_FEATURE`` of the view the judge saw, for each conversation of ``col`` that has it."""
+    out = {}
+    for k in col:
+        v = features.get(judged[k].saw, {}).get(k, {}).get(LENGTH_FEATURE)
+        if v is not None:
+            out[k] = float(v)
+    return out
+
+
+def length_cells(ok: dict[str, Any], col: Column, words: Column, seed: int, n_boot: int) -> dict[str, dict[str, Any]]:
+    """A judge column's length-controlled cell for every target, on the conversations with a score, a word
+    count and the target (in the column's order, as every other cell): for a seeker rating, the partial
+    Spearman rho of the score with it, the word count partialled out; for ``not_failed``, the
+    cross-validated AUROC of [words, score] minus that of [words] (``stats.length.cv_auroc_gain``). Both with
+    the paired bootstrap's resamples (same seed, same draws)."""
+    out = {}
+    for t in TARGETS:
+        got = {k: v for k in col if k in words and (v := target_of(ok[k]["esconv"], t)) is not None}
+        x, z, y = [col[k] for k in got], [words[k] for k in got], list(got.values())
+        if t == "not_failed":
+            e = cv_auroc_gain(z, x, np.array(y, dtype=bool), seed=seed, n_boot=n_boot)
+        elif got:
+            e = bootstrap_rows(partial_spearman_rows, order_codes(x), order_codes(z), order_codes(y), seed=seed,
+                               n_boot=n_boot)  # fmt: skip
+        else:
+            e = Estimate(None, None, None, 0)
+        out[t] = _est(e)
     return out
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from ..stats.bootstrap import TOO_SMALL, too_small
 from ..store.run_store import RunStore
 from ..tables import csv_table, interval, num, text_table
-from .analysis import validation_table
+from .analysis import LENGTH_KEYS, validation_table
 
+CELL_FIELDS = ("value", "lo", "hi", "n")
 VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}
 
 
@@ -42,6 +43,22 @@ def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def length_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The length-controlled table: one row per judge row, what its score says beyond the word count."""
+    labels = data.get("length_labels", {})
+    header = ["judge", "score", "scoring", *[labels.get(t, t) for t in data["targets"]]]
+    rows = [
+        [r["judge"], r["score"], r.get("scoring", ""), *[cell_text(r["cells"][t]) for t in data["targets"]]]
+        for r in data.get("length_control", [])
+    ]
+    return header, rows
+
+
+def length_title(data: dict[str, Any]) -> str:
+    feature = data["counts"].get("length_feature", "mean supporter words")
+    return f"Beyond length: each judge with the {feature} of the turns it saw controlled for"
+
+
 def summary_lines(data: dict[str, Any]) -> list[str]:
     c = data["counts"]
     cfg = data["config"]
@@ -69,6 +86,13 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             "baselines: no model, from the turns each judge saw; margins: a judge minus the best of "
             f"{', '.join(c['margin_baselines'])}, chosen in every resample"
         )
+    if data.get("length_control"):
+        lines.append(
+            f"beyond length: 'partial rho ... | words' is the judge's rho with the {c.get('length_feature')} of "
+            "the turns it saw partialled out (on ranks); 'AUROC beyond length' is the cross-validated AUROC of a "
+            "logistic regression on words and the judge's score minus that on words alone (stratified 5-fold, "
+            "leave-one-out up to 20 conversations, redone in every resample); 0 = nothing beyond length"
+        )
     lines += [f"note: {x}" for x in c.get("notes", [])]
     judge = cfg.get("judge", {}).get("model")  # runs from before judge cards name one third-party judge
     lines.append(
@@ -93,18 +117,22 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
     header, rows = table_rows(data)
     head = "## " if md else "# "
     bullet = "- " if md else ""
-    parts = [
-        f"{head}Agreement with real help-seekers (ESConv survey)",
-        text_table(header, rows, md),
-        "\n".join(bullet + line for line in summary_lines(data)),
-    ]
+    parts = [f"{head}Agreement with real help-seekers (ESConv survey)", text_table(header, rows, md)]
+    if data.get("length_control"):
+        parts += [f"{head}{length_title(data)}", text_table(*length_rows(data), md)]
+    parts.append("\n".join(bullet + line for line in summary_lines(data)))
     return "\n\n".join(parts)
 
 
 def to_csv(data: dict[str, Any]) -> str:
     rows = [
-        [r["judge"], r["score"], t, *(r["cells"][t][k] for k in ("value", "lo", "hi", "n")), r.get("scoring", "")]
+        [r["judge"], r["score"], t, *(r["cells"][t][k] for k in CELL_FIELDS), r.get("scoring", "")]
         for r in all_rows(data)
+        for t in data["targets"]
+    ]
+    rows += [
+        [r["judge"], r["score"], LENGTH_KEYS[t], *(r["cells"][t][k] for k in CELL_FIELDS), r.get("scoring", "")]
+        for r in data.get("length_control", [])
         for t in data["targets"]
     ]
     return csv_table(["judge", "score", "target", "value", "lo", "hi", "n", "scoring"], rows)

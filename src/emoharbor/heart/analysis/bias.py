@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ...stats.length import length_controlled_bt
 from ...store.records import Comparison
 from ..dimensions import OVERALL, Lexicon, tag_dimensions
 from .verdicts import TIE, OrderVerdict, PairVerdict
@@ -39,6 +40,33 @@ def length_preference(verdicts: Iterable[PairVerdict], words: dict[tuple[str, st
     return _rate(hits, n), n
 
 
+def length_term(
+    verdicts: Iterable[PairVerdict], words: dict[tuple[str, str], int], *, prior: float = 0.1
+) -> float | None:
+    """The length coefficient gamma of the length-controlled Bradley-Terry fit (``stats.length``) of the
+    overall verdicts, ties counting half: the log-odds added for the reply longer by the typical difference
+    (times tanh(1)), the competitors' strengths held apart. 0: no pull toward length; None without verdicts
+    or without any difference in length."""
+    vs = [v for v in verdicts if v.dimension == OVERALL]
+    diff = [words.get((v.history_id, v.a), 0) - words.get((v.history_id, v.b), 0) for v in vs]
+    if not vs or not any(diff):
+        return None
+    names = sorted({c for v in vs for c in (v.a, v.b)})
+    index = {c: i for i, c in enumerate(names)}
+    wins = [(0.5, 0.5) if v.outcome == TIE else (1.0, 0.0) if v.outcome == "a" else (0.0, 1.0) for v in vs]
+    fit = length_controlled_bt(
+        [index[v.a] for v in vs],
+        [index[v.b] for v in vs],
+        [w[0] for w in wins],
+        [w[1] for w in wins],
+        diff,
+        [0] * len(vs),
+        len(names),
+        prior=prior,
+    )
+    return round(fit.gamma, 4)
+
+
 def bias_table(
     judges: list[str],
     judge_vs: list[PairVerdict],
@@ -47,11 +75,15 @@ def bias_table(
     human_rows: list[dict[str, Any]],
     words: dict[tuple[str, str], int],
     own: dict[str, list[str]],
+    *,
+    prior: float = 0.1,
 ) -> list[dict[str, Any]]:
     """One row per judge (and one for the humans when there are human judgments).
 
     position: share of single-order overall verdicts won by the reply shown first (0.5 = none);
-    length: share of decided overall verdicts won by the longer reply; self-preference: the judge's
+    length: share of decided overall verdicts won by the longer reply (``longer_wins``), and the length
+    coefficient of the length-controlled fit (``length_gamma``, ``length_term``: the pull toward length
+    with the competitors' own strengths held apart; 0 = none); self-preference: the judge's
     win rate for the replies of every candidate its own model serves (against the other competitors)
     minus the other judges' (else the humans') for the same replies.
     """
@@ -60,13 +92,15 @@ def bias_table(
     human_overall = [v for v in human_vs if v.dimension == OVERALL]
     for judge in judges:
         mine = [s for s in singles if s.judge == judge and s.dimension == OVERALL]
-        lp, ln = length_preference([v for v in overall if v.rater == judge], words)
+        theirs = [v for v in overall if v.rater == judge]
+        lp, ln = length_preference(theirs, words)
         row: dict[str, Any] = {
             "rater": judge,
             "position_n": len(mine),
             "first_shown_wins": _rate(sum(s.first_won for s in mine), len(mine)),
             "length_n": ln,
             "longer_wins": lp,
+            "length_gamma": length_term(theirs, words, prior=prior),
         }
         comps = set(own.get(judge, []))
         if comps:  # every candidate served by the judge's own model, whatever its prompt
@@ -96,6 +130,7 @@ def bias_table(
                 "first_shown_wins": _rate(sum(r["winner"] == r["first_shown"] for r in shown), len(shown)),
                 "length_n": ln,
                 "longer_wins": lp,
+                "length_gamma": length_term(human_overall, words, prior=prior),
             }
         )
     return rows

@@ -1,5 +1,13 @@
 """Ratings: Bradley-Terry per dimension and overall, per judge and pooled, per subset; win rates vs the
-human; order consistency. Plain data in, plain data out (rendering lives in render.py)."""
+human; order consistency. Plain data in, plain data out (rendering lives in render.py).
+
+Beside each raw rating and win rate, a length-controlled one (the AlpacaEval 2 way, ``stats.length``):
+logit P(a beats b) = theta_a - theta_b + gamma * tanh(d / s), d the words of a's reply minus b's and s the
+root mean square of d over the scope's verdicts; the length-controlled rating is theta on the Elo scale
+(the length term held at 0), the length-controlled win rate against the human the model's P(beats the human)
+at length difference 0, and gamma is listed per scope (``length_terms``). Intervals resample histories
+with the raw ratings' draws. Under ``stats.bootstrap.MIN_N`` histories a figure has no interval (n too
+small), raw and length-controlled alike."""
 
 from __future__ import annotations
 
@@ -10,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ...stats.bootstrap import too_small
+from ...stats.length import length_controlled_bt
 from ...store.records import Comparison
 from ..config import HUMAN
-from .bradley_terry import bootstrap_intervals, fit_bradley_terry
+from .bradley_terry import ELO_BASE, ELO_SCALE, bootstrap_intervals, fit_bradley_terry
 from .verdicts import TIE, PairVerdict, combine_orders, order_consistency
 
 POOLED = "pooled"
@@ -66,28 +76,131 @@ def record_counts(verdicts: Iterable[PairVerdict], name: str) -> tuple[int, int,
     return wins, ties, losses
 
 
+def history_draws(h: int, reps: int, seed: int) -> np.ndarray | None:
+    """How often each of ``h`` histories is drawn in each of ``reps`` resamples (reps, h): the same draws as
+    ``bootstrap_intervals`` makes for the raw ratings. None without resamples."""
+    if reps <= 0 or h == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.stack([np.bincount(rng.integers(0, h, h), minlength=h) for _ in range(reps)]).astype(np.float64)
+
+
+def _bounds(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of the defined samples, as ``bootstrap_intervals`` takes it (NaN: none)."""
+    got = samples[np.isfinite(samples)]
+    if not got.size:
+        return math.nan, math.nan
+    tail = (1.0 - level) / 2.0
+    return float(np.quantile(got, tail, method="lower")), float(np.quantile(got, 1.0 - tail, method="higher"))
+
+
+def verdict_wins(v: PairVerdict, variant: str) -> tuple[float, float]:
+    """The wins of a and of b in a verdict, as the win matrices count them."""
+    if variant == "strength":
+        return v.weight_a, v.weight_b
+    if v.outcome == TIE:
+        return 0.5, 0.5
+    return (1.0, 0.0) if v.outcome == "a" else (0.0, 1.0)
+
+
+def _elo(theta: np.ndarray) -> np.ndarray:
+    out: np.ndarray = ELO_BASE + ELO_SCALE * theta / np.log(10.0)
+    return out
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    out: np.ndarray = 0.5 * (1.0 + np.tanh(0.5 * x))
+    return out
+
+
+def histories_of(verdicts: Iterable[PairVerdict], name: str) -> int:
+    """The histories with a verdict of ``name``'s: the n of its rating's small-n rule."""
+    return len({v.history_id for v in verdicts if name in (v.a, v.b)})
+
+
+def length_fit(
+    verdicts: list[PairVerdict], competitors: list[str], variant: str, *, prior: float, reps: int, seed: int
+) -> dict[str, Any]:
+    """The length-controlled fit of ``verdicts`` (one dimension), with its resamples of histories: strengths
+    (natural log, centred), gamma, and both per resample."""
+    index = {c: i for i, c in enumerate(competitors)}
+    hids = sorted({v.history_id for v in verdicts})
+    h_index = {h: i for i, h in enumerate(hids)}
+    wins = [verdict_wins(v, variant) for v in verdicts]
+    fit = length_controlled_bt(
+        [index[v.a] for v in verdicts],
+        [index[v.b] for v in verdicts],
+        [w[0] for w in wins],
+        [w[1] for w in wins],
+        [v.words_a - v.words_b for v in verdicts],
+        [h_index[v.history_id] for v in verdicts],
+        len(competitors),
+        prior=prior,
+        counts=history_draws(len(hids), reps, seed),
+    )
+    return {"fit": fit, "histories": len(hids), "verdicts": len(verdicts)}
+
+
 def rate(
     verdicts: list[PairVerdict], competitors: list[str], variant: str, *, prior: float, reps: int, seed: int
 ) -> list[dict[str, Any]]:
+    """One row per competitor: the raw rating with its interval, and the length-controlled one (``lc_``)."""
+    return rate_with_length(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed)[0]
+
+
+def rate_with_length(
+    verdicts: list[PairVerdict],
+    competitors: list[str],
+    variant: str,
+    *,
+    prior: float,
+    reps: int,
+    seed: int,
+    lengths: dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``rate``'s rows and the fit's length term (gamma with its interval, the verdicts and histories);
+    ``lengths``: ``length_fit`` of the same verdicts, when it has been made already."""
     per = cluster_matrices(verdicts, competitors, variant)
     ratings = fit_bradley_terry(per.sum(0), prior=prior) if len(per) else np.full(len(competitors), np.nan)
     low, high = bootstrap_intervals(per, prior=prior, reps=reps, seed=seed)
+    got = lengths or length_fit(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed)
+    fit = got["fit"]
+    lc = _elo(fit.theta)
+    lc_boot = _elo(fit.boot_theta)
     rows = []
     for i, c in enumerate(competitors):
         wins, ties, losses = record_counts(verdicts, c)
+        n_hist = histories_of(verdicts, c)
+        small = too_small(n_hist)
+        lc_low, lc_high = _bounds(lc_boot[:, i]) if lc_boot.size else (math.nan, math.nan)
         rows.append(
             {
                 "competitor": c,
                 "rating": number(ratings[i]),
-                "low": number(low[i]),
-                "high": number(high[i]),
+                "low": None if small else number(low[i]),
+                "high": None if small else number(high[i]),
                 "pairs": wins + ties + losses,
                 "wins": wins,
                 "ties": ties,
                 "losses": losses,
+                "histories": n_hist,
+                "lc_rating": number(lc[i]),
+                "lc_low": None if small else number(lc_low),
+                "lc_high": None if small else number(lc_high),
             }
         )
-    return sorted(rows, key=lambda r: -r["rating"] if isinstance(r["rating"], float) else math.inf)
+    g_low, g_high = _bounds(fit.boot_gamma) if fit.boot_gamma.size else (math.nan, math.nan)
+    small = too_small(got["histories"])
+    term = {
+        "variant": variant,
+        "gamma": number(fit.gamma),
+        "low": None if small else number(g_low),
+        "high": None if small else number(g_high),
+        "length_sd": number(fit.scale),
+        "verdicts": got["verdicts"],
+        "histories": got["histories"],
+    }
+    return sorted(rows, key=lambda r: -r["rating"] if isinstance(r["rating"], float) else math.inf), term
 
 
 def scopes(verdicts: list[PairVerdict], judges: list[str]) -> list[tuple[str, str, list[PairVerdict]]]:
@@ -103,7 +216,28 @@ def scopes(verdicts: list[PairVerdict], judges: list[str]) -> list[tuple[str, st
     return out
 
 
-def win_rates_vs_human(verdicts: list[PairVerdict], competitors: list[str]) -> list[dict[str, Any]]:
+def win_rates_vs_human(
+    verdicts: list[PairVerdict],
+    competitors: list[str],
+    *,
+    variant: str = "plain",
+    prior: float = 0.1,
+    reps: int = 0,
+    seed: int = 0,
+    lengths: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Each competitor's win rate against the human reply (ties count half) with an interval over histories,
+    and beside it the length-controlled win rate (``lc_``): the length-controlled model's P(beats the human)
+    at length difference 0, fitted on all of ``verdicts`` (one dimension), with its interval from the same
+    resamples (``lengths``: that fit, when it has been made already). Under ``MIN_N`` histories with the
+    competitor against the human: no intervals."""
+    hids = sorted({v.history_id for v in verdicts})
+    h_index = {h: i for i, h in enumerate(hids)}
+    draws = history_draws(len(hids), reps, seed)
+    fit = None
+    if verdicts:
+        fit = (lengths or length_fit(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed))["fit"]
+    index = {c: i for i, c in enumerate(competitors)}
     rows = []
     for c in competitors:
         if c == HUMAN:
@@ -111,6 +245,22 @@ def win_rates_vs_human(verdicts: list[PairVerdict], competitors: list[str]) -> l
         vs = [v for v in verdicts if {v.a, v.b} == {c, HUMAN}]
         wins, ties, losses = record_counts(vs, c)
         n = wins + ties + losses
+        n_hist = len({v.history_id for v in vs})
+        small = too_small(n_hist)
+        low = high = math.nan
+        if draws is not None and vs:
+            score, pairs = np.zeros(len(hids)), np.zeros(len(hids))
+            for v in vs:
+                score[h_index[v.history_id]] += 0.5 if v.outcome == TIE else float(v.winner() == c)
+                pairs[h_index[v.history_id]] += 1.0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                low, high = _bounds((draws @ score) / (draws @ pairs))
+        lc = lc_low = lc_high = math.nan
+        if fit is not None and HUMAN in index:
+            diff = fit.theta[index[c]] - fit.theta[index[HUMAN]]
+            lc = float(_sigmoid(np.asarray(diff)))
+            if fit.boot_theta.size:
+                lc_low, lc_high = _bounds(_sigmoid(fit.boot_theta[:, index[c]] - fit.boot_theta[:, index[HUMAN]]))
         rows.append(
             {
                 "competitor": c,
@@ -119,6 +269,12 @@ def win_rates_vs_human(verdicts: list[PairVerdict], competitors: list[str]) -> l
                 "ties": ties,
                 "losses": losses,
                 "win_rate": number((wins + 0.5 * ties) / n) if n else None,
+                "low": None if small or not n else number(low),
+                "high": None if small or not n else number(high),
+                "histories": n_hist,
+                "lc_win_rate": number(lc) if n else None,
+                "lc_low": None if small or not n else number(lc_low),
+                "lc_high": None if small or not n else number(lc_high),
             }
         )
     return rows
@@ -138,15 +294,22 @@ def compute_ratings(
     verdicts, _, counts = combine_orders(comparisons)
     ratings: list[dict[str, Any]] = []
     vs_human: list[dict[str, Any]] = []
+    length_terms: list[dict[str, Any]] = []
     for judge, subset, vs in scopes(verdicts, judges):
         for key in keys:
             dim_vs = [v for v in vs if v.dimension == key]
+            scope = {"judge": judge, "subset": subset, "dimension": key}
+            fits = {v: length_fit(dim_vs, competitors, v, prior=prior, reps=reps, seed=seed) for v in VARIANTS}
             for variant in VARIANTS:
-                for row in rate(dim_vs, competitors, variant, prior=prior, reps=reps, seed=seed):
-                    ratings.append({"judge": judge, "subset": subset, "dimension": key, "variant": variant, **row})
+                rows, term = rate_with_length(
+                    dim_vs, competitors, variant, prior=prior, reps=reps, seed=seed, lengths=fits[variant]
+                )
+                ratings += [{**scope, "variant": variant, **row} for row in rows]
+                if dim_vs:
+                    length_terms.append({**scope, **term})
             if HUMAN in competitors:
-                for row in win_rates_vs_human(dim_vs, competitors):
-                    vs_human.append({"judge": judge, "subset": subset, "dimension": key, **row})
+                rows = win_rates_vs_human(dim_vs, competitors, prior=prior, reps=reps, seed=seed, lengths=fits["plain"])
+                vs_human += [{**scope, **row} for row in rows]
     consistency = order_consistency(verdicts)
     by_judge: Counter[str] = Counter()
     same: Counter[str] = Counter()
@@ -172,6 +335,7 @@ def compute_ratings(
         "variants": VARIANTS,
         "ratings": ratings,
         "win_rates_vs_human": vs_human,
+        "length_terms": length_terms,
         "order_consistency": summary + [{**r, "rate": number(r["rate"])} for r in consistency],
         "counts": dict(counts),
     }

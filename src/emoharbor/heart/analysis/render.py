@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import EmoharborError
-from ...tables import cell, csv_table, interval, md_table
+from ...stats.bootstrap import MIN_N, TOO_SMALL, too_small
+from ...tables import csv_table, interval, md_table, num
 from ..dimensions import OVERALL
 
 CSV_TABLES = {
-    "ratings": ["ratings", "win_rates_vs_human", "order_consistency"],
+    "ratings": ["ratings", "win_rates_vs_human", "order_consistency", "length_terms"],
     "agreement": ["judge_human", "human_human", "alpha", "bias", "rationale_focus"],
     "strategies": ["profiles"],
 }
@@ -69,8 +70,45 @@ def win_rate_rows(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], dict
     return out
 
 
-def _interval(r: Row | None) -> str:
-    return "not compared" if r is None else interval(r["rating"], r["low"], r["high"], na="not compared")
+def _interval(r: Row | None, prefix: str = "") -> str:
+    """A rating with its interval (``prefix`` "lc_": the length-controlled one); under ``MIN_N`` histories
+    the rating alone, "n too small"."""
+    if r is None or r.get(f"{prefix}rating") is None:
+        return "not compared"
+    rating = r[f"{prefix}rating"]
+    if too_small(r.get("histories")):
+        return f"{num(rating)} ({TOO_SMALL})"
+    return interval(rating, r.get(f"{prefix}low"), r.get(f"{prefix}high"), na="not compared")
+
+
+def _win_rate(r: Row, prefix: str = "") -> str:
+    """A win rate with its interval over histories and n (pairs); under ``MIN_N`` histories "n too small"."""
+    wr = r.get(f"{prefix}win_rate")
+    if wr is None:
+        return f"n/a (n={r['pairs']})"
+    if too_small(r.get("histories")):
+        return f"{num(wr, 3)} ({TOO_SMALL}, n={r['pairs']})"
+    return f"{interval(wr, r.get(f'{prefix}low'), r.get(f'{prefix}high'), 3)} (n={r['pairs']})"
+
+
+LC = "length-controlled"
+
+
+def length_term_rows(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], dict[str, Row]]]:
+    """The length terms by (judge, subset, variant), each with its rows by dimension."""
+    terms = data.get("length_terms", [])
+    return [
+        (g, {r["dimension"]: r for r in terms if (r["judge"], r["subset"], r["variant"]) == g})
+        for g in dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in terms)
+    ]
+
+
+def _gamma(r: Row | None) -> str:
+    if r is None or r.get("gamma") is None:
+        return "n/a"
+    if too_small(r.get("histories")):
+        return f"{num(r['gamma'])} ({TOO_SMALL})"
+    return interval(r["gamma"], r.get("low"), r.get("high"))
 
 
 def ratings_md(data: dict[str, Any]) -> str:
@@ -80,26 +118,43 @@ def ratings_md(data: dict[str, Any]) -> str:
         "",
         f"Bradley-Terry ratings (Elo scale, 1000 = geometric mean; 400 points = 10:1 odds), "
         f"{data['bootstrap']} bootstrap resamples of histories for 95% intervals, prior {data['prior']} "
-        "pseudo-wins each way per compared pair.",
+        f"pseudo-wins each way per compared pair. Under {MIN_N} histories a figure has no interval ({TOO_SMALL}).",
+        "",
+        f"**{LC}** rows: the same verdicts fitted with a length term, logit P(a beats b) = theta_a - theta_b + "
+        "gamma * tanh(d / s), d = words of a's reply - words of b's, s = the root mean square of d (AlpacaEval 2); "
+        "the rating is theta (the length term held at 0), the win rate against the human the model's "
+        "P(beats the human) at equal length.",
     ]
     parts += [f"- **{k}**: {v}" for k, v in data["variants"].items()]
     if not data["ratings"]:
         parts += ["", "**No pair was scored in both orders, so there is nothing to rate**: see the counts below."]
     for (judge, subset, variant), comps in rating_tables(data):
-        table = [[c, *[_interval(by_dim.get(k)) for k in keys], wtl] for c, by_dim, wtl in comps]
+        table = []
+        for c, by_dim, wtl in comps:
+            table.append([c, *[_interval(by_dim.get(k)) for k in keys], wtl])
+            table.append([f"{c} ({LC})", *[_interval(by_dim.get(k), "lc_") for k in keys], ""])
         parts += [
             "",
             f"## {variant} — judge: {judge}, histories: {subset}",
             "",
             md_table(["competitor", *keys, "overall W-T-L"], table),
         ]
-    wr = [
-        [*g, *[f"{cell(by_dim[k]['win_rate'])} (n={by_dim[k]['pairs']})" for k in keys]]
-        for g, by_dim in win_rate_rows(data)
-    ]
+    wr = []
+    for g, by_dim in win_rate_rows(data):
+        wr.append([*g, "raw", *[_win_rate(by_dim[k]) if k in by_dim else "n/a" for k in keys]])
+        wr.append([*g, LC, *[_win_rate(by_dim[k], "lc_") if k in by_dim else "n/a" for k in keys]])
     if wr:
         parts += ["", "## Win rate against the human reply (ties count half)", ""]
-        parts.append(md_table(["judge", "histories", "competitor", *keys], wr))
+        parts.append(md_table(["judge", "histories", "competitor", "win rate", *keys], wr))
+    terms = [[*g, *[_gamma(by_dim.get(k)) for k in keys]] for g, by_dim in length_term_rows(data)]
+    if terms:
+        parts += [
+            "",
+            "## Length term (gamma: a reply longer by the typical difference s gains 0.76 gamma in log-odds; "
+            "0 = no pull toward length)",
+            "",
+            md_table(["judge", "histories", "variant", *keys], terms),
+        ]
     parts += [
         "",
         "## Order consistency (the winner did not flip when the order was swapped)",

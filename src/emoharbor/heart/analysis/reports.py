@@ -112,7 +112,9 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
         "judge_human": judge_human(judge_vs, human_vs, judges, keys),
         "human_human": human_ceiling(human_vs, keys),
         "alpha": alphas(judge_vs, human_vs, judges, keys),
-        "bias": bias_table(judges, judge_vs, singles, human_vs, human_rows, words, own_models(config)),
+        "bias": bias_table(
+            judges, judge_vs, singles, human_vs, human_rows, words, own_models(config), prior=config.bt_prior
+        ),
         "rationale_focus": rationale_focus(comparisons, human_rows, lexicon, config.dimensions),
         "notes": [
             LEXICON_NOTE,
