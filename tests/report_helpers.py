@@ -75,7 +75,10 @@ class ValidateScript:
                     "understood": "my worry",
                     "needs_met": ["heard"],
                     "needs_missed": ["a plan"],
+                    "answers_last": True,
+                    "facts_right": True,
                     "about_me": True,
+                    "dismissive": False,
                     "disliked": False,
                     "fit": "mixed",
                     "crisis_referral": False,
@@ -86,8 +89,8 @@ class ValidateScript:
             return json.dumps(
                 {
                     "thought": "they are kind" if down else "hm",
-                    "feel_better": 15 if down else -5,
-                    "trust_change": 10 if down else 0,
+                    "better": 7 if down else 3,
+                    "trust": 6 if down else 4,
                 }
             )
         kinds = text.count("zest")

@@ -15,6 +15,11 @@ def last_reply(messages: list[Message]) -> str:
     return messages[0]["content"].rsplit("Supporter:", 1)[-1]
 
 
+def digit(units: int, bound: int) -> int:
+    """The Feeler's 7-point digit for a step of ``units`` (of at most ``bound``): 0 -> 4, bound -> 7."""
+    return round(units / bound * 3 + 4)
+
+
 def scripted_user(react: Callable[[str], tuple[str, int, int]] | None = None, *, garbage: str = "") -> ScriptedModel:
     """``react(reply) -> (fit, feel_better, trust_change)``; default: a reply that asks a question fits well,
     relieves 15 and earns 20 trust, any other fits poorly, worsens 5 and costs 0 trust. ``garbage``: the
@@ -29,10 +34,12 @@ def scripted_user(react: Callable[[str], tuple[str, int, int]] | None = None, *,
         props = (schema or {}).get("properties", {})
         fit, better, trust = decide(last_reply(messages))
         if "fit" in props:
-            return json.dumps({"understood": "my problem", "needs_met": [], "needs_missed": [], "about_me": True,
-                               "disliked": False, "fit": fit, "crisis_referral": False})  # fmt: skip
-        if "feel_better" in props:
-            return garbage or json.dumps({"thought": "they listened", "feel_better": better, "trust_change": trust})
+            return json.dumps({"understood": "my problem", "needs_met": [], "needs_missed": [], "answers_last": True,
+                               "facts_right": True, "about_me": True, "dismissive": False, "disliked": False,
+                               "fit": fit, "crisis_referral": False})  # fmt: skip
+        if "better" in props:
+            return garbage or json.dumps({"thought": "they listened", "better": digit(better, 15),
+                                          "trust": digit(trust, 20)})  # fmt: skip
         return json.dumps({"message": "I have been so tired since the layoff, I can't sleep."})
 
     return ScriptedModel(reply)

@@ -179,7 +179,7 @@ SETTINGS_CASES = [
     settings_case("an empty judge list", {"judges": []}, "field 'judges'", "no judge cards"),
     settings_case("a judge card that does not exist", {"judges": ["nope"]}, "field 'judges'", "no judge card 'nope'"),
     settings_case("the HEART pairwise card in a run", {"judges": ["heart_pairwise"]},
-                  "field 'judges'", "belongs in a HEART config"),
+                  "field 'judges'", "a HEART pairwise judge: give it to"),
     settings_case("the same judge card twice", {"judges": ["user", "user"]},
                   "field 'judges'", "two judges have the same name ['user']"),
     settings_case("a card with scoring: expected on a scripted judge", {"judges": ["card.yaml"]},

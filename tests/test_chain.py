@@ -21,8 +21,9 @@ from emoharbor.simulate.chain_user import (
     disclosure_count,
     feel_scale,
     feel_schema,
-    steps,
+    scale_step,
     story_facts,
+    trust_scale,
 )
 from emoharbor.simulate.conversation import Conversation
 from emoharbor.simulate.loop import converse
@@ -70,14 +71,17 @@ class ChainScript:
                     "understood": "my mistake",
                     "needs_met": ["heard"],
                     "needs_missed": [],
+                    "answers_last": True,
+                    "facts_right": True,
                     "about_me": True,
+                    "dismissive": False,
                     "disliked": False,
                     "fit": "good",
                     "crisis_referral": False,
                 }
             )
         if role == "feel":
-            return json.dumps({"thought": "ok, maybe", "feel_better": 10, "trust_change": 10})
+            return json.dumps({"thought": "ok, maybe", "better": 6, "trust": 6})  # +10 and +13 (of 15 and 20)
         if role == "express":
             return json.dumps(
                 {"message": f"Message number {n} about the night shift {'x' * n}.", "decision": "continue"}
@@ -103,58 +107,59 @@ async def test_a_whole_conversation_with_inner_records() -> None:
     assert conv.termination == "max_turns"
     assert [t.speaker for t in conv.turns] == ["user"] + ["supporter", "user"] * 4
     assert [s.intensity for s in conv.states] == [75, 65, 55, 45, 35]
-    assert [s.trust for s in conv.states] == [40, 50, 60, 70, 80]
+    assert [s.trust for s in conv.states] == [40, 53, 66, 79, 92]
     assert conv.turns[2].inner and conv.turns[2].inner["appraisal"]["fit"] == "good"
     assert conv.states[1].thought == "ok, maybe"
 
 
 async def test_state_steps_are_bounded_even_when_the_model_overshoots() -> None:
     # the schema's enum refuses 90; the retries fail too, so the step is unscored and the state holds
-    big = ChainScript(feel=json.dumps({"thought": "x", "feel_better": 90, "trust_change": -90}))
+    big = ChainScript(feel=json.dumps({"thought": "x", "better": 90, "trust": -90}))
     conv = await talk(big, max_turns=2)
     assert [s.intensity for s in conv.states] == [75, 75, 75]
     assert sum(1 for ev, _ in conv.events if ev == "parse_failure:feel") == 2
-    # the bound is configurable: a step of 15 is refused when the bound is 5
-    ok = ChainScript(feel=json.dumps({"thought": "x", "feel_better": 15, "trust_change": 5}))
-    conv = await talk(ok, max_turns=1, intensity_step=5, trust_step=5)
-    assert conv.states[1].intensity == 75 and ("parse_failure:feel" in [ev for ev, _ in conv.events])
-    conv = await talk(ok, max_turns=1, intensity_step=15, trust_step=5)
-    assert conv.states[1].intensity == 60 and conv.states[1].trust == 45
+    # the bound is configurable: the top of the scale moves the state by the bound
+    ok = ChainScript(feel=json.dumps({"thought": "x", "better": 7, "trust": 5}))
+    conv = await talk(ok, max_turns=1, intensity_step=5, trust_step=6)
+    assert conv.states[1].intensity == 70 and conv.states[1].trust == 42
+    conv = await talk(ok, max_turns=1, intensity_step=15, trust_step=6)
+    assert conv.states[1].intensity == 60
 
 
 def test_the_feeler_writes_its_thought_first_then_how_much_better_it_feels() -> None:
     schema = feel_schema(ChainSettings())
-    assert list(schema["properties"]) == ["thought", "feel_better", "trust_change"]
-    assert schema["required"] == ["thought", "feel_better", "trust_change"]
-    assert schema["properties"]["feel_better"]["enum"] == [-15, -10, -5, 0, 5, 10, 15]
-    assert feel_scale(15) == (
-        "15 = much better, 10 = clearly better, 5 = a little better, 0 = no different, "
-        "-5 = a little worse, -10 = clearly worse, -15 = much worse"
+    assert list(schema["properties"]) == ["thought", "better", "trust"]
+    assert schema["required"] == ["thought", "better", "trust"]
+    assert schema["properties"]["better"]["enum"] == [1, 2, 3, 4, 5, 6, 7]  # each value one token
+    assert feel_scale() == (
+        "7 = much better, 6 = clearly better, 5 = a little better, 4 = no different, "
+        "3 = a little worse, 2 = clearly worse, 1 = much worse"
     )
-    assert feel_scale(5) == "5 = better, 0 = no different, -5 = worse"
-    assert steps(7) == [-5, 0, 5] and steps(3) == [-3, 0, 3]  # always symmetric, 0 among them
+    assert trust_scale().startswith("7 = trust much more, 6 = trust clearly more")
+    # the scale's points as steps of a bound: 4 is no change, the ends are the bound
+    assert [scale_step(v, 15) for v in (1, 3, 4, 6, 7)] == pytest.approx([-15, -5, 0, 10, 15])
 
 
 async def test_intensity_follows_from_feeling_better_or_worse() -> None:
     better = [10, -5, 0, 15]
-    script = ChainScript(
-        feel=lambda n: json.dumps({"thought": f"thought {n}", "feel_better": better[n], "trust_change": -5})
-    )
+    digits = [6, 3, 4, 7]
+    script = ChainScript(feel=lambda n: json.dumps({"thought": f"thought {n}", "better": digits[n], "trust": 3}))
     model = ScriptedModel(script)
     conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
     await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=4, seed=1)
     assert [s.intensity for s in conv.states] == [75, 65, 70, 70, 55]  # better lowers intensity, worse raises it
-    assert [s.trust for s in conv.states] == [40, 35, 30, 25, 20]
+    assert [s.trust for s in conv.states] == [40, 33, 26, 19, 12]  # 3: a little less, -7 of 20
     replies = [t.inner for t in conv.turns[2::2]]
     assert [r["feeling"] for r in replies if r] == [
-        {"feel_better": b, "intensity_change": -b, "trust_change": -5} for b in better
-    ]
+        {"feel_better": b, "intensity_change": -b, "trust_change": -7, "feel_better_expected": None,
+         "trust_change_expected": None} for b in better
+    ]  # fmt: skip  (a scripted model gives no log-probabilities: no expected readouts)
     assert [r["state"]["thought"] for r in replies if r] == [f"thought {n}" for n in range(4)]
     feel_prompt = next(c[-1]["content"] for c in model.calls if role_of(c) == "feel")
-    assert "10 = clearly better" in feel_prompt and "-10 = clearly worse" in feel_prompt
+    assert "6 = clearly better" in feel_prompt and "2 = clearly worse" in feel_prompt
     # clamped at 0: feeling much better at intensity 10 leaves 0
     calm = PROFILE.model_copy(update={"emotional_state": PROFILE.emotional_state.model_copy(update={"intensity": 10})})
-    model = ScriptedModel(ChainScript(feel=json.dumps({"thought": "x", "feel_better": 15, "trust_change": 0})))
+    model = ScriptedModel(ChainScript(feel=json.dumps({"thought": "x", "better": 7, "trust": 4})))
     conv = Conversation(id="c", profile_id=calm.id, supporter="s")
     await converse(conv, ChainUser(model, calm), supporter(model), max_turns=1, seed=1)
     assert [s.intensity for s in conv.states] == [10, 0]
@@ -178,7 +183,10 @@ async def test_safety_escalation_for_a_risky_profile_only() -> None:
                 "understood": "x",
                 "needs_met": [],
                 "needs_missed": [],
+                "answers_last": True,
+                "facts_right": True,
                 "about_me": True,
+                "dismissive": False,
                 "disliked": False,
                 "fit": "mixed",
                 "crisis_referral": True,

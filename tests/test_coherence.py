@@ -84,8 +84,8 @@ def test_total_over_conversations() -> None:
 
 
 async def test_counted_on_a_chain_users_conversation() -> None:
-    better = [-5, 10, 0]  # every fit is good: feeling worse after it is incoherent
-    script = ChainScript(feel=lambda n: json.dumps({"thought": "t", "feel_better": better[n], "trust_change": 0}))
+    better = [3, 6, 4]  # -5, +10, 0; every fit is good: feeling worse after it is incoherent
+    script = ChainScript(feel=lambda n: json.dumps({"thought": "t", "better": better[n], "trust": 4}))
     model = ScriptedModel(script)
     conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
     await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=3, seed=1)

@@ -290,7 +290,7 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="no judge card 'nope'"):
         RunConfig.model_validate({"judges": ["user", "nope"]})
-    with pytest.raises(ValueError, match="belongs in a HEART config"):
+    with pytest.raises(ValueError, match="a HEART pairwise judge: give it to"):
         RunConfig.model_validate({"judges": ["heart_pairwise"]})
     with FakeOpenAIServer() as srv:
         fake = fake_spec(srv.base_url)

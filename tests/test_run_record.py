@@ -90,7 +90,7 @@ def test_every_hook_in_the_table_of_run_kinds_resolves() -> None:
 
     found = [(k, part) for k, v in kinds.KINDS.items() for part in ("board", "view", "html", "export", "rejudge")
              if getattr(v, part)]  # fmt: skip
-    assert len(found) == 10 and all(callable(kinds.hook(k, part)) for k, part in found)
+    assert len(found) == 14 and all(callable(kinds.hook(k, part)) for k, part in found)
     assert kinds.hook("nobody", "board") is None and kinds.title("nobody") == "a 'nobody' run"
 
 

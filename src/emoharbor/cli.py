@@ -28,6 +28,7 @@ COMMANDS = {
     "evolve": "evolve",
     "judges": "judges",
     "reward": "reward",
+    "sensitivity": "sensitivity",
 }  # fmt: skip
 
 

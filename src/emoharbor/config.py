@@ -94,7 +94,7 @@ class RunConfig(BaseModel):
     @field_validator("judges")
     @classmethod
     def _cards(cls, refs: list[str]) -> list[str]:
-        from .assess.cards import load_card  # the cards module imports this one
+        from .assess.cards import CONVERSATION_KINDS, NOT_A_CONVERSATION, load_card  # it imports this module
 
         if not refs:
             raise ValueError("no judge cards: the run's conversations would not be rated; give at least one card")
@@ -103,8 +103,8 @@ class RunConfig(BaseModel):
                 card = load_card(ref)
             except ConfigError as e:
                 raise ValueError(str(e)) from None
-            if card.kind == "heart_pairwise":
-                raise ValueError(f"judge card {ref!r} is a HEART pairwise judge: it belongs in a HEART config")
+            if card.kind not in CONVERSATION_KINDS:
+                raise ValueError(f"judge card {ref!r} is {NOT_A_CONVERSATION[card.kind]}")
         return refs
 
     @model_validator(mode="after")

@@ -1,8 +1,9 @@
 """A run's results as one tidy table, for a notebook or a paper table: one row per (run, unit, judge, dimension)
 with the score (and the probability-weighted score where there is one), whether it was scored, the supporter,
 the repeat and the profile's attributes; HEART runs one row per (history, pair, order, judge, dimension) with the
-winner and the strength. ``load_results(RUN)`` gives it as a pandas DataFrame; ``emoharbor export --format
-parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
+winner and the strength; sensitivity runs one row per (case, kind of bad reply, scorer) with both replies'
+scores and the outcome (``sensitivity.report.tidy``). ``load_results(RUN)`` gives it as a pandas DataFrame;
+``emoharbor export --format parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def heart_rows(store: RunStore) -> list[dict[str, Any]]:
 
 
 def tidy_rows(store: RunStore) -> list[dict[str, Any]]:
-    """The tidy table of a run of any kind that has one (EmoHarbor, validate, HEART)."""
+    """The tidy table of a run of any kind that has one (EmoHarbor, validate, HEART, sensitivity)."""
     rows = kinds.hook(store.meta()["kind"], "tidy")
     if rows is None:
         kind = store.meta()["kind"]

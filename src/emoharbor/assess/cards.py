@@ -14,6 +14,10 @@ Kinds:
   without "having lived through the talk".
 - ``third_party``: the transcript only.
 - ``heart_pairwise``: HEART's blinded comparison of two next replies.
+- ``reply``: one next reply in its context (the conversation so far), as the sensitivity suite rates it.
+
+``heart_pairwise`` and ``reply`` cards do not rate a conversation: runs and validate refuse them
+(``CONVERSATION_KINDS`` are those that do).
 
 Built-in cards are YAML files in ``assess/cards/``; ``load_card("third_party")`` or a path.
 """
@@ -34,7 +38,12 @@ from ..models.spec import ModelSpec
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
 
-Kind = Literal["user", "profile_aware", "third_party", "heart_pairwise"]
+Kind = Literal["user", "profile_aware", "third_party", "heart_pairwise", "reply"]
+CONVERSATION_KINDS = ("user", "profile_aware", "third_party")
+NOT_A_CONVERSATION = {  # why a card of another kind cannot rate a conversation, and where it belongs
+    "heart_pairwise": "a HEART pairwise judge: give it to `emoharbor heart judge` or `emoharbor sensitivity`",
+    "reply": "a judge of one reply, not of a conversation: give it to `emoharbor sensitivity`",
+}
 Scoring = Literal["argmax", "expected"]
 Sees = Literal["replayed", "all"]
 CARDS = "cards"

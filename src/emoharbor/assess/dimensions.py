@@ -16,7 +16,7 @@ from .. import userfiles
 from ..errors import ConfigError
 
 DEFAULT_RUBRIC = "builtin:support10"
-BUILTIN_RUBRICS = {"support10": "rubric.yaml", "overall": "rubric_overall.yaml"}
+BUILTIN_RUBRICS = {"support10": "rubric.yaml", "overall": "rubric_overall.yaml", "reply": "rubric_reply.yaml"}
 GROUPS = ("generic", "personal", "outcome")
 
 

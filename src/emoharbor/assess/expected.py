@@ -36,6 +36,16 @@ def digit_offset(text: str, key: str, field: str = "score") -> int | None:
     return m.start(1) if m else None
 
 
+def aligned(text: str, tokens: Sequence[TokenLogprob]) -> int | None:
+    """Where the parsed ``text`` starts in what the tokens spell: 0 when they spell it exactly; further on when
+    the model wrapped it (a code fence, a sentence before the JSON); None when the tokens do not hold it."""
+    joined = "".join(t.token for t in tokens)
+    if joined == text:
+        return 0
+    at = joined.find(text) if text else -1
+    return at if at >= 0 else None
+
+
 def token_at(tokens: Sequence[TokenLogprob], offset: int) -> TokenLogprob | None:
     pos = 0
     for t in tokens:
@@ -71,14 +81,15 @@ def expected_scores(
 ) -> ExpectedScores:
     if tokens is None:
         return ExpectedScores(dict.fromkeys(keys), {}, "the backend returned no log-probabilities")
-    if "".join(t.token for t in tokens) != text:
+    base = aligned(text, tokens)
+    if base is None:
         return ExpectedScores(dict.fromkeys(keys), {}, "the tokens do not spell the reply")
     expected: dict[str, float | None] = {}
     probs: dict[str, dict[int, float]] = {}
     error = ""
     for k in keys:
         off = digit_offset(text, k, field)
-        tok = token_at(tokens, off) if off is not None else None
+        tok = token_at(tokens, base + off) if off is not None else None
         dist: dict[int, float] = {}
         if off is not None and tok is not None and tok.token.strip() == text[off]:
             dist = value_distribution(tok, values)
@@ -89,3 +100,52 @@ def expected_scores(
         probs[k] = dist
         expected[k] = sum(v * p for v, p in dist.items())
     return ExpectedScores(expected, probs, error)
+
+
+def word_offset(text: str, key: str) -> int | None:
+    """Where the word value of ``key`` starts in ``text`` (``"key": "good"``: the ``g``)."""
+    m = re.search(rf'"{re.escape(key)}"\s*:\s*"([A-Za-z])', text)
+    return m.start(1) if m else None
+
+
+def word_distribution(tok: TokenLogprob, start: str, words: Sequence[str]) -> dict[str, float]:
+    """The probabilities of ``words`` at the position of the token that spells a word's start: each
+    alternative, stripped of the quote and spaces that ``start`` (the token's text before the word) holds,
+    counts for the one word it begins (an alternative that begins several, or none, is left out);
+    renormalised over the words."""
+    mass: dict[str, float] = {}
+    seen: set[str] = set()
+    for text, lp in [(tok.token, tok.logprob), *tok.top]:
+        if text in seen or not math.isfinite(lp):
+            continue
+        seen.add(text)
+        if not text.startswith(start):
+            continue
+        m = re.match(r"[A-Za-z]+", text[len(start) :])
+        head = m.group(0).lower() if m else ""
+        hits = [w for w in words if head and w.startswith(head)]
+        if len(hits) == 1:
+            mass[hits[0]] = mass.get(hits[0], 0.0) + math.exp(lp)
+    total = sum(mass.values())
+    return {w: p / total for w, p in sorted(mass.items())} if total > 0 else {}
+
+
+def expected_word(text: str, tokens: Sequence[TokenLogprob] | None, key: str, values: dict[str, float]) -> float | None:
+    """The mean of ``values`` (a value per allowed word) weighted by the probability the model gave each word
+    where it wrote the value of ``key``; None where that cannot be read (no log-probabilities, the tokens do
+    not spell the text, or the word's first token also holds other text than a quote or spaces)."""
+    base = aligned(text, tokens) if tokens is not None else None
+    off = word_offset(text, key)
+    if tokens is None or base is None or off is None:
+        return None
+    off, text = base + off, "".join(t.token for t in tokens)
+    pos = 0
+    for t in tokens:
+        if pos <= off < pos + len(t.token):
+            start = text[pos:off]
+            if start.strip(' "'):
+                return None
+            dist = word_distribution(t, start, list(values))
+            return sum(values[w] * p for w, p in dist.items()) if dist else None
+        pos += len(t.token)
+    return None

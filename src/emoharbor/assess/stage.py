@@ -16,7 +16,7 @@ from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from ..store.run_store import RunStore
 from ..store.units import Events, finished, in_workers, unit
-from .cards import JudgeCard, judge_model, load_card
+from .cards import CONVERSATION_KINDS, NOT_A_CONVERSATION, JudgeCard, judge_model, load_card
 from .judge import check_logprobs, judge_conversation
 
 
@@ -30,6 +30,15 @@ class Judge:
     role: str = "judge"  # "user" for a user-kind card on the user's own model: its calls count as the user's
 
 
+def check_scoring(card: JudgeCard, spec: ModelSpec) -> None:
+    """A card set to ``scoring: expected`` on a backend that never gives log-probabilities is refused now."""
+    if card.scoring == "expected" and spec.backend in ("scripted", "hf"):
+        raise ConfigError(
+            f"judge card {card.name} has scoring: expected, but the {spec.backend} backend ({spec.model}) gives "
+            "no token log-probabilities: use an OpenAI-compatible or local: model, or scoring: argmax"
+        )
+
+
 def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
     """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
     A user-kind card runs on the simulated user's model unless it names its own."""
@@ -37,13 +46,9 @@ def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: s
     for ref in refs:
         card = load_card(ref).with_options(**options)
         spec = judge_model(card, user if card.kind == "user" else judge)
-        if card.kind == "heart_pairwise":
-            raise ConfigError(f"judge card {card.name} is a HEART pairwise judge: give it to `emoharbor heart judge`")
-        if card.scoring == "expected" and spec.backend in ("scripted", "hf"):
-            raise ConfigError(
-                f"judge card {card.name} has scoring: expected, but the {spec.backend} backend ({spec.model}) gives "
-                "no token log-probabilities: use an OpenAI-compatible or local: model, or scoring: argmax"
-            )
+        if card.kind not in CONVERSATION_KINDS:
+            raise ConfigError(f"judge card {card.name}: {NOT_A_CONVERSATION[card.kind]}")
+        check_scoring(card, spec)
         role = "user" if card.kind == "user" and spec == user else "judge"
         out.append(Judge(card, spec, card.judge_id(spec.model, user.model), role))
     names = [j.name for j in out]

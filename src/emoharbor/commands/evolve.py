@@ -12,14 +12,13 @@ import click
 
 from ..errors import ConfigError, EmoharborError
 from ..overrides import parse_sets
-from .options import set_option
+from .options import progress_opt, set_option
 from .paths import OUT_FILE, OUT_FOLDER
 
 DIR = click.Path(path_type=Path, file_okay=False)
 config_opt = click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
                           help="evolve config (YAML); default: the built-in settings")  # fmt: skip
 set_opt = set_option("sft.max_steps=20")
-progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
 
 
 def _log(text: str) -> None:

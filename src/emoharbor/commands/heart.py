@@ -25,7 +25,7 @@ from ..preflight import check_heart_config, check_models, check_reach, is_new_ru
 from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
 from .core import model_spec
-from .options import set_option
+from .options import progress_opt, set_option
 from .paths import OUT_FILE, write_text
 
 T = TypeVar("T")
@@ -105,7 +105,6 @@ def _read_run(run_dir: Path, sets: tuple[str, ...]) -> tuple[RunStore, HeartConf
 
 
 run_arg = click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
-progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
 set_opt = set_option(EXAMPLE)
 
 

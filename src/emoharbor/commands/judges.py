@@ -18,7 +18,8 @@ from ..tables import text_table
 def judges(runs: tuple[Path, ...], fmt: str) -> None:
     """One row per judge card (and scoring) across the runs given: agreement with the real seekers and the
     margin over the best no-model baseline (validate runs), HEART order consistency and length bias (HEART
-    runs), the unscored share, and tokens and seconds per judgment."""
+    runs), how often it prefers the real reply to rule-made bad ones (sensitivity runs; the simulated user's
+    reward as the judge "user"), the unscored share, and tokens and seconds per judgment."""
     rows = judges_table(list(runs))
     if not rows:
         raise EmoharborError(f"no judgments in {', '.join(map(str, runs))}")
@@ -28,7 +29,8 @@ def judges(runs: tuple[Path, ...], fmt: str) -> None:
     click.echo(text_table(HEADER, table_cells(rows), md=fmt == "md"))
     click.echo(
         "\nA judge whose 'AUROC minus best baseline' interval does not lie above 0 has not shown that it "
-        "measures more than what a word count or a similarity score already tells."
+        "measures more than what a word count or a similarity score already tells. 'prefers the real reply' "
+        "(emoharbor sensitivity): 50% is chance, and a tie counts half."
     )
 
 

@@ -19,3 +19,7 @@ def set_option(example: str) -> Callable[[F], F]:
         metavar="KEY=VALUE",
         help=f"change one setting, e.g. --set {example}; KEY dotted for a nested setting, VALUE as YAML (repeatable)",
     )
+
+
+# ``--quiet``: the command's work shows no progress bar (it reaches the command as ``no_progress``)
+progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")

@@ -67,8 +67,9 @@ def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap intervals.")
 def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed: int) -> None:
-    """One self-contained HTML report over one or more run folders (EmoHarbor, validate or HEART runs);
-    prints the file's path. With --format md|json|csv, only the leaderboard."""
+    """One self-contained HTML report over one or more run folders (EmoHarbor, validate, HEART or sensitivity
+    runs); prints the file's path. With --format md|json|csv, only the leaderboard (a sensitivity run's: its
+    table)."""
     folders = list(runs)
     for f in folders:
         if not (f / "run.sqlite").is_file():

@@ -112,7 +112,28 @@ def usage_table(view: RunView) -> str:
 def events_table(view: RunView) -> str:
     if not view.events:
         return note("no events recorded")
-    return table(["event", "count"], [[esc(k), str(v)] for k, v in sorted(view.events.items())])
+    out = table(["event", "count"], [[esc(k), str(v)] for k, v in sorted(view.events.items())])
+    written = view.events.get("readout_written", 0)
+    if written:
+        out += note(f"{written} reactions of the simulated user kept its written values (fit, steps): the backend "
+                    "gave no token log-probabilities, so no probability-weighted readout was made")  # fmt: skip
+    return out
+
+
+def sensitivity_line(view: RunView) -> str:
+    """The simulated user's measured sensitivity (``emoharbor sensitivity``, recorded in the cache folder) for
+    the run's user model and prompts, or a note that it has not been measured; "" for a run whose simulated
+    user read no reactions (the simple user, a validate run without a user-kind judge)."""
+    from ..sensitivity.calibration import lookup, not_measured, sentence
+
+    if not view.user_model:
+        return ""
+    rec = lookup(view.user_model, view.user_prompts)
+    if rec is None:
+        text = not_measured(view.user_model)
+        head, _, cmd = text.partition(": `")
+        return f'<p class="note sensitivity">{esc(head)}: <code>{esc(cmd.rstrip("`"))}</code></p>'
+    return f'<p class="sensitivity" title="{esc(rec.get("run", ""))}">{esc(sentence(rec))}.</p>'
 
 
 def health_html(view: RunView) -> str:
@@ -136,6 +157,9 @@ def health_html(view: RunView) -> str:
     parts.insert(
         0, f"<p>Run status: <b>{esc(status)}</b>; config hash <code>{esc(view.meta.get('config_hash', ''))}</code>.</p>"
     )
+    line = sensitivity_line(view)
+    if line:
+        parts.insert(1, line)
     history = json.loads(view.meta.get("history", "[]"))
     if history:  # resumed with settings that change no output
         when = [f"<li>{esc(_when(h['at']))}: {esc(', '.join(h['changed']))}</li>" for h in history]

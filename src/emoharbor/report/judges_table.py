@@ -7,6 +7,10 @@ across the runs given.
   with the most conversations gives the figures (named in the row).
 - From HEART runs: order consistency (the share of pairs whose winner does not flip with the order shown)
   and length bias (the share of decided verdicts won by the longer reply; 0.5 = none).
+- From sensitivity runs: how often the judge prefers the real reply to a rule-made bad one (the share of
+  pairs over every kind of bad reply, ties half, with its bootstrap interval) and its tie rate; the
+  simulated user's reward is the judge "user" (expected: from its probability-weighted readouts). Where a
+  judge is in several sensitivity runs, the run with the most cases gives the figures (named in the row).
 - From every run: judgments made, the unscored share, and tokens and seconds per judgment (seconds from
   the calls that reached a model, not the cache).
 """
@@ -23,14 +27,15 @@ from ..store.run_store import RunStore
 
 def _cost(store: RunStore, kind: str) -> dict[str, dict[str, float]]:
     """Tokens, seconds and calls per judge name, from the calls of ``kind`` units (the judge is the key's
-    part after the conversation: ``conv|judge`` or, for HEART, ``history|a|b|judge|order``)."""
+    part after the conversation: ``conv|judge``; for HEART, ``history|a|b|judge|order``; for a sensitivity
+    run, ``case|reply kind|scorer`` or ``case|bad kind|judge|order``)."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     timed: dict[str, set[str]] = defaultdict(set)  # the judgments whose calls reached a model
     for c in store.calls():
         if c["unit_kind"] != kind or not c["unit_key"]:
             continue
         parts = c["unit_key"].split("|")
-        judge = parts[-2] if kind == "comparison" else parts[-1]
+        judge = parts[-2] if kind == "comparison" else parts[2] if kind in ("score", "pair") else parts[-1]
         u = out[judge]
         u["tokens"] += (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
         if not c["cached"]:
@@ -90,12 +95,75 @@ def _heart_rows(folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> No
         )
 
 
+def sensitivity_judge(scorer: str, pairwise: bool) -> tuple[str, str] | None:
+    """The (judge, scoring) a sensitivity row stands for: the simulated user's reward is "user", a reply
+    card's written and expected scores its argmax and expected scoring, a pairwise judge argmax; None for
+    the other rows (the word count, the user's parts)."""
+    if pairwise:
+        return scorer, "argmax"
+    if scorer in ("user reward", "user reward (expected)"):
+        return "user", "expected" if scorer.endswith("(expected)") else "argmax"
+    for suffix, scoring in ((" (written)", "argmax"), (" (expected)", "expected")):
+        if scorer.endswith(suffix) and not scorer.startswith("user "):
+            return scorer.removesuffix(suffix), scoring
+    return None
+
+
+def _sensitivity_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
+    from ..sensitivity.analysis import ALL, sensitivity_table
+    from ..sensitivity.run import USER
+
+    cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+    data = sensitivity_table(store)
+    made = {}
+    for r in data["rows"]:
+        got = sensitivity_judge(r["scorer"], r["pairwise"])
+        if got is not None:
+            made[got] = r
+    judged: dict[str, list[bool]] = defaultdict(list)
+    for kind in ("score", "pair"):
+        for _, d in store.items(kind):
+            judged[d["scorer"]].append(d.get("status") != "ok")
+    cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for kind in ("score", "pair"):
+        for judge, u in _cost(store, kind).items():
+            for k, v in u.items():
+                cost[judge][k] += v
+    for (judge, scoring), r in made.items():
+        scorer = USER if judge == "user" else judge
+        row = rows[(judge, scoring)]
+        card = cards.get(scorer, {})
+        row.setdefault("judge", judge)
+        row.setdefault("scoring", scoring)
+        row.setdefault("card", card.get("version", ""))
+        row.setdefault("sees", card.get("sees", ""))
+        flags = judged.get(scorer, [])
+        row["judgments"] = row.get("judgments", 0) + len(flags)
+        row["unscored"] = row.get("unscored", 0) + sum(flags)
+        u = cost.get(scorer, {})
+        for k in ("tokens", "seconds", "model_calls", "timed"):
+            row[k] = row.get(k, 0.0) + u.get(k, 0.0)
+        if row.get("sensitivity_n", -1) >= data["cases"]:
+            continue
+        c = r[ALL]
+        row.update(
+            sensitivity_run=str(folder),
+            sensitivity_n=data["cases"],
+            sensitivity={"value": c["share"], "lo": c["lo"], "hi": c["hi"], "n": c["n"]},
+            sensitivity_ties=r["tie_rate"],
+            sensitivity_pairs=r["pairs"],
+        )
+
+
 def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
     rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for folder in folders:
         store = RunStore.open_existing(folder)
         try:
             kind = store.meta().get("kind")
+            if kind == "sensitivity":
+                _sensitivity_rows(store, folder, rows)
+                continue
             cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
             if kind == "heart":  # a HEART run records its judges' card versions in its config
                 cards = {j: {"version": v} for j, v in store.config().get("judge_cards", {}).items()}
@@ -154,14 +222,27 @@ def _fmt(c: dict[str, Any] | None) -> str:
     return f"{c['value']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}] n={c['n']}"
 
 
+def _preference(r: dict[str, Any]) -> str:
+    """The sensitivity cell: the share of pairs where the real reply is preferred, its interval and n, the
+    tie rate."""
+    c = r.get("sensitivity")
+    if not c or c.get("value") is None:
+        return "-"
+    ties = r.get("sensitivity_ties")
+    tail = f", ties {ties:.0%}" if ties is not None else ""
+    if c.get("lo") is None:
+        return f"{c['value']:.0%} (n={c['n']}{tail})"
+    return f"{c['value']:.0%} [{c['lo']:.0%}, {c['hi']:.0%}] n={c['n']}{tail}"
+
+
 def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
 HEADER = [
     "judge", "scoring", "sees", "AUROC success vs failed", "rho vs seeker empathy", "AUROC minus best baseline",
-    "HEART order consistency", "HEART longer wins", "judgments", "unscored", "tokens / judgment",
-    "seconds / judgment", "card",
+    "HEART order consistency", "HEART longer wins", "prefers the real reply", "judgments", "unscored",
+    "tokens / judgment", "seconds / judgment", "card",
 ]  # fmt: skip
 
 
@@ -176,6 +257,7 @@ def table_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
             _fmt(r.get("auroc_margin")),
             _num(r.get("order_consistency"), ".2f"),
             _num(r.get("longer_wins"), ".2f"),
+            _preference(r),
             str(r["judgments"]),
             _num(r["unscored_rate"], ".0%"),
             _num(r["tokens_per_judgment"], ".0f"),

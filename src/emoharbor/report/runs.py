@@ -33,6 +33,9 @@ class RunView:
     notes: list[str] = field(default_factory=list)
     validation: dict[str, Any] | None = None
     validation_scores: list[dict[str, Any]] = field(default_factory=list)
+    analysis: dict[str, Any] | None = None  # a kind's own table (a sensitivity run's)
+    user_model: str | None = None  # the simulated user's model, where its reactions were read (health)
+    user_prompts: dict[str, str] = field(default_factory=dict)  # the versions of the prompts it read
 
     @property
     def label(self) -> str:
@@ -74,6 +77,9 @@ def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
         view.boards[judge] = leaderboard(store, judge, seed=seed)
     try:
         cfg = config_of(store)
+        if cfg.user_agent == "chain":  # the user whose reactions a sensitivity run measures
+            view.user_model = cfg.roles.user.model
+            view.user_prompts = dict(store.config().get("prompt_versions") or {})
         view.profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
     except (EmoharborError, ValueError) as e:  # a profile file moved since the run: no breakdowns, said so
         view.notes.append(f"profiles could not be read again, so there are no breakdowns by profile: {e}")
@@ -89,3 +95,7 @@ def load_validate(store: RunStore, view: RunView, seed: int) -> None:
     view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
     view.validation = validation_table(store, seed=seed)
     view.validation_scores = score_rows(store)
+    lived = [d["chain_prompts"] for d in records.values() if d.get("perceived") and d.get("chain_prompts")]
+    if lived:  # replayed through the chain: the user whose reactions a sensitivity run measures
+        view.user_model = (store.config().get("user") or {}).get("model")
+        view.user_prompts = dict(lived[0])

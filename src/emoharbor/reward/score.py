@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..models.base import ChatModel, ModelCallError
-from ..simulate.chain_user import ChainSettings, ChainUser
+from ..simulate.chain_user import FIT, ChainSettings, ChainUser
 from ..simulate.conversation import Turn, UserState
 from ..store.units import in_workers
 from .context import RewardContext
 from .penalties import penalties
 from .settings import RewardSettings
 
-FIT = {"good": 1.0, "mixed": 0.0, "poor": -1.0}
 Status = Literal["ok", "unscored", "error"]
 
 
@@ -38,6 +37,8 @@ class Scored:
     penalties: list[str] = field(default_factory=list)
     thought: str = ""  # the user's inner thought on the reply
     error: str = ""
+    expected: dict[str, float | None] | None = None  # relief, trust, fit read as probabilities (None: none given)
+    readout: str = "written"  # which the reward used: "expected" (settings.readout, when readable) or "written"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,6 +49,21 @@ def combine(relief: float, trust: float, fit: float, hit: list[str], s: RewardSe
     return s.relief * relief + s.trust * trust + s.fit * fit - cost
 
 
+def expected_parts(
+    appraisal: dict[str, Any], feeling: dict[str, Any], s: RewardSettings
+) -> dict[str, float | None] | None:
+    """The reaction's parts from the user's probability-weighted readouts (on the reward's scale), or None
+    where the step has none (a backend without log-probabilities)."""
+    keys = ("feel_better_expected", "trust_change_expected")
+    if "fit_expected" not in appraisal and not any(k in feeling for k in keys):
+        return None
+    b, t, f = feeling.get(keys[0]), feeling.get(keys[1]), appraisal.get("fit_expected")
+    if b is None and t is None and f is None:
+        return None
+    return {"relief": None if b is None else b / s.intensity_step, "trust": None if t is None else t / s.trust_step,
+            "fit": None if f is None else float(f)}  # fmt: skip
+
+
 class UserReward:
     """``await UserReward(model, settings).score(context, reply)``; ``score_many`` for a batch, at most
     ``settings.concurrency`` at once. ``model`` is any ChatModel: the embedded model, vLLM, an API."""
@@ -56,7 +72,8 @@ class UserReward:
         self.model = model
         self.s = settings or RewardSettings()
         self.chain = ChainSettings(intensity_step=self.s.intensity_step, trust_step=self.s.trust_step,
-                                   initial_trust=self.s.initial_trust, max_tokens=self.s.max_tokens)  # fmt: skip
+                                   initial_trust=self.s.initial_trust, max_tokens=self.s.max_tokens,
+                                   top_logprobs=self.s.top_logprobs if self.s.readout == "expected" else 0)  # fmt: skip
         self._gate = asyncio.Semaphore(self.s.concurrency)
 
     async def score(self, ctx: RewardContext, reply: str, *, seed: int | None = None) -> Scored:
@@ -79,15 +96,21 @@ class UserReward:
         relief = feeling["feel_better"] / self.s.intensity_step
         trust = feeling["trust_change"] / self.s.trust_step
         fit = FIT[appraisal["fit"]]
-        return Scored(ctx.id, reply, "ok", combine(relief, trust, fit, hit, self.s), relief, trust, fit, hit,
-                      step.state.thought if step.state else "")  # fmt: skip
+        ex = expected_parts(appraisal, feeling, self.s)
+        use = self.s.readout == "expected" and ex is not None and all(v is not None for v in ex.values())
+        r, t, f = (ex["relief"], ex["trust"], ex["fit"]) if use and ex else (relief, trust, fit)
+        reward = combine(float(r or 0), float(t or 0), float(f or 0), hit, self.s)
+        return Scored(ctx.id, reply, "ok", reward, relief, trust, fit, hit, step.state.thought if step.state else "",
+                      expected=ex, readout="expected" if use else "written")  # fmt: skip
 
-    async def score_many(self, items: Sequence[tuple[RewardContext, str]], *, seed: int | None = None) -> list[Scored]:
+    async def score_many(self, items: Sequence[tuple[RewardContext, str]], *, seed: int | None = None,
+                         on_scored: Callable[[int, Scored], None] | None = None) -> list[Scored]:  # fmt: skip
         """Every reply scored, in the order given. They are started round-robin over the contexts (the first
         reply of each context, then the second, ...): replies to one context share its long prompt prefix,
         and a server keeps a prefix per slot, so replies to the same context sent together would each read
         it anew (on the embedded server with 4 slots, 20 replies to 5 contexts took 5 min 16 s started in
-        context order, 4 min 45 s round-robin)."""
+        context order, 4 min 45 s round-robin). ``on_scored(index, scored)``, if given, is called as each reply
+        is done (in the order they finish; ``index`` into ``items``): to show progress or save it as it comes."""
         rank: dict[str, int] = {}
         order = []
         for i, (c, _) in enumerate(items):
@@ -97,6 +120,8 @@ class UserReward:
 
         async def one(i: int) -> None:
             out[i] = await self.score(*items[i], seed=seed)
+            if on_scored is not None:
+                on_scored(i, out[i])
 
         await in_workers([i for _, i in sorted(order)], one, self.s.concurrency)
         return [out[i] for i in range(len(items))]

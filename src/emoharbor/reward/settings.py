@@ -10,9 +10,16 @@ reward = relief * w_relief + trust * w_trust + fit * w_fit - (the weight of ever
 With the default weights (0.5, 0.3, 0.2) a reaction is worth -1..1 and each penalty costs 1. A reaction
 that does not parse (the Appraiser's or the Feeler's) gives no reward at all: the sample is dropped and
 counted as unscored, never scored as 0.
+
+With ``readout: expected`` (the default) relief, trust and fit are the user's probability-weighted readouts
+(``ChainUser.perceive``): the mean of the scale's values weighted by the probability the model gave each,
+so that two replies that get the same written step still get different rewards. A backend without
+log-probabilities gives the written values, and each such reply says so (``readout: written``).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,5 +49,9 @@ class RewardSettings(_Strict):
     trust_step: int = Field(default=20, ge=1, le=50)
     initial_trust: int = Field(default=40, ge=0, le=100)
     max_tokens: int = Field(default=200, ge=16)  # per Appraiser or Feeler call
+    # expected: the reaction's parts read as the model's probabilities over the fit and the Feeler's scale
+    # (written values where the backend gives no log-probabilities: each such reply says readout "written")
+    readout: Literal["expected", "written"] = "expected"
+    top_logprobs: int = Field(default=20, ge=2, le=20)
     concurrency: int = Field(default=8, ge=1)  # replies scored at once
     seed: int = 0

@@ -1,14 +1,19 @@
 """The Chain-of-Agent user: for every supporter message an Appraiser, a Feeler and an Expresser.
 
-- Appraiser (perception): what the supporter understood, which needs it met or missed, whether it was
-  about me or generic, whether it did something I dislike.
-- Feeler (affect): writes an inner thought, then how much better or worse it feels (better is positive;
-  intensity falls by that much) and how trust moves, each by a bounded step.
+- Appraiser (perception): what the supporter understood, which needs it met or missed, then checks of the
+  message against my last message and my story (does it answer what I just said, get my facts right, speak
+  of me rather than anyone, not dismiss me) before it names the fit.
+- Feeler (affect): writes an inner thought, then how much better or worse it feels and how trust moves,
+  each one digit of a 7-point scale mapped onto a bounded step (intensity falls as I feel better).
 - Expresser (behaviour): my next message in my voice, revealing my story at my pace, and whether I go on,
   end satisfied, or disengage.
 
 The persona is in every call (small models forget it otherwise). A step whose output never parses is
 recorded as an event and the user carries on with its state unchanged: nothing is invented.
+
+The fit and the two steps are also read as the model's probabilities over their values (``*_expected``,
+as the judges' ``scoring: expected``): most replies land on the same written step, the expectation tells
+them apart. ``ChainSettings.readout`` says which moves the state.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from ..assess.expected import expected_scores, expected_word
 from ..models.base import ChatModel, Message
-from ..models.structured import ask_json
+from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from .conversation import Decision, Turn, UserState
@@ -47,6 +53,8 @@ class ChainSettings:
     initial_trust: int = 40
     min_turns: int = 2  # supporter replies before the user may end
     max_tokens: int = 200
+    top_logprobs: int = 20  # alternatives per token for the expected readouts (0: none asked)
+    readout: Literal["written", "expected"] = "written"  # what moves the state: the written or expected step
 
 
 def clamp(x: int, lo: int, hi: int) -> int:
@@ -73,28 +81,25 @@ def disclosure_count(pace: str, trust: int, turn: int, n_facts: int) -> int:
     return min(n_facts, 1 + turn + extra)
 
 
-def steps(bound: int, unit: int = 5) -> list[int]:
-    """The steps a state may move by: multiples of ``unit`` up to ``bound`` each way, 0 among them
-    (``bound`` 15: -15..15 by 5; 7: -5, 0, 5); a bound under one unit is its own step."""
-    if bound < unit:
-        return [-bound, 0, bound]
-    n = bound // unit
-    return [unit * k for k in range(-n, n + 1)]
-
-
+FIT = {"good": 1.0, "mixed": 0.0, "poor": -1.0}  # the Appraiser's verdict, as a number (-1..1)
+SCALE = list(range(1, 8))  # the Feeler writes a digit: 1 much worse .. 4 no different .. 7 much better
 APPRAISAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "understood": {"type": "string"},
         "needs_met": {"type": "array", "items": {"type": "string"}},
         "needs_missed": {"type": "array", "items": {"type": "string"}},
+        "answers_last": {"type": "boolean"},
+        "facts_right": {"type": "boolean"},
         "about_me": {"type": "boolean"},
+        "dismissive": {"type": "boolean"},
         "disliked": {"type": "boolean"},
-        "fit": {"type": "string", "enum": ["good", "mixed", "poor"]},
+        "fit": {"type": "string", "enum": list(FIT)},
         "crisis_referral": {"type": "boolean"},
     },
-    "required": ["understood", "needs_met", "needs_missed", "about_me", "disliked", "fit", "crisis_referral"],
-}
+    "required": ["understood", "needs_met", "needs_missed", "answers_last", "facts_right", "about_me", "dismissive",
+                 "disliked", "fit", "crisis_referral"],
+}  # fmt: skip
 EXPRESS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -111,33 +116,52 @@ OPEN_SCHEMA: dict[str, Any] = {
 
 
 def feel_schema(s: ChainSettings) -> dict[str, Any]:
-    """The Feeler's answer. It says how much better (positive) or worse (negative) the person feels, not
-    how intensity moves: small models do not keep straight that a higher intensity is worse, and wrote
-    "I feel a bit better" beside a rising intensity. The thought comes first on purpose: a model writes
-    the fields in this order (llama.cpp's grammar keeps the schema's order), so the number is written
-    after, and follows from, the words it has just written, instead of the words justifying a number."""
+    """The Feeler's answer. It says how much better or worse the person feels and how trust moves, each as
+    one digit of a 7-point scale (4 = no change), not as a change of intensity: small models do not keep
+    straight that a higher intensity is worse, and a digit is one token, so the model's probabilities over
+    the scale can be read (``expected``). The thought comes first on purpose: a model writes the fields in
+    this order (llama.cpp's grammar keeps the schema's order), so the numbers follow from the words."""
     return {
         "type": "object",
         "properties": {
             "thought": {"type": "string"},
-            "feel_better": {"type": "integer", "enum": steps(s.intensity_step)},
-            "trust_change": {"type": "integer", "enum": steps(s.trust_step)},
+            "better": {"type": "integer", "enum": SCALE},
+            "trust": {"type": "integer", "enum": SCALE},
         },
-        "required": ["thought", "feel_better", "trust_change"],
+        "required": ["thought", "better", "trust"],
     }
 
 
-def feel_scale(bound: int) -> str:
-    """The Feeler's steps in words, best first: "15 = much better, 10 = clearly better, 5 = a little better,
-    0 = no different, -5 = a little worse, ..." for a bound of 15. No "+" sign: "+10" is not a JSON number."""
-    up = [v for v in steps(bound) if v > 0]
+def scale_step(value: float, bound: int) -> float:
+    """A point of the 7-point scale as a change of at most ``bound`` (4 -> 0, 7 -> bound, 1 -> -bound)."""
+    return (value - 4) / 3 * bound
 
-    def how(k: int) -> str:  # the k-th step up from 0 (k = 0 the smallest)
-        return "" if len(up) == 1 else ["a little ", "clearly ", "much "][round(k * 2 / (len(up) - 1))]
 
-    better = [f"{v} = {how(k)}better" for k, v in enumerate(up)]
-    worse = [f"{-v} = {how(k)}worse" for k, v in enumerate(up)]
-    return ", ".join([*reversed(better), "0 = no different", *worse])
+FEEL_WORDS = ("much worse", "clearly worse", "a little worse", "no different", "a little better", "clearly better",
+              "much better")  # fmt: skip
+TRUST_WORDS = ("much less", "clearly less", "a little less", "unchanged", "a little more", "clearly more", "much more")
+
+
+def feel_scale(bound: int = 0) -> str:
+    """The Feeler's scale in words, best first: "7 = much better, 6 = clearly better, ... 1 = much worse"."""
+    return ", ".join(f"{v} = {FEEL_WORDS[v - 1]}" for v in reversed(SCALE))
+
+
+def trust_scale() -> str:
+    return ", ".join(f"{v} = trust {TRUST_WORDS[v - 1]}" for v in reversed(SCALE))
+
+
+def readouts(r: Structured, keys: list[str], word: str | None = None) -> dict[str, float | None] | None:
+    """The probability-weighted values of ``keys`` (digits of the scale) and of ``word`` (the fit) in a
+    parsed answer; None when the backend gave no log-probabilities (the written values stand, and the step
+    says so)."""
+    if r.data is None or r.logprobs is None:
+        return None
+    ex = expected_scores(r.raw[-1], r.logprobs, keys, SCALE).expected if keys else {}
+    out: dict[str, float | None] = dict(ex)
+    if word is not None:
+        out[word] = expected_word(r.raw[-1], r.logprobs, word, FIT)
+    return out
 
 
 def transcript(turns: list[Turn]) -> str:
@@ -193,43 +217,53 @@ class ChainUser:
 
     async def perceive(self, turns: list[Turn], seed: int) -> UserStep:
         """The Appraiser and the Feeler on the latest supporter message (``turns[-1]``): the inner state
-        moves, no reply is written. ``react`` adds the Expresser; a replay of a real conversation uses this."""
+        moves, no reply is written. ``react`` adds the Expresser; a replay of a real conversation uses this.
+
+        Beside each written value the inner record keeps its probability-weighted readout (``*_expected``:
+        the fit in -1..1, the steps in intensity and trust units), read from the token log-probabilities;
+        a backend that gives none leaves them None and the step records ``readout_written``."""
         prev = self.state
         step = UserStep(text="")
+        lp = self.s.top_logprobs
         # 1. appraise
         pa = self.p_appraise.render(intensity=prev.intensity, trust=prev.trust)
-        appraisal = await ask_json(
-            self.model,
-            self.messages(turns, pa),
-            APPRAISAL_SCHEMA,
-            seed=seed,
-            prompt_version=self.p_appraise.version,
-            max_tokens=self.s.max_tokens,
-        )
+        appraisal = await ask_json(self.model, self.messages(turns, pa), APPRAISAL_SCHEMA, seed=seed,
+                                   prompt_version=self.p_appraise.version, max_tokens=self.s.max_tokens,
+                                   top_logprobs=lp)  # fmt: skip
         if appraisal.data is None:
             step.events.append(("parse_failure:appraise", appraisal.error))
-        a = appraisal.data or {}
+        a = dict(appraisal.data or {})
+        fit_read = readouts(appraisal, [], "fit") if lp else None
         # 2. feel
         pf = self.p_feel.render(
             intensity=prev.intensity,
             trust=prev.trust,
             appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
-            feel_scale=feel_scale(self.s.intensity_step),
-            trust_steps=steps(self.s.trust_step),
+            feel_scale=feel_scale(),
+            trust_scale=trust_scale(),
         )
-        feeling = await ask_json(
-            self.model,
-            self.messages(turns, pf),
-            feel_schema(self.s),
-            seed=seed,
-            prompt_version=self.p_feel.version,
-            max_tokens=self.s.max_tokens,
-        )
+        feeling = await ask_json(self.model, self.messages(turns, pf), feel_schema(self.s), seed=seed,
+                                 prompt_version=self.p_feel.version, max_tokens=self.s.max_tokens,
+                                 top_logprobs=lp)  # fmt: skip
         if feeling.data is None:
             step.events.append(("parse_failure:feel", feeling.error))
         f = feeling.data or {}
+        feel_read = readouts(feeling, ["better", "trust"]) if lp else None
+        unread = (appraisal.data is not None and fit_read is None) or (feeling.data is not None and feel_read is None)
+        if lp and unread:
+            step.events.append(("readout_written", "no token log-probabilities: the written values stand"))
         # the schema's enums bound each step; an unparsed feeling leaves the state as it was
-        better, d_trust = int(f.get("feel_better", 0)), int(f.get("trust_change", 0))
+        better = round(scale_step(f["better"], self.s.intensity_step)) if f else 0
+        d_trust = round(scale_step(f["trust"], self.s.trust_step)) if f else 0
+        ex_better = ex_trust = None
+        if feel_read is not None:
+            eb, et = feel_read.get("better"), feel_read.get("trust")
+            ex_better = None if eb is None else scale_step(eb, self.s.intensity_step)
+            ex_trust = None if et is None else scale_step(et, self.s.trust_step)
+        if self.s.readout == "expected" and ex_better is not None and ex_trust is not None:
+            better, d_trust = round(ex_better), round(ex_trust)
+        if a:
+            a["fit_expected"] = fit_read.get("fit") if fit_read else None
         self.state = UserState(
             turn=prev.turn + 1,
             intensity=clamp(prev.intensity - better, 0, 100),
@@ -240,10 +274,9 @@ class ChainUser:
         )
         step.state = self.state
         step.safety_escalation = bool(a.get("crisis_referral")) and self.profile.risk_level in ("elevated", "high")
-        step.inner = {
-            "appraisal": a or None,
-            "feeling": {"feel_better": better, "intensity_change": -better, "trust_change": d_trust} if f else None,
-        }
+        feel = {"feel_better": better, "intensity_change": -better, "trust_change": d_trust,
+                "feel_better_expected": ex_better, "trust_change_expected": ex_trust} if f else None  # fmt: skip
+        step.inner = {"appraisal": a or None, "feeling": feel}
         return step
 
     async def react(self, turns: list[Turn], seed: int) -> UserStep:

@@ -1,0 +1,38 @@
+"""Rating one supporter reply in its context with a ``reply`` card: the conversation so far and the reply,
+one score per rubric key (the sensitivity suite's third-party judge of a reply). The record is an
+assessment's (``judge.assessment_record``): written scores, and with ``scoring: expected`` the
+probability-weighted ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models.base import ChatModel, Message
+from ..models.structured import ask_json
+from ..simulate.conversation import Turn
+from .cards import JudgeCard
+from .judge import answer_text, assessment_record
+
+
+def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> tuple[list[Message], str]:
+    p = card.prompt_file()
+    transcript = "\n".join(f"{'Seeker' if t.speaker == 'user' else 'Supporter'}: {t.text}" for t in turns)
+    text = p.render(rubric=card.rubric_file().prompt_text(), answer=answer_text(card), transcript=transcript,
+                    reply=reply.strip())  # fmt: skip
+    return [{"role": "user", "content": text}], f"{card.version}+{p.version}"
+
+
+async def judge_reply(
+    card: JudgeCard, model: ChatModel, judge: str, turns: list[Turn], reply: str, seed: int = 0
+) -> dict[str, Any]:
+    messages, version = reply_messages(card, turns, reply)
+    got = await ask_json(
+        model,
+        messages,
+        card.rubric_file().schema(card.evidence),
+        seed=seed,
+        prompt_version=version,
+        max_tokens=card.max_tokens,
+        top_logprobs=card.top_logprobs if card.scoring == "expected" else 0,
+    )
+    return assessment_record(card, judge, got)

@@ -1,0 +1,99 @@
+"""``emoharbor sensitivity``: does each scorer (the simulated user, reply judges, the pairwise judge) put the
+real reply above rule-made bad ones? Options named as ``emoharbor validate``'s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import click
+
+from ..models.spec import ModelSpec
+from .core import model_spec
+from .options import progress_opt, set_option
+
+SOURCE = click.Path(path_type=Path)
+
+
+@click.command("sensitivity")
+@click.option("--esconv", multiple=True, type=SOURCE, help="An ESConv file (cases from records whose seeker rated "
+              "empathy 4-5; the real supporter's next message is the good reply); repeatable.")  # fmt: skip
+@click.option("--heart", multiple=True, type=SOURCE, help="A HEART history file (histories with the human "
+              "supporter's reply); repeatable.")  # fmt: skip
+@click.option("--from-run", "from_run", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              help="An EmoHarbor run folder (its supporter's next turn is the reply); repeatable.")  # fmt: skip
+@click.option("--limit", type=int, help="The first N cases of each source.")
+@click.option("--sample", type=int, help="N cases of each source at random (with --seed), instead of the first N.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--bad", "bad", multiple=True, metavar="KIND",
+              help="A kind of bad reply (repeatable; default: all): off_target, generic, generic_long, dismissive, "
+              "dismissive_long, advice, ignores_last, wrong_facts, repeats, role_break.")  # fmt: skip
+@click.option("--model", "user_model", default="local:qwen1.5b", show_default=True,
+              help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
+@click.option("--judge", "judges", multiple=True, help="A judge card of kind reply or heart_pairwise (repeatable; "
+              "default: third_party_reply and heart_pairwise).")  # fmt: skip
+@click.option("--judge-model", help="The model of the judge cards that name none (default: --model).")
+@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="Override the cards' scoring.")
+@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
+@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/sensitivity-HASH).")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
+@progress_opt
+@set_option("reward.fit=0.5")
+def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tuple[Path, ...], limit: int | None,
+                sample: int | None, seed: int, bad: tuple[str, ...], user_model: str, judges: tuple[str, ...],
+                judge_model: str | None, scoring: str | None, base_url: str | None, api_key_env: str | None,
+                concurrency: int, run_dir: Path | None, fmt: str, no_progress: bool,
+                sets: tuple[str, ...]) -> None:  # fmt: skip
+    """Calibrate the scorers: for real contexts (ESConv, HEART, a run) the real next reply and controlled bad
+    ones made by rules (off-target, generic, dismissive, advice, ignores the last message, wrong facts,
+    repeats, role break; generic and dismissive also padded to the real reply's length). For each scorer
+    and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
+    the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
+    --set changes an option by name or a reward setting (reward.fit=0.5, reward.intensity_step=10)."""
+    from ..config import hash_config
+    from ..errors import ConfigError, EmoharborError
+    from ..overrides import parse_sets, with_sets
+    from ..preflight import check_named_models, check_reach, is_new_run
+    from ..sensitivity.analysis import sensitivity_table
+    from ..sensitivity.bad import KINDS
+    from ..sensitivity.render import render_sensitivity
+    from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, load_cases, run_sensitivity
+    from ..store.run_store import RunStore
+
+    user = None if user_model == "none" else model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
+    judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
+    if judge is None:
+        raise ConfigError("--model none: give --judge-model for the judges")
+    opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), from_run=list(from_run), limit=limit,
+                              sample=sample, seed=seed, bad=list(bad) or list(KINDS), user=user, judge=judge,
+                              judges=list(judges) or list(DEFAULT_JUDGES), scoring=scoring,
+                              concurrency=concurrency)  # fmt: skip
+    opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
+    folder = run_dir or Path("runs") / f"sensitivity-{hash_config(opts.resolved())[:8]}"
+    if is_new_run(folder):
+        load_cases(opts)  # the user's files first: a bad ESConv record is named before any model is reached
+        try:
+            made = opts.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        named = [*([("--model", opts.user)] if opts.user else []), *((f"--judge {j.card.name}", j.model) for j in made)]
+        check_named_models(named)
+        check_reach([spec for _, spec in named])
+    click.echo(f"run folder: {folder}", err=True)
+    started = time.perf_counter()
+    summary = asyncio.run(run_sensitivity(opts, folder, progress=not no_progress))
+    click.echo(f"{summary.cases} cases, {summary.units} scores ({summary.done_now} made now, {summary.errors} model "
+               f"errors) in {time.perf_counter() - started:.0f} s", err=True)  # fmt: skip
+    store = RunStore.open_existing(folder)
+    try:
+        click.echo(render_sensitivity(sensitivity_table(store, seed=seed), fmt))
+    finally:
+        store.close()
+    if summary.units and summary.errors == summary.units:
+        raise EmoharborError(f"every score ended in a model error: see `emoharbor export {folder}` (events)")
+
+
+COMMANDS = [sensitivity]

@@ -1,0 +1,222 @@
+"""The sensitivity table, from a sensitivity run's store: for each scorer and kind of bad reply, the share of
+cases where the real reply scores above the bad one.
+
+A pointwise scorer (the word count, the simulated user's reward or reaction, a reply card) gives each case
+and kind an outcome: 1 when the real reply scores higher, 0 when lower, 1/2 on a tie (ties are also counted
+apart); a case where either reply is unscored is left out and counted. A pairwise judge's outcome is the
+mean over its two orders of whether it chose the real reply: 1/2 when the orders disagree (the position
+decided), counted as a tie. The share is the mean outcome over cases, with a bootstrap 95% interval
+(cases resampled, fixed seed); ``all kinds``: the mean over every pair, cases resampled as clusters.
+
+Scorers, from what each record holds:
+- ``words``: the reply's word count, the baseline that needs no model;
+- ``user reward`` and ``user reaction`` (the reward without its rule-based penalties: relief, trust and fit
+  weighted; the penalties catch the ``repeats`` and ``role_break`` kinds by rule, which says nothing of the
+  user's sensitivity), and ``user fit``, ``user relief``, ``user trust`` apart; with ``(expected)`` the same
+  from the probability-weighted readouts, where the records have them;
+- ``CARD (written)`` / ``CARD (expected)``: a reply card's score (the mean of its rubric's keys);
+- ``CARD``: a pairwise judge's overall verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from ..reward.score import combine
+from ..reward.settings import RewardSettings
+from ..stats.bootstrap import Estimate, bootstrap_ci, too_small
+from ..store.run_store import RunStore
+from .bad import KINDS
+from .run import REAL, USER
+
+ALL = "all kinds"
+Values = dict[tuple[str, str], float | None]  # (case, reply kind) -> score (None: unscored)
+
+
+def _mean(d: dict[str, Any] | None) -> float | None:
+    vals = [float(v) for v in (d or {}).values() if v is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def reaction(parts: dict[str, Any], s: RewardSettings) -> float:
+    """The reward's weighted reaction, without its penalties."""
+    return combine(float(parts["relief"]), float(parts["trust"]), float(parts["fit"]), [], s)
+
+
+def user_values(records: list[dict[str, Any]], s: RewardSettings) -> dict[str, Values]:
+    """The simulated user's scorers from its ``score`` records: the reward and the reaction from the written
+    parts, and (where the records have them) from the probability-weighted ones."""
+    out: dict[str, Values] = defaultdict(dict)
+    readable = any(r.get("expected") for r in records)  # else no expected rows: none is made up from the written
+    for r in records:
+        k = (r["case"], r["reply_kind"])
+        ok = r.get("status") == "ok" and r.get("reward") is not None
+        hit = list(r.get("penalties") or [])
+        cost = -combine(0.0, 0.0, 0.0, hit, s)
+        if ok and hit == ["empty"]:  # not shown to the user: its reward is the penalty alone
+            for name in ("user reward", "user reward (expected)")[: 2 if readable else 1]:
+                out[name][k] = -cost
+            continue
+        for suffix, parts in (("", r if ok else None), (" (expected)", r.get("expected") if ok else None)):
+            if suffix and not readable:
+                continue
+            whole = parts is not None and all(parts.get(p) is not None for p in ("relief", "trust", "fit"))
+            felt = reaction(parts, s) if whole and parts is not None else None
+            out[f"user reward{suffix}"][k] = None if felt is None else felt - cost
+            out[f"user reaction{suffix}"][k] = felt
+            for p in ("fit", "relief", "trust"):
+                out[f"user {p}{suffix}"][k] = parts.get(p) if parts is not None else None
+    return out
+
+
+def card_values(records: list[dict[str, Any]]) -> dict[str, Values]:
+    out: dict[str, Values] = defaultdict(dict)
+    for r in records:
+        k = (r["case"], r["reply_kind"])
+        ok = r.get("status") == "ok"
+        out[f"{r['scorer']} (written)"][k] = _mean(r.get("scores")) if ok else None
+        if "expected" in r:
+            out[f"{r['scorer']} (expected)"][k] = _mean(r.get("expected")) if ok else None
+    return out
+
+
+def pair_outcomes(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], float | None]]:
+    """Per pairwise judge, (case, bad kind) -> the mean over both orders of [real chosen] (None: an order is
+    missing or unscored)."""
+    by: dict[tuple[str, str, str], dict[str, bool | None]] = defaultdict(dict)
+    for r in records:
+        won = r["verdicts"]["overall"]["winner"] == REAL if r.get("status") == "ok" else None
+        by[(r["scorer"], r["case"], r["bad_kind"])][r["order"]] = won
+    out: dict[str, dict[tuple[str, str], float | None]] = defaultdict(dict)
+    for (scorer, case, kind), orders in by.items():
+        vals = [orders.get("ab"), orders.get("ba")]
+        out[scorer][(case, kind)] = None if any(v is None for v in vals) else float(np.mean([bool(v) for v in vals]))
+    return out
+
+
+def outcomes_of(values: Values, kind: str) -> dict[str, float | None]:
+    """Per case that has a reply of ``kind``: 1 real above, 0 below, 1/2 a tie, None either unscored."""
+    out: dict[str, float | None] = {}
+    for (c, k), bad in values.items():
+        if k != kind:
+            continue
+        real = values.get((c, REAL))
+        out[c] = None if real is None or bad is None else (1.0 if real > bad else 0.0 if real < bad else 0.5)
+    return out
+
+
+def _cluster(per_case: dict[str, list[float]], seed: int, n_boot: int) -> Estimate:
+    """The mean over every pair, cases resampled with all their pairs."""
+    groups = [np.asarray(v) for v in per_case.values() if v]
+    if not groups:
+        return Estimate(None, None, None, 0)
+    allv = np.concatenate(groups)
+    value = float(allv.mean())
+    if len(groups) < 2:
+        return Estimate(value, None, None, len(groups))
+    rng = np.random.default_rng(seed)
+    sums = np.array([g.sum() for g in groups])
+    sizes = np.array([g.size for g in groups])
+    idx = rng.integers(0, len(groups), size=(n_boot, len(groups)))
+    boots = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return Estimate(value, float(lo), float(hi), len(groups))
+
+
+def _cell(outcomes: list[float | None], seed: int, n_boot: int) -> dict[str, Any]:
+    scored = [o for o in outcomes if o is not None]
+    e = bootstrap_ci(scored, n_boot=n_boot, seed=seed)
+    small = too_small(e.n)
+    return {"share": e.value, "lo": None if small else e.lo, "hi": None if small else e.hi, "n": e.n,
+            "ties": sum(1 for o in scored if o == 0.5), "unscored": len(outcomes) - len(scored)}  # fmt: skip
+
+
+def scorer_usage(store: RunStore) -> dict[str, dict[str, float]]:
+    """Per scorer (the third part of a unit's key): calls, calls that reached a model, model time, cost."""
+    out: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "requests": 0, "model_s": 0.0, "cost_usd": 0.0})
+    for c in store.calls():
+        parts = str(c.get("unit_key") or "").split("|")
+        if c.get("unit_kind") not in ("score", "pair") or len(parts) < 3:
+            continue
+        u = out[parts[2]]
+        u["calls"] += 1
+        if not c.get("cached"):
+            u["requests"] += 1
+            u["model_s"] += float(c.get("latency_s") or 0)
+            u["cost_usd"] += float(c.get("cost_usd") or 0)
+    return dict(out)
+
+
+def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str]:
+    """The cases whose every scorer has rated every reply (unscored counts as done): the table is made of
+    those only, so that every scorer and the word count stand on the same items in a run not finished yet."""
+    judges = json.loads(store.meta().get("judges", "{}"))
+    scored, paired = store.keys("score"), store.keys("pair")
+    out = set()
+    for c, d in cases.items():
+        kinds = list(d["replies"])
+        need = [f"{c}|{k}|{USER}" for k in kinds] if store.config().get("user") else []
+        for name, card in judges.items():
+            if card.get("kind") == "reply":
+                need += [f"{c}|{k}|{name}" for k in kinds]
+        pairs = [f"{c}|{k}|{name}|{o}" for name, card in judges.items() if card.get("kind") != "reply"
+                 for k in kinds if k != REAL for o in ("ab", "ba")]  # fmt: skip
+        if all(k in scored for k in need) and all(k in paired for k in pairs):
+            out.add(c)
+    return out
+
+
+def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
+    cfg = store.config()
+    s = RewardSettings.model_validate(cfg.get("reward") or {})
+    stored = {k: d for k, d in store.items("case")}
+    done = finished_cases(store, stored)
+    cases = {k: d for k, d in stored.items() if k in done}
+    kinds = [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
+    words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
+    scores = [d for _, d in store.items("score") if d["case"] in done]
+    user = user_values([r for r in scores if r.get("scorer") == USER], s)
+    cards = card_values([r for r in scores if r.get("scorer") != USER])
+    pointwise: dict[str, Values] = {"words": words, **user, **cards}
+    pairwise = pair_outcomes([d for _, d in store.items("pair") if d["case"] in done])
+    usage = scorer_usage(store)
+    rows = []
+    for name, values in pointwise.items():
+        by_kind = {k: outcomes_of(values, k) for k in kinds}
+        distinct = len({v for v in values.values() if v is not None})
+        rows.append(_row(name, kinds, by_kind, seed, n_boot, distinct))
+    for name, outs in pairwise.items():
+        by_kind = {k: {c: o for (c, kk), o in outs.items() if kk == k} for k in kinds}
+        rows.append(_row(name, kinds, by_kind, seed, n_boot, None, pairwise=True))
+    for r in rows:
+        base = r["scorer"].split(" (")[0]
+        owner = USER if base.startswith("user") else base
+        r["usage"] = usage.get(owner) if owner != "words" else None
+    sources: dict[str, int] = defaultdict(int)
+    for d in cases.values():
+        sources[d["source"]] += 1
+    return {"kind": "sensitivity", "cases": len(cases), "unfinished": len(stored) - len(cases),
+            "sources": dict(sources), "kinds": kinds, "rows": rows, "user_model": (cfg.get("user") or {}).get("model"),
+            "suite": cfg.get("suite"), "wall_s": float(store.meta().get("wall_s", "0"))}  # fmt: skip
+
+
+def _row(name: str, kinds: list[str], by_kind: dict[str, dict[str, float | None]], seed: int, n_boot: int,
+         distinct: int | None, pairwise: bool = False) -> dict[str, Any]:  # fmt: skip
+    cells = {k: _cell(list(by_kind[k].values()), seed, n_boot) for k in kinds}
+    per_case: dict[str, list[float]] = defaultdict(list)
+    for k in kinds:
+        for c, o in sorted(by_kind[k].items()):
+            if o is not None:
+                per_case[c].append(o)
+    total = _cluster(dict(sorted(per_case.items())), seed, n_boot)
+    small = too_small(total.n)
+    allcell = {"share": total.value, "lo": None if small else total.lo, "hi": None if small else total.hi,
+               "n": total.n, "ties": sum(cells[k]["ties"] for k in kinds),
+               "unscored": sum(cells[k]["unscored"] for k in kinds)}  # fmt: skip
+    pairs = sum(cells[k]["n"] for k in kinds)
+    return {"scorer": name, "pairwise": pairwise, "cells": cells, ALL: allcell, "distinct": distinct,
+            "tie_rate": allcell["ties"] / pairs if pairs else None, "pairs": pairs}  # fmt: skip

@@ -1,0 +1,163 @@
+"""The simulated user's measured sensitivity, kept beside the call cache so that other runs can state it.
+
+A finished sensitivity run with a simulated user writes one small JSON record (``record``) to
+``<cache dir>/sensitivity/<model>-<prompts hash>-<run hash>.json``: the user model, the versions of the
+prompts its reaction reads (``run.PROMPTS``: user_system, user_appraise, user_feel), the cases, the suite's
+version, the user rows' "all kinds" share with its interval and tie rate and their per-kind shares, the run
+folder and the date. ``lookup(model, prompt_versions)`` gives the newest record made with that model and
+those prompt versions (another prompt's version, such as a supporter's, is not compared); an EmoHarbor or
+validate run's health names it (``report.health``), or says it has not been measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..models.cache import default_cache_dir
+from ..store.run_store import RunStore
+
+# what the user's reaction reads: ``run.PROMPTS``, named here so that run.py may import this module (and
+# a report reading records imports no model code)
+PROMPTS = ("user_system", "user_appraise", "user_feel")
+FOLDER = "sensitivity"
+HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is
+USER_ROWS = ("user reward", "user reaction", "user fit", "user relief", "user trust")
+
+
+def folder() -> Path:
+    return default_cache_dir() / FOLDER
+
+
+def chain_versions(prompt_versions: dict[str, Any] | None) -> dict[str, str] | None:
+    """The versions of the prompts the user's reaction reads, from a run's ``prompt_versions`` (which may
+    name more); None when one of them is missing (the run's user did not read them)."""
+    got = prompt_versions or {}
+    if any(not got.get(p) for p in PROMPTS):
+        return None
+    return {p: str(got[p]) for p in PROMPTS}
+
+
+def prompts_hash(versions: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+
+
+def key_prefix(model: str, versions: dict[str, str]) -> str:
+    return f"{safe(model)}-{prompts_hash(versions)}"
+
+
+def _rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from .analysis import ALL
+
+    out = {}
+    for r in data["rows"]:
+        if r["scorer"].split(" (")[0] not in USER_ROWS:
+            continue
+        c = r[ALL]
+        out[r["scorer"]] = {"share": c["share"], "lo": c["lo"], "hi": c["hi"], "n": c["n"], "ties": c["ties"],
+                            "tie_rate": r["tie_rate"], "pairs": r["pairs"],
+                            "kinds": {k: v["share"] for k, v in r["cells"].items()}}  # fmt: skip
+    return out
+
+
+def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None:
+    """Write the calibration record of the sensitivity run in ``store`` (open; call it once the run is
+    finished); its path, or None when the run has no simulated user or no user row (nothing is written) or
+    the cache folder cannot be written (the run's own results are not affected)."""
+    cfg = store.config()
+    model = (cfg.get("user") or {}).get("model")
+    versions = chain_versions(cfg.get("prompt_versions"))
+    if not model or versions is None:
+        return None
+    from .analysis import sensitivity_table
+
+    data = sensitivity_table(store, seed=seed, n_boot=n_boot)
+    rows = _rows(data)
+    headline = next((h for h in HEADLINES if h in rows), None)
+    if headline is None:
+        return None
+    run = str(store.folder.resolve())
+    rec = {
+        "user_model": model,
+        "prompt_versions": versions,
+        "prompts_hash": prompts_hash(versions),
+        "cases": data["cases"],
+        "sources": data["sources"],
+        "kinds": data["kinds"],
+        "suite": data["suite"],
+        "reward": cfg.get("reward"),
+        "headline": headline,
+        "rows": rows,
+        "run": run,
+        "config_hash": store.meta().get("config_hash", ""),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    run_hash = hashlib.sha256(run.encode()).hexdigest()[:8]
+    path = folder() / f"{key_prefix(model, versions)}-{run_hash}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(rec, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        return None
+    return path
+
+
+def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The calibration record with the most cases (the newest among equals) of ``model_name`` with the same
+    versions of the user's reaction prompts as ``prompt_versions`` (a run's, which may name more prompts);
+    None if there is none."""
+    versions = chain_versions(prompt_versions)
+    if not model_name or versions is None:
+        return None
+    where = folder()
+    if not where.is_dir():
+        return None
+    found = []
+    for p in where.glob(f"{key_prefix(model_name, versions)}-*.json"):
+        try:
+            rec = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and rec.get("user_model") == model_name and rec.get("prompt_versions") == versions:
+            found.append(rec)
+    return max(found, key=lambda r: (int(r.get("cases") or 0), str(r.get("date", ""))), default=None)
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}"
+
+
+def sentence(rec: dict[str, Any]) -> str:
+    """The run-health line of a calibration record."""
+    from ..stats.bootstrap import TOO_SMALL
+
+    row = rec["rows"][rec["headline"]]
+    if row["share"] is None:
+        share = "n/a"
+    elif row["lo"] is None:
+        share = f"{pct(row['share'])}% ({TOO_SMALL})"
+    else:
+        share = f"{pct(row['share'])}% [{pct(row['lo'])}, {pct(row['hi'])}]"
+    date = str(rec.get("date", ""))[:10]
+    return (
+        f"Simulated user's measured sensitivity (emoharbor sensitivity, {rec['cases']} cases, {date}): prefers "
+        f"the real reply in {share} of pairs (ties {pct(row['tie_rate'])}%)"
+    )
+
+
+def not_measured(model: str) -> str:
+    return (
+        f"The simulated user's sensitivity has not been measured for {model} with these prompts: "
+        f"`emoharbor sensitivity --esconv FILE --model {model}`"
+    )

@@ -1,0 +1,154 @@
+"""The cases of a sensitivity suite: a real context that ends on the seeker's turn and the real reply that
+followed it, from ESConv records, HEART histories or an EmoHarbor run folder (``reward.context`` cuts them).
+
+- ESConv: one cut per record whose seeker rated the supporter's empathy 4-5 (the real reply is support the
+  seeker valued), at the first seeker turn from the third on that has something to answer (at least
+  ``MIN_WORDS`` words) and is followed by a supporter message of at least ``MIN_WORDS`` words: the problem is
+  on the table by then, an earlier supporter message exists to repeat, and an earlier seeker turn to answer
+  instead of the last. Early cuts also keep the prompts short.
+- HEART: each history that ends on the seeker and whose file has the human supporter's reply.
+- A run folder: each simulated talk cut at its second user turn or later, the supporter's actual next turn
+  as the reply (a model's reply, not a human's: such a suite measures whether a scorer prefers what the run's
+  supporter said to rule-made bad replies).
+
+Every case also keeps the other seeker and supporter texts of its source (``pool``), from which the
+off-target reply and the wrong facts are drawn (``bad.py``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
+from ..errors import DataError
+from ..profiles.esconv_import import draft_profile
+from ..reward.context import RewardContext, conversation_contexts, talk
+from ..simulate.conversation import Turn
+
+MIN_WORDS = 8
+MIN_EMPATHY = 4
+FIRST_SEEKER_TURN = 3  # the cut is at this seeker turn (1-based) or later
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    source: str  # esconv | heart | run
+    context: RewardContext
+    real: str  # the reply that followed
+    problem: str  # the problem type ("" where unknown): an off-target reply comes from another one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "context": self.context.to_dict(), "real": self.real,
+                "problem": self.problem}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Case:
+        return cls(d["id"], d["source"], RewardContext.from_dict(d["context"]), d["real"], d["problem"])
+
+
+@dataclass
+class Pool:
+    """Real texts of other talks: supporter replies (for off-target) and seeker turns (for wrong facts), each
+    with the talk it came from and its problem type."""
+
+    replies: list[tuple[str, str, str]] = field(default_factory=list)  # (dialog id, problem, text)
+    seeker: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, dialog: str, problem: str, turns: list[Turn]) -> None:
+        for t in turns:
+            if len(t.text.split()) >= MIN_WORDS:
+                (self.seeker if t.speaker == "user" else self.replies).append((dialog, problem, t.text))
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def esconv_cut(d: EsconvDialog, initial_trust: int) -> Case | None:
+    """The record's case, or None when it has no cut that qualifies (see the module's doc)."""
+    turns = talk(d)
+    seen = 0
+    for i, t in enumerate(turns):
+        if t.speaker != "user":
+            continue
+        seen += 1
+        nxt = turns[i + 1] if i + 1 < len(turns) else None
+        if seen < FIRST_SEEKER_TURN or nxt is None or nxt.speaker != "supporter":
+            continue
+        if words(t.text) >= MIN_WORDS and words(nxt.text) >= MIN_WORDS:
+            profile = draft_profile(d, evaluation_only=True)
+            replies = sum(x.speaker == "supporter" for x in turns[:i])
+            ctx = RewardContext(f"esconv:{d.id}#{i}", "esconv", profile, turns[: i + 1],
+                                profile.emotional_state.intensity, initial_trust, replies, d.id)  # fmt: skip
+            return Case(ctx.id, "esconv", ctx, nxt.text, d.problem_type)
+    return None
+
+
+def esconv_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
+    dialogs = load_esconv(path)
+    for d in dialogs:
+        pool.add(d.id, d.problem_type, talk(d))
+    good = [d for d in dialogs if (d.survey.get("empathy") or 0) >= MIN_EMPATHY]
+    return [c for d in good if (c := esconv_cut(d, initial_trust)) is not None]
+
+
+def heart_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
+    from ..heart.config import HistorySource
+    from ..heart.histories import SEEKER
+    from ..heart.stages.sources import load_heart_source
+
+    src = HistorySource(path=str(path), subset="adversarial" if "adversarial" in path.name else "regular")
+    histories, _ = load_heart_source(src, path)
+    out = []
+    for i, h in enumerate(histories):
+        turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
+        d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
+        conv = talk(d)
+        pool.add(h.id, h.problem_type, conv)
+        if not conv or conv[-1].speaker != "user" or not h.human_reply or not h.human_reply.strip():
+            continue
+        if sum(t.speaker == "supporter" for t in conv) == 0:
+            continue  # nothing to repeat: the suite's cases all have an earlier supporter message
+        profile = draft_profile(d, evaluation_only=True)
+        ctx = RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,
+                            initial_trust, sum(t.speaker == "supporter" for t in conv), h.id)  # fmt: skip
+        out.append(Case(ctx.id, "heart", ctx, h.human_reply.strip(), h.problem_type))
+    return out
+
+
+def run_cases(folder: Path, pool: Pool) -> list[Case]:
+    """Each talk of an EmoHarbor run cut at its second user turn or later, with the supporter's next turn."""
+    from ..profiles.loader import resolve_profiles
+    from ..simulate.conversation import Conversation
+    from ..store.run_store import RunStore
+
+    store = RunStore.open_existing(folder, "emoharbor")
+    try:
+        profiles = {p.id: p for p in resolve_profiles(list(store.config().get("profiles") or []))}
+        convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
+    finally:
+        store.close()
+    out = []
+    for c in convs:
+        if c.profile_id not in profiles:
+            raise DataError(f"{folder}: conversation {c.id}: its profile {c.profile_id} is not among the run's")
+        problem = profiles[c.profile_id].situation.problem_type
+        pool.add(c.id, problem, c.turns)
+        for ctx in conversation_contexts(c, profiles[c.profile_id]):
+            n = len(ctx.turns)
+            if ctx.turn >= 1 and n < len(c.turns) and c.turns[n].speaker == "supporter":
+                out.append(Case(ctx.id, "run", ctx, c.turns[n].text, problem))
+                break
+    return out
+
+
+def select(cases: list[Case], limit: int | None, sample: int | None, seed: int) -> list[Case]:
+    """The first ``limit`` cases, or ``sample`` drawn with ``seed`` (in their order in the source), or all."""
+    if sample is not None:
+        picked = sorted(random.Random(seed).sample(range(len(cases)), min(sample, len(cases))))
+        return [cases[i] for i in picked]
+    return cases[:limit] if limit is not None else cases

@@ -1,0 +1,127 @@
+"""A sensitivity run in the commands that read any run (the hooks of ``kinds.py``): ``emoharbor leaderboard``
+and ``report --format`` print its sensitivity table, ``emoharbor report`` shows it as a heat map (scorer x
+kind of bad reply), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``) and the tidy results
+hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..report.html import Cell, esc, heat, note, table
+from ..report.runs import RunView
+from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
+from ..store.run_store import RunStore
+from .analysis import ALL, Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
+from .render import csv_rows, pct, render_sensitivity, usage_text
+
+
+def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
+          baseline: str | None = None) -> tuple[str, Any]:  # fmt: skip
+    """A sensitivity run's table (every scorer and kind of bad reply): rendered, and its data."""
+    data = sensitivity_table(store)
+    return render_sensitivity(data, fmt), data
+
+
+def load(store: RunStore, view: RunView, seed: int) -> None:
+    view.analysis = sensitivity_table(store, seed=seed)
+
+
+def export(store: RunStore) -> dict[str, list[dict[str, Any]]]:
+    """``sensitivity``: one row per scorer and kind of bad reply (and "all kinds"), as ``--format csv``."""
+    return {"sensitivity": csv_rows(sensitivity_table(store))}
+
+
+def tidy(store: RunStore) -> list[dict[str, Any]]:
+    """One row per (case, kind of bad reply, scorer): the real reply's score and the bad one's (a pairwise
+    judge: none), and the outcome the table averages (1: the real reply above, 0: below, 0.5: a tie or, for a
+    pairwise judge, orders that disagree; None: unscored)."""
+    from ..reward.settings import RewardSettings
+    from .bad import KINDS
+    from .run import REAL, USER
+
+    cfg = store.config()
+    run = store.folder.name
+    s = RewardSettings.model_validate(cfg.get("reward") or {})
+    cases = dict(store.items("case"))
+    kinds = [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
+    words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
+    scores = [d for _, d in store.items("score")]
+    user = user_values([r for r in scores if r.get("scorer") == USER], s)
+    pointwise: dict[str, Values] = {
+        "words": words,
+        **user,
+        **card_values([r for r in scores if r.get("scorer") != USER]),
+    }
+    out = []
+    for scorer, values in pointwise.items():
+        for kind in kinds:
+            for case, outcome in outcomes_of(values, kind).items():
+                out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": kind,
+                            "scorer": scorer, "pairwise": False, "real": values.get((case, REAL)),
+                            "bad": values.get((case, kind)), "outcome": outcome})  # fmt: skip
+    for scorer, outs in pair_outcomes([d for _, d in store.items("pair")]).items():
+        for (case, kind), outcome in sorted(outs.items()):
+            out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": kind,
+                        "scorer": scorer, "pairwise": True, "real": None, "bad": None, "outcome": outcome})  # fmt: skip
+    return out
+
+
+# -- the report's section --------------------------------------------------------------------------------
+
+
+def _share(c: dict[str, Any], *, interval: bool = False) -> tuple[str, str]:
+    """A share as a cell: the percentage, coloured from red (the bad reply wins) through white (chance) to
+    green (the real reply wins), its ties and unscored pairs on hover; with ``interval`` its bootstrap
+    interval and ties shown; under ``MIN_N`` cases uncoloured, "n too small"."""
+    n = f" <small>n={c['n']}</small>"
+    hover = f'title="ties {c["ties"]}, unscored {c["unscored"]}"'
+    ties = f" <small>ties {c['ties']}</small>" if interval else ""
+    if c["share"] is None:
+        return f'<span class="na" data-sort="">n/a</span>{n}', hover
+    shown = f'<span data-sort="{c["share"]:.6f}">{pct(c["share"])}%</span>'
+    if too_small(c["n"]):
+        return f'{shown} <small class="small-n">{TOO_SMALL}</small>{n}{ties}', hover
+    ci = f" <small>[{pct(c['lo'])}, {pct(c['hi'])}]</small>" if interval and c["lo"] is not None else ""
+    return shown + ci + n + ties, f"{heat(c['share'] - 0.5, 0.5)} {hover}"
+
+
+def sensitivity_html(data: dict[str, Any], rid: str) -> str:
+    kinds = data["kinds"]
+    header = ["scorer", *[esc(k) for k in kinds], f"{ALL} [95% interval]", "ties", "pairs", "unscored",
+              "distinct values", "calls, model time"]  # fmt: skip
+    rows: list[list[Cell]] = []
+    for r in data["rows"]:
+        name = esc(r["scorer"]) + (" <small>(pairwise)</small>" if r["pairwise"] else "")
+        tie = "-" if r["tie_rate"] is None else f'<span data-sort="{r["tie_rate"]:.6f}">{pct(r["tie_rate"])}%</span>'
+        rows.append([name, *[_share(r["cells"][k]) for k in kinds], _share(r[ALL], interval=True), tie,
+                     str(r["pairs"]), str(r[ALL]["unscored"]), "-" if r["distinct"] is None else str(r["distinct"]),
+                     esc(usage_text(r["usage"]))])  # fmt: skip
+    src = ", ".join(f"{n} {s}" for s, n in sorted(data["sources"].items())) or "none"
+    parts = [
+        f"<p>{data['cases']} cases ({esc(src)}); simulated user <b>{esc(data['user_model'] or '(none)')}</b>; "
+        f"suite <code>{esc(data['suite'])}</code>; model time so far {data['wall_s']:.0f} s.</p>",
+        '<p class="hint">For each scorer and kind of bad reply: the share of cases where the real reply scores '
+        "above the rule-made bad one (ties count half; a pairwise judge whose two orders disagree is a tie). "
+        "Green: the scorer prefers the real reply; white: chance (50%); red: it prefers the bad one. "
+        f"{esc(ALL)}: the mean over every pair, with a bootstrap 95% interval resampling cases; under {MIN_N} "
+        f"cases no interval and no colour ({TOO_SMALL}). The word count needs no model: a scorer no better "
+        "than it on a padded kind (generic_long, dismissive_long) reads length, not support.</p>",
+    ]
+    if not data["rows"]:
+        return "".join(parts) + note("no scorer has scored a reply yet")
+    parts.append(table(header, rows, tid=f"{rid}-sensitivity", cls="sensitivity"))
+    return "".join(parts)
+
+
+def html(view: RunView, rid: str, seed: int) -> str:
+    from ..report.health import events_table, usage_table
+    from ..report.html import section
+
+    if view.analysis is None:
+        return note("This sensitivity run could not be read.")
+    status = f"<p>Run status: <b>{esc(view.meta.get('status', '?'))}</b>.</p>"
+    health = status + "<h4>Tokens, cost, retries and errors per role</h4>" + usage_table(view)
+    health += "<h4>Events (parse failures, retries, ...)</h4>" + events_table(view)
+    return section("Does each scorer prefer the real reply?", sensitivity_html(view.analysis, rid), level=3) + section(
+        "Run health", health, level=3
+    )
