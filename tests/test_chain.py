@@ -150,10 +150,11 @@ async def test_intensity_follows_from_feeling_better_or_worse() -> None:
     assert [s.intensity for s in conv.states] == [75, 65, 70, 70, 55]  # better lowers intensity, worse raises it
     assert [s.trust for s in conv.states] == [40, 33, 26, 19, 12]  # 3: a little less, -7 of 20
     replies = [t.inner for t in conv.turns[2::2]]
+    # a scripted model gives no log-probabilities: no expected readouts
+    none = {"feel_better_expected": None, "trust_change_expected": None}
     assert [r["feeling"] for r in replies if r] == [
-        {"feel_better": b, "intensity_change": -b, "trust_change": -7, "feel_better_expected": None,
-         "trust_change_expected": None} for b in better
-    ]  # fmt: skip  (a scripted model gives no log-probabilities: no expected readouts)
+        {"feel_better": b, "intensity_change": -b, "trust_change": -7, **none} for b in better
+    ]
     assert [r["state"]["thought"] for r in replies if r] == [f"thought {n}" for n in range(4)]
     feel_prompt = next(c[-1]["content"] for c in model.calls if role_of(c) == "feel")
     assert "6 = clearly better" in feel_prompt and "2 = clearly worse" in feel_prompt

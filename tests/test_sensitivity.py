@@ -197,7 +197,9 @@ def test_a_run_scores_every_reply_and_the_table_counts_right(
     assert rows["user reward"]["usage"]["calls"] == 3 * 11 * 2
 
 
-def test_a_stopped_run_resumes_without_redoing_work(tmp_path: Path, valid: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stopped_run_resumes_without_redoing_work(
+    tmp_path: Path, valid: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     whole, _ = run_with(tmp_path / "whole", valid, monkeypatch, limit=2)
     with pytest.raises(BaseException):  # noqa: B017 - the scripted model interrupts the run part-way
         run_with(tmp_path / "part", valid, monkeypatch, limit=2, stop_after=40)

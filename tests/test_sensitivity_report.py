@@ -8,7 +8,6 @@ import asyncio
 import csv
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,22 +36,23 @@ PAIRWISE = "heart_pairwise:scripted"
 CARD = "third_party_reply+argmax:scripted"
 
 
+def _suite(factory: pytest.TempPathFactory, name: str, limit: int) -> Path:
+    folder = factory.mktemp(name) / "s"
+    with pytest.MonkeyPatch.context() as mp:
+        run_with(folder, esconv_file("valid.jsonl"), mp, limit=limit)
+    return folder
+
+
 @pytest.fixture(scope="module")
-def sens(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def sens(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sensitivity run of 6 cases (enough for intervals) with the scripted scorers of test_sensitivity."""
-    folder = tmp_path_factory.mktemp("sens") / "s"
-    with pytest.MonkeyPatch.context() as mp:
-        run_with(folder, esconv_file("valid.jsonl"), mp, limit=6)
-    yield folder
+    return _suite(tmp_path_factory, "sens", 6)
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same with 3 cases: under the small-n rule."""
-    folder = tmp_path_factory.mktemp("small") / "s"
-    with pytest.MonkeyPatch.context() as mp:
-        run_with(folder, esconv_file("valid.jsonl"), mp, limit=3)
-    yield folder
+    return _suite(tmp_path_factory, "small", 3)
 
 
 @pytest.fixture(scope="module")

@@ -92,6 +92,13 @@ async def judge_conversation(
 ) -> dict[str, Any]:
     """One assessment of ``conv`` by ``card`` on ``model``, recorded under the name ``judge``."""
     messages, version = judge_messages(card, conv, profile)
+    return await ask_card(card, model, judge, messages, version, seed)
+
+
+async def ask_card(card: JudgeCard, model: ChatModel, judge: str, messages: list[Message], version: str,
+                   seed: int) -> dict[str, Any]:  # fmt: skip
+    """``messages`` (a card's prompt about a conversation or a reply) asked for the card's rubric, as an
+    assessment record."""
     got = await ask_json(
         model,
         messages,

@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..models.base import ChatModel, Message
-from ..models.structured import ask_json
 from ..simulate.conversation import Turn
 from .cards import JudgeCard
-from .judge import answer_text, assessment_record
+from .judge import answer_text, ask_card
 
 
 def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> tuple[list[Message], str]:
@@ -26,13 +25,4 @@ async def judge_reply(
     card: JudgeCard, model: ChatModel, judge: str, turns: list[Turn], reply: str, seed: int = 0
 ) -> dict[str, Any]:
     messages, version = reply_messages(card, turns, reply)
-    got = await ask_json(
-        model,
-        messages,
-        card.rubric_file().schema(card.evidence),
-        seed=seed,
-        prompt_version=version,
-        max_tokens=card.max_tokens,
-        top_logprobs=card.top_logprobs if card.scoring == "expected" else 0,
-    )
-    return assessment_record(card, judge, got)
+    return await ask_card(card, model, judge, messages, version, seed)

@@ -116,22 +116,25 @@ def conversation_contexts(c: Conversation, profile: Profile) -> list[RewardConte
     return out
 
 
-def run_contexts(folder: Path) -> list[RewardContext]:
+def run_talks(folder: Path, *kinds: str) -> list[tuple[Conversation, Profile]]:
+    """The talks of an EmoHarbor run folder, each with its user's profile (from the run's config)."""
     from ..profiles.loader import resolve_profiles
     from ..store.run_store import RunStore
 
-    store = RunStore.open_existing(folder)
+    store = RunStore.open_existing(folder, *kinds)
     try:
         profiles = {p.id: p for p in resolve_profiles(list(store.config().get("profiles") or []))}
         convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     finally:
         store.close()
-    out = []
     for c in convs:
         if c.profile_id not in profiles:
             raise DataError(f"{folder}: conversation {c.id}: its profile {c.profile_id} is not among the run's")
-        out += conversation_contexts(c, profiles[c.profile_id])
-    return out
+    return [(c, profiles[c.profile_id]) for c in convs]
+
+
+def run_contexts(folder: Path) -> list[RewardContext]:
+    return [ctx for c, p in run_talks(folder) for ctx in conversation_contexts(c, p)]
 
 
 def talk(d: EsconvDialog) -> list[Turn]:

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
-from ..errors import DataError
 from ..profiles.esconv_import import draft_profile
-from ..reward.context import RewardContext, conversation_contexts, talk
+from ..reward.context import RewardContext, conversation_contexts, run_talks, talk
 from ..simulate.conversation import Turn
 
 MIN_WORDS = 8
@@ -122,23 +121,11 @@ def heart_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
 
 def run_cases(folder: Path, pool: Pool) -> list[Case]:
     """Each talk of an EmoHarbor run cut at its second user turn or later, with the supporter's next turn."""
-    from ..profiles.loader import resolve_profiles
-    from ..simulate.conversation import Conversation
-    from ..store.run_store import RunStore
-
-    store = RunStore.open_existing(folder, "emoharbor")
-    try:
-        profiles = {p.id: p for p in resolve_profiles(list(store.config().get("profiles") or []))}
-        convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
-    finally:
-        store.close()
     out = []
-    for c in convs:
-        if c.profile_id not in profiles:
-            raise DataError(f"{folder}: conversation {c.id}: its profile {c.profile_id} is not among the run's")
-        problem = profiles[c.profile_id].situation.problem_type
+    for c, profile in run_talks(folder, "emoharbor"):
+        problem = profile.situation.problem_type
         pool.add(c.id, problem, c.turns)
-        for ctx in conversation_contexts(c, profiles[c.profile_id]):
+        for ctx in conversation_contexts(c, profile):
             n = len(ctx.turns)
             if ctx.turn >= 1 and n < len(c.turns) and c.turns[n].speaker == "supporter":
                 out.append(Case(ctx.id, "run", ctx, c.turns[n].text, problem))
