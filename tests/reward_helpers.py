@@ -34,9 +34,8 @@ def scripted_user(react: Callable[[str], tuple[str, int, int]] | None = None, *,
         props = (schema or {}).get("properties", {})
         fit, better, trust = decide(last_reply(messages))
         if "fit" in props:
-            return json.dumps({"understood": "my problem", "needs_met": [], "needs_missed": [], "answers_last": True,
-                               "facts_right": True, "about_me": True, "dismissive": False, "disliked": False,
-                               "fit": fit, "crisis_referral": False})  # fmt: skip
+            return json.dumps({"understood": "my problem", "needs_met": [], "needs_missed": [], "about_me": True,
+                               "disliked": False, "fit": fit, "crisis_referral": False})  # fmt: skip
         if "better" in props:
             return garbage or json.dumps({"thought": "they listened", "better": digit(better, 15),
                                           "trust": digit(trust, 20)})  # fmt: skip

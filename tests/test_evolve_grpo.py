@@ -28,9 +28,8 @@ from test_evolve_accelerate import launch
 
 # one answer that parses as the opening, the Appraiser's and the Feeler's (a scripted user on the command line)
 EVERY_SCHEMA = json.dumps({"message": "I have not slept since the layoff.", "decision": "continue",
-                           "understood": "my layoff", "needs_met": [], "needs_missed": [], "answers_last": True,
-                           "facts_right": True, "about_me": True, "dismissive": False, "disliked": False,
-                           "fit": "mixed", "crisis_referral": False, "thought": "ok", "better": 5,
+                           "understood": "my layoff", "needs_met": [], "needs_missed": [], "about_me": True,
+                           "disliked": False, "fit": "mixed", "crisis_referral": False, "thought": "ok", "better": 5,
                            "trust": 4})  # fmt: skip
 
 

@@ -122,9 +122,9 @@ def scorer_model(real_texts: set[str], calls: list[str]) -> ScriptedModel:
         if "helpful" in props:
             return json.dumps({"helpful": 4 if good else 2})
         if "fit" in props:
-            return json.dumps({"understood": "u", "needs_met": [], "needs_missed": [], "answers_last": good,
-                               "facts_right": True, "about_me": good, "dismissive": False, "disliked": not good,
-                               "fit": "good" if good else "poor", "crisis_referral": False})  # fmt: skip
+            return json.dumps({"understood": "u", "needs_met": [], "needs_missed": [], "about_me": good,
+                               "disliked": not good, "fit": "good" if good else "poor",
+                               "crisis_referral": False})  # fmt: skip
         if "better" in props:
             return json.dumps({"thought": "t", "better": digit(10 if good else -5, 15), "trust": 4})
         raise AssertionError(f"unexpected schema {list(props)}")

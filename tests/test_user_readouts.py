@@ -22,9 +22,8 @@ from emoharbor.simulate.chain_user import FIT, ChainSettings, ChainUser
 from emoharbor.simulate.conversation import Turn
 
 PROFILE = load_profile_file(Path(__file__).parent.parent / "examples" / "profile.yaml")[0]
-APPRAISAL = {"understood": "u", "needs_met": [], "needs_missed": [], "answers_last": True, "facts_right": True,
-             "about_me": True, "dismissive": False, "disliked": False, "fit": "good",
-             "crisis_referral": False}  # fmt: skip
+APPRAISAL = {"understood": "u", "needs_met": [], "needs_missed": [], "about_me": True, "disliked": False,
+             "fit": "good", "crisis_referral": False}  # fmt: skip
 FEEL = {"thought": "a bit better", "better": 5, "trust": 4}
 # the alternatives where the model wrote its fit ("good") and its two digits (5, then 4)
 FIT_ALTS = {"good": 0.6, "po": 0.3, "mixed": 0.1}

@@ -1,8 +1,7 @@
 """The Chain-of-Agent user: for every supporter message an Appraiser, a Feeler and an Expresser.
 
-- Appraiser (perception): what the supporter understood, which needs it met or missed, then checks of the
-  message against my last message and my story (does it answer what I just said, get my facts right, speak
-  of me rather than anyone, not dismiss me) before it names the fit.
+- Appraiser (perception): what the supporter understood, which needs it met or missed, whether it was
+  about me or generic, whether it did something I dislike.
 - Feeler (affect): writes an inner thought, then how much better or worse it feels and how trust moves,
   each one digit of a 7-point scale mapped onto a bounded step (intensity falls as I feel better).
 - Expresser (behaviour): my next message in my voice, revealing my story at my pace, and whether I go on,
@@ -89,17 +88,13 @@ APPRAISAL_SCHEMA: dict[str, Any] = {
         "understood": {"type": "string"},
         "needs_met": {"type": "array", "items": {"type": "string"}},
         "needs_missed": {"type": "array", "items": {"type": "string"}},
-        "answers_last": {"type": "boolean"},
-        "facts_right": {"type": "boolean"},
         "about_me": {"type": "boolean"},
-        "dismissive": {"type": "boolean"},
         "disliked": {"type": "boolean"},
         "fit": {"type": "string", "enum": list(FIT)},
         "crisis_referral": {"type": "boolean"},
     },
-    "required": ["understood", "needs_met", "needs_missed", "answers_last", "facts_right", "about_me", "dismissive",
-                 "disliked", "fit", "crisis_referral"],
-}  # fmt: skip
+    "required": ["understood", "needs_met", "needs_missed", "about_me", "disliked", "fit", "crisis_referral"],
+}
 EXPRESS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
