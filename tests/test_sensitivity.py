@@ -152,6 +152,7 @@ def run_with(tmp: Path, valid: Path, monkeypatch: pytest.MonkeyPatch, *, limit: 
         return model
 
     monkeypatch.setattr(ModelPool, "_build", build)
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp.parent / "cache"))  # where its calibration record goes
     opts = SensitivityOptions(esconv=[valid], limit=limit, user=ModelSpec(model="scripted"),
                               judge=ModelSpec(model="scripted"), scoring="argmax")  # fmt: skip
     summary = asyncio.run(run_sensitivity(opts, tmp, progress=False, cache_path=None))
@@ -202,7 +203,7 @@ def test_a_stopped_run_resumes_without_redoing_work(
 ) -> None:
     whole, _ = run_with(tmp_path / "whole", valid, monkeypatch, limit=2)
     with pytest.raises(BaseException):  # noqa: B017 - the scripted model interrupts the run part-way
-        run_with(tmp_path / "part", valid, monkeypatch, limit=2, stop_after=40)
+        run_with(tmp_path / "part", valid, monkeypatch, limit=2, stop_after=60)
     store = RunStore.open_existing(tmp_path / "part")
     try:
         kept = len(store.keys("score")) + len(store.keys("pair"))
@@ -215,6 +216,10 @@ def test_a_stopped_run_resumes_without_redoing_work(
     finally:
         store.close()
     assert data["cases"] + data["unfinished"] == 2 and data["unfinished"] >= 1
+    # the stopped run left the calibration record of the case it finished (a case is 53 calls here)
+    records = [json.loads(f.read_text()) for f in (tmp_path / "cache" / "sensitivity").glob("*.json")]
+    part = [r for r in records if r["run"] == str((tmp_path / "part").resolve())]
+    assert len(part) == 1 and part[0]["cases"] == data["cases"] == 1
     assert all(c["n"] <= data["cases"] for r in data["rows"] for c in r["cells"].values())
     rest, summary = run_with(tmp_path / "part", valid, monkeypatch, limit=2)
     assert summary.done_now == summary.units - kept

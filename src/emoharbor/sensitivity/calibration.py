@@ -70,9 +70,10 @@ def _rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None:
-    """Write the calibration record of the sensitivity run in ``store`` (open; call it once the run is
-    finished); its path, or None when the run has no simulated user or no user row (nothing is written) or
-    the cache folder cannot be written (the run's own results are not affected)."""
+    """Write the calibration record of the sensitivity run in ``store`` (open): the figures of the cases it
+    has finished (a run stopped part-way writes its own, and a resumed one writes it anew); its path, or None
+    when the run has no simulated user, no finished case or no user row (nothing is written) or the cache
+    folder cannot be written (the run's own results are not affected)."""
     cfg = store.config()
     model = (cfg.get("user") or {}).get("model")
     versions = chain_versions(cfg.get("prompt_versions"))
@@ -81,6 +82,8 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None
     from .analysis import sensitivity_table
 
     data = sensitivity_table(store, seed=seed, n_boot=n_boot)
+    if not data["cases"]:
+        return None
     rows = _rows(data)
     headline = next((h for h in HEADLINES if h in rows), None)
     if headline is None:

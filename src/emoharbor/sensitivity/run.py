@@ -34,7 +34,7 @@ from ..store.record import open_run
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_workers, progress_bar, unit
 from .bad import KINDS, bad_replies, suite_version
-from .calibration import record
+from .calibration import record  # the user's measured sensitivity, quoted by other runs' health
 from .cases import Case, Pool, esconv_cases, heart_cases, run_cases, select
 
 KIND = "sensitivity"
@@ -273,8 +273,10 @@ async def run_sensitivity(
                     await in_workers(todo, one, opts.concurrency)
                 finally:
                     bar.close()
+                    record(store)  # stopped or not: the finished cases' figures (a resumed run writes it anew)
+        else:
+            record(store)
         store.set_meta("status", "complete")
-        record(store)  # the user's measured sensitivity, for the health of other runs with this model and prompts
         errors = sum(1 for k in ("score", "pair") for _, d in store.items(k) if d.get("status") == "error")
         return SensitivitySummary(run_dir, len(cases), len(items), len(todo), errors)
     finally:
