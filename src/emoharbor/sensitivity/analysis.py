@@ -28,7 +28,7 @@ import numpy as np
 
 from ..reward.score import combine
 from ..reward.settings import RewardSettings
-from ..stats.bootstrap import Estimate, bootstrap_ci, too_small
+from ..stats.bootstrap import Estimate, bootstrap_ci, shown
 from ..store.run_store import RunStore
 from .bad import KINDS
 from .run import REAL, USER
@@ -130,9 +130,13 @@ def _cluster(per_case: dict[str, list[float]], seed: int, n_boot: int) -> Estima
 def _cell(outcomes: list[float | None], seed: int, n_boot: int) -> dict[str, Any]:
     scored = [o for o in outcomes if o is not None]
     e = bootstrap_ci(scored, n_boot=n_boot, seed=seed)
-    small = too_small(e.n)
-    return {"share": e.value, "lo": None if small else e.lo, "hi": None if small else e.hi, "n": e.n,
-            "ties": sum(1 for o in scored if o == 0.5), "unscored": len(outcomes) - len(scored)}  # fmt: skip
+    return {**_share(e), "ties": sum(1 for o in scored if o == 0.5), "unscored": len(outcomes) - len(scored)}
+
+
+def _share(e: Estimate) -> dict[str, Any]:
+    """An estimate as the table shows it (``stats.bootstrap.shown``: no interval under the small-n rule)."""
+    c = shown(e)
+    return {"share": c["mean"], "lo": c["lo"], "hi": c["hi"], "n": c["n"]}
 
 
 def scorer_usage(store: RunStore) -> dict[str, dict[str, float]]:
@@ -156,10 +160,11 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
     those only, so that every scorer and the word count stand on the same items in a run not finished yet."""
     judges = json.loads(store.meta().get("judges", "{}"))
     scored, paired = store.keys("score"), store.keys("pair")
+    user = bool(store.config().get("user"))
     out = set()
     for c, d in cases.items():
         kinds = list(d["replies"])
-        need = [f"{c}|{k}|{USER}" for k in kinds] if store.config().get("user") else []
+        need = [f"{c}|{k}|{USER}" for k in kinds] if user else []
         for name, card in judges.items():
             if card.get("kind") == "reply":
                 need += [f"{c}|{k}|{name}" for k in kinds]
@@ -213,9 +218,7 @@ def _row(name: str, kinds: list[str], by_kind: dict[str, dict[str, float | None]
             if o is not None:
                 per_case[c].append(o)
     total = _cluster(dict(sorted(per_case.items())), seed, n_boot)
-    small = too_small(total.n)
-    allcell = {"share": total.value, "lo": None if small else total.lo, "hi": None if small else total.hi,
-               "n": total.n, "ties": sum(cells[k]["ties"] for k in kinds),
+    allcell = {**_share(total), "ties": sum(cells[k]["ties"] for k in kinds),
                "unscored": sum(cells[k]["unscored"] for k in kinds)}  # fmt: skip
     pairs = sum(cells[k]["n"] for k in kinds)
     return {"scorer": name, "pairwise": pairwise, "cells": cells, ALL: allcell, "distinct": distinct,

@@ -137,7 +137,7 @@ FEEL_WORDS = ("much worse", "clearly worse", "a little worse", "no different", "
 TRUST_WORDS = ("much less", "clearly less", "a little less", "unchanged", "a little more", "clearly more", "much more")
 
 
-def feel_scale(bound: int = 0) -> str:
+def feel_scale() -> str:
     """The Feeler's scale in words, best first: "7 = much better, 6 = clearly better, ... 1 = much worse"."""
     return ", ".join(f"{v} = {FEEL_WORDS[v - 1]}" for v in reversed(SCALE))
 
