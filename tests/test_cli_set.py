@@ -70,8 +70,14 @@ def test_with_sets_on_a_run_config() -> None:
         with pytest.raises(ConfigError) as e:
             with_sets(cfg, {key: "lots"}, "c.yaml")
         assert message in str(e.value), str(e.value)
-    with pytest.raises(ConfigError, match=r"c.yaml with --set min_turns: field '\(top level\)': min_turns \(5\)"):
-        with_sets(cfg, {"min_turns": 5}, "c.yaml")
+    with pytest.raises(ConfigError, match=r"with --set user_agent.min_turns: field '\(top level\)': user_agent.min_"):
+        with_sets(cfg, {"user_agent.min_turns": 5}, "c.yaml")
+    # the user_agent: block is checked by its agent's own settings class
+    steps = with_sets(cfg, {"user_agent.intensity_step": 10}, "c.yaml").user_agent
+    assert (steps.agent, steps.intensity_step, steps.trust_step) == ("chain", 10, 20)
+    assert with_sets(cfg, {"user_agent": "simple"}, "c.yaml").user_agent.agent == "simple"
+    with pytest.raises(ConfigError, match=r"--set user_agent.steps.*steps: Extra inputs are not permitted \(the sett"):
+        with_sets(cfg, {"user_agent.steps": 3}, "c.yaml")
 
 
 def test_run_with_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

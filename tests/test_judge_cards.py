@@ -343,8 +343,8 @@ async def test_replays_made_with_other_chain_prompts_are_refused_to_a_user_judge
         spec = ModelSpec.model_validate(fake_spec(srv.base_url))
         opts = ValidateOptions(esconv=[path], user=spec, judge=spec, judges=["user"], max_supporter_turns=1)
         await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
-        now = validate_run.chain_versions()
-        monkeypatch.setattr(validate_run, "chain_versions", lambda: {**now, "user_feel": "user_feel@changed"})
+        now = validate_run.chain_versions(opts.user_agent)
+        monkeypatch.setattr(validate_run, "chain_versions", lambda s: {**now, "user_feel": "user_feel@changed"})
         with pytest.raises(ConfigError, match="other versions of user_feel"):
             await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
         opts.judges = ["third_party"]  # a judge that does not read the inner record is still welcome

@@ -17,6 +17,7 @@ from emoharbor.profiles.loader import builtin_profiles
 from emoharbor.reward import RewardContext, RewardSettings, UserReward, UserRewardFunc, tally
 from emoharbor.reward.context import esconv_contexts, heart_contexts, openings, sample
 from emoharbor.reward.penalties import penalties
+from emoharbor.simulate.agents import default_user
 from emoharbor.simulate.conversation import Turn
 from reward_helpers import scripted_user
 
@@ -141,7 +142,7 @@ def test_trl_sees_an_unscored_reaction_as_none() -> None:
 
 def test_openings_are_written_by_the_simulated_user() -> None:
     profiles = list(builtin_profiles()[:3])
-    got, failed = asyncio.run(openings(profiles, scripted_user(), seed=0, initial_trust=40))
+    got, failed = asyncio.run(openings(profiles, scripted_user(), seed=0, settings=default_user()))
     assert failed == 0
     assert [c.id for c in got] == [f"open:{p.id}" for p in profiles]
     assert all(c.turns[-1].speaker == "user" and c.intensity == c.profile.emotional_state.intensity for c in got)

@@ -26,7 +26,7 @@ from emoharbor.sensitivity import calibration
 from emoharbor.sensitivity.analysis import ALL, sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
 from emoharbor.sensitivity.report import tidy
-from emoharbor.sensitivity.run import PROMPTS
+from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file
 from report_helpers import make_runs
@@ -202,7 +202,7 @@ def test_the_judges_table_reads_sensitivity_runs(sens: Path, small: Path, runs: 
 
 
 def test_the_prompt_names_match_the_run() -> None:
-    assert calibration.PROMPTS == PROMPTS
+    assert calibration.PROMPTS == REACTION_PROMPTS
 
 
 def test_a_record_is_written_looked_up_and_quoted(sens: Path, runs: dict[str, Path], tmp_path: Path,

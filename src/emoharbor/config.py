@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import userfiles
-from .errors import ConfigError, validation_message
+from .errors import ConfigError, EmoharborError, validation_message
 from .models.spec import ModelSpec
+from .simulate.agents import UserBlock, default_user, user_agent
+
+OLD_USER_KEYS = ("intensity_step", "trust_step", "initial_trust", "min_turns")  # now in ``user_agent:``
 
 MAX_REPEATS = 10_000
 
@@ -81,15 +84,37 @@ class RunConfig(BaseModel):
     max_turns: int = Field(default=8, ge=1, le=100)
     seed: int = 0
     concurrency: int = Field(default=32, ge=1)
-    user_agent: Literal["chain", "simple"] = "chain"
-    intensity_step: int = Field(default=15, ge=1, le=50)  # the most intensity moves after one message
-    trust_step: int = Field(default=20, ge=1, le=50)
-    initial_trust: int = Field(default=40, ge=0, le=100)
-    min_turns: int = Field(default=2, ge=0)  # supporter replies before the user may end
+    # the simulated user: its agent and the agent's own settings (roles.user is its model)
+    user_agent: UserBlock = Field(default_factory=default_user)
     # judge cards (built-in names or YAML paths): the user-judge and a third-party judge by default
     judges: list[str] = Field(default_factory=lambda: ["user", "third_party"])
 
     _name = field_validator("name")(plain_name)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_spelling(cls, data: Any) -> Any:
+        """The old spelling, top-level ``intensity_step``, ``trust_step``, ``initial_trust`` and ``min_turns``
+        (and ``user_agent: NAME``), read into the ``user_agent:`` block; an agent without such a setting
+        never read it, and it is dropped (stored configs of ``simple`` runs carry all four)."""
+        if not isinstance(data, dict) or not any(k in data for k in OLD_USER_KEYS):
+            return data
+        data = dict(data)
+        block = data.get("user_agent") or {}
+        block = {"agent": block} if isinstance(block, str) else dict(block)
+        try:
+            own = user_agent(str(block.get("agent", "chain"))).settings.model_fields
+        except EmoharborError:
+            return data  # the block's validator names the unknown agent
+        for key in OLD_USER_KEYS:
+            if key in data:
+                value = data.pop(key)
+                if key in block:
+                    raise ValueError(f"{key} is given twice, at the top level (the old spelling) and in user_agent")
+                if key in own:
+                    block[key] = value
+        data["user_agent"] = block
+        return data
 
     @field_validator("judges")
     @classmethod
@@ -110,9 +135,10 @@ class RunConfig(BaseModel):
     @model_validator(mode="after")
     def _turns(self) -> RunConfig:
         # checked only when min_turns is given: the default (2) stays as it was in runs with max_turns 1
-        if "min_turns" in self.model_fields_set and self.min_turns > self.max_turns:
+        min_turns = getattr(self.user_agent, "min_turns", None)
+        if "min_turns" in self.user_agent.model_fields_set and min_turns is not None and min_turns > self.max_turns:
             raise ValueError(
-                f"min_turns ({self.min_turns}) is above max_turns ({self.max_turns}): the user could never "
+                f"user_agent.min_turns ({min_turns}) is above max_turns ({self.max_turns}): the user could never "
                 "end the talk itself; lower min_turns"
             )
         return self

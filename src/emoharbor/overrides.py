@@ -69,8 +69,8 @@ def check_key(kind: type, key: str, where: str) -> None:
     current: type | None = kind
     path: list[str] = []
     for part in key.split("."):
-        if current is None:  # inside a free-form mapping: any key
-            return
+        if current is None or getattr(current, "open_settings", False):  # a free-form mapping, or settings
+            return  # whose fields depend on a value (a user_agent: block, its agent's): validation checks them
         if not part.isdigit():
             fields = _fields(current)
             if part not in fields:

@@ -17,9 +17,10 @@ from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..preflight import check_named_models
 from ..profiles.loader import resolve_profiles
+from ..simulate import agents
 from ..simulate.conversation import Conversation
-from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
+from ..simulate.supporter import make_supporter
 from ..store.export import export_run
 from ..store.run_store import RunStore
 from .paths import OUT_FOLDER
@@ -69,7 +70,8 @@ def model_spec(
 @click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
 @click.option("--system-prompt", help="Supporter system prompt: text, @FILE or builtin:NAME.")
 @click.option("--max-turns", default=4, show_default=True, type=click.IntRange(1, 50))
-@click.option("--user-agent", type=click.Choice(["chain", "simple"]), default="chain", show_default=True)
+@click.option("--user-agent", default="chain", show_default=True,
+              help="The simulated user: chain, simple, rules, or MODULE:NAME (docs/extending.md).")  # fmt: skip
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole conversation record as JSON.")
 def chat(
@@ -94,7 +96,10 @@ def chat(
                      system_prompt=system_prompt)  # fmt: skip
     user = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
     check_named_models([("--supporter", sup), ("--user", user)])
-    cfg = RunConfig(max_turns=max_turns, user_agent=user_agent, seed=seed)  # type: ignore[arg-type]
+    try:
+        cfg = RunConfig.model_validate({"max_turns": max_turns, "user_agent": user_agent, "seed": seed})
+    except ValidationError as e:
+        raise ConfigError(validation_message(f"--user-agent {user_agent}", e)) from None
     conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
     if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):
         raise EmoharborError(f"the conversation could not start: {conv.error}")
@@ -119,11 +124,11 @@ async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, 
     assert isinstance(profile, Profile)
     async with ModelPool() as pool:
         s_model = await pool.get(sup, "supporter")
-        u_model = await pool.get(user, "user")
+        u_model = await pool.get(user, "user") if agents.user_agent(cfg.user_agent.agent).needs_model else None
         conv = Conversation(id=f"{pid}|{sup.name}|0", profile_id=pid, supporter=sup.name, seed=cfg.seed)
         return await converse(
             conv,
-            make_user(cfg.user_agent, u_model, profile, cfg),
+            agents.make_user(u_model, profile, cfg.user_agent),
             make_supporter(s_model, sup),
             max_turns=cfg.max_turns,
             seed=cfg.seed,

@@ -146,7 +146,7 @@ def reward(replies_file: Path, out: Path, user_model: str, base_url: str | None,
 
     s = _settings(settings_path)
     spec = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
-    items = read_replies(replies_file, s.initial_trust)
+    items = read_replies(replies_file, s.user_agent.initial_trust)
     pairs = [(c, r) for c, rs in items for r in rs]
     stamp = made_with(s, spec)
     chash = {c.id: _hash(c.to_dict()) for c, _ in items}
@@ -184,9 +184,11 @@ def reward(replies_file: Path, out: Path, user_model: str, base_url: str | None,
 async def _score(spec: ModelSpec, s: Any, pairs: list[Any], on_scored: Callable[[int, Any], None]) -> list[Any]:
     from ..models.pool import ModelPool
     from ..reward.score import UserReward
+    from ..simulate import agents
 
     async with ModelPool() as pool:
-        return await UserReward(await pool.get(spec, "user"), s).score_many(pairs, on_scored=on_scored)
+        model = await pool.get(spec, "user") if agents.user_agent(s.user_agent.agent).needs_model else None
+        return await UserReward(model, s).score_many(pairs, on_scored=on_scored)
 
 
 COMMANDS = [reward]

@@ -52,7 +52,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     repeats, role break; generic and dismissive also padded to the real reply's length). For each scorer
     and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
     the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
-    --set changes an option by name or a reward setting (reward.fit=0.5, reward.intensity_step=10)."""
+    --set changes an option by name or a reward setting (reward.fit=0.5, reward.user_agent.intensity_step=10)."""
     from ..config import hash_config
     from ..errors import ConfigError, EmoharborError
     from ..overrides import parse_sets, with_sets

@@ -14,15 +14,16 @@ from typing import Any
 
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, judges_record, make_judges, unassessed
 from ..config import RunConfig
+from ..errors import EmoharborError
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
-from ..simulate.chain_user import CHAIN_PROMPTS
+from ..simulate.agents import make_user, user_agent
 from ..simulate.conversation import Conversation
-from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
+from ..simulate.supporter import make_supporter
 from ..store.record import config_part, open_run, record_hash, run_record
-from ..store.run_store import RunStore, call_sink
+from ..store.run_store import DB_NAME, RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
 
 KIND = "emoharbor"
@@ -35,7 +36,7 @@ def run_judges(cfg: RunConfig) -> list[Judge]:
 def run_prompts(cfg: RunConfig) -> list[str]:
     """The prompt files a run's conversations read: the simulated user's, and the built-in supporter prompts
     its supporters name (the judges' prompts are in their cards)."""
-    user = list(CHAIN_PROMPTS) if cfg.user_agent == "chain" else ["user_simple"]
+    user = list(user_agent(cfg.user_agent.agent).prompts)
     sup = {s.system_prompt or "builtin:default" for s in cfg.roles.supporter}
     return [*user, *sorted(f"supporter_{p.removeprefix('builtin:')}" for p in sup if p.startswith("builtin:"))]
 
@@ -87,10 +88,29 @@ def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
     return cfg.seed + 1_000_003 * repeat + 7919 * profile_idx
 
 
+def refuse_old_spelling(run_dir: Path) -> None:
+    """A run started before the simulated user's settings moved into ``user_agent:`` was hashed with them at
+    the top level: it is read back (report, export, assess) but not resumed, and says why."""
+    if not (run_dir / DB_NAME).is_file():
+        return
+    store = RunStore.open_existing(run_dir)
+    try:
+        old = isinstance(store.config().get("user_agent"), str)
+    finally:
+        store.close()
+    if old:
+        raise EmoharborError(
+            f"{run_dir} was started before the simulated user's settings moved into the user_agent: block "
+            "(user_agent: {agent: chain, intensity_step: ...}); its results still read (report, export, "
+            "assess), but it cannot be resumed: give a new run folder"
+        )
+
+
 async def run_evaluation(
     cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> RunSummary:
     profiles = resolve_profiles(cfg.profiles)
+    refuse_old_spelling(run_dir)
     store = open_run(run_dir, KIND, resolved_of(cfg), prompts=run_prompts(cfg), inputs=run_inputs(cfg))
     judges = run_judges(cfg)
     try:
@@ -103,7 +123,8 @@ async def run_evaluation(
             store.set_meta("status", "complete")
             return RunSummary(run_dir, len(jobs), 0, ended_in_error(store, "conversation", by_key))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-            user_model = await pool.get(cfg.roles.user, "user")
+            agent = user_agent(cfg.user_agent.agent)
+            user_model = await pool.get(cfg.roles.user, "user") if agent.needs_model else None
             models = await judge_models(pool, judges)
             sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
             profile_of = {p.id: p for p in profiles}
@@ -114,7 +135,7 @@ async def run_evaluation(
                 async def work() -> tuple[dict[str, Any], Events]:
                     conv = Conversation(id=key, profile_id=profile.id, supporter=spec.name, repeat=repeat,
                                         seed=_seed(cfg, i, repeat))  # fmt: skip
-                    user = make_user(cfg.user_agent, user_model, profile, cfg)
+                    user = make_user(user_model, profile, cfg.user_agent)
                     supporter = make_supporter(sup_models[spec.name], spec)
                     await converse(conv, user, supporter, max_turns=cfg.max_turns, seed=conv.seed)
                     return conv.model_dump(mode="json"), [*conv.events, ("termination", conv.termination)]

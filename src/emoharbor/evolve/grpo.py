@@ -27,7 +27,7 @@ from ..models.hf import read_model_card, resolve_hf
 from ..profiles.loader import resolve_profiles
 from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts, sample
 from ..reward.trl_reward import UserRewardFunc
-from ..simulate.chain_user import ChainSettings
+from ..simulate.agents import user_agent
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
 from .grpo_report import REPORT, REPORT_HTML, reward_curve, reward_totals, write_reports
@@ -67,7 +67,7 @@ def build_contexts(cfg: EvolveConfig, guard: EvalGuard, user: ChatModel | None =
     """The sampled contexts (openings written by the simulated user, the others as the files say) and counts:
     per source, the contexts found, held out by the guard, and used."""
     c, g = cfg.grpo.contexts, cfg.grpo
-    trust = g.reward.initial_trust
+    trust = g.reward.user_agent.initial_trust
     counts: dict[str, Counter[str]] = {}
 
     def keep(source: str, found: list[Any], record: Any) -> list[Any]:
@@ -102,11 +102,9 @@ async def _openings(cfg: EvolveConfig, profiles: list[Any], user: ChatModel | No
     from ..models.pool import ModelPool
 
     g = cfg.grpo
-    chain = ChainSettings(intensity_step=g.reward.intensity_step, trust_step=g.reward.trust_step,
-                          initial_trust=g.reward.initial_trust, max_tokens=g.reward.max_tokens)  # fmt: skip
     async with ModelPool() as pool:
-        model = user or await pool.get(g.user, "user")
-        return await openings(profiles, model, seed=cfg.seed, initial_trust=g.reward.initial_trust, chain=chain)
+        model = user or (await pool.get(g.user, "user") if user_agent(g.reward.user_agent.agent).needs_model else None)
+        return await openings(profiles, model, seed=cfg.seed, settings=g.reward.user_agent)
 
 
 def _contexts(cfg: EvolveConfig, out: Path, guard: EvalGuard, user: ChatModel | None) -> tuple[

@@ -12,6 +12,7 @@ from ..errors import EmoharborError
 from ..evaluate import config_of
 from ..profiles.loader import resolve_profiles
 from ..profiles.schema import Profile
+from ..simulate.agents import user_agent
 from ..simulate.conversation import Conversation
 from ..store import records
 from ..store.records import Assessment
@@ -77,7 +78,7 @@ def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
         view.boards[judge] = leaderboard(store, judge, seed=seed)
     try:
         cfg = config_of(store)
-        if cfg.user_agent == "chain":  # the user whose reactions a sensitivity run measures
+        if user_agent(cfg.user_agent.agent).reactions:  # the user whose reactions a sensitivity run measures
             view.user_model = cfg.roles.user.model
             view.user_prompts = dict(store.config().get("prompt_versions") or {})
         view.profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}

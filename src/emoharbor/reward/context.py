@@ -27,7 +27,7 @@ from ..errors import DataError
 from ..models.base import ChatModel, Message
 from ..profiles.esconv_import import draft_profile
 from ..profiles.schema import Profile
-from ..simulate.chain_user import ChainSettings, ChainUser
+from ..simulate.agents import ReactionSettings, make_user
 from ..simulate.conversation import Conversation, Turn
 
 T = TypeVar("T")
@@ -82,14 +82,15 @@ def _check(ctx: RewardContext) -> RewardContext | None:
     return ctx if ctx.turns and ctx.turns[-1].speaker == "user" and ctx.turns[-1].text.strip() else None
 
 
-async def openings(profiles: list[Profile], user: ChatModel, *, seed: int, initial_trust: int,
-                   chain: ChainSettings | None = None) -> tuple[list[RewardContext], int]:  # fmt: skip
-    """Each profile's opening message, written by the simulated user; and how many openings did not parse
-    (those profiles are left out: an opening made up from the profile is not the user's)."""
+async def openings(profiles: list[Profile], user: ChatModel | None, *, seed: int,
+                   settings: ReactionSettings) -> tuple[list[RewardContext], int]:  # fmt: skip
+    """Each profile's opening message, written by the simulated user of ``settings``; and how many openings
+    did not parse (those profiles are left out: an opening made up from the profile is not the user's)."""
     out: list[RewardContext] = []
     failed = 0
+    initial_trust = settings.initial_trust
     for p in profiles:
-        step = await ChainUser(user, p, chain).open(seed)
+        step = await make_user(user, p, settings).open(seed)
         if any(k == "opening_from_profile" for k, _ in step.events):
             failed += 1
             continue

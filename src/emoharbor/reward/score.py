@@ -1,5 +1,6 @@
-"""The reward of a supporter reply: the simulated user's Appraiser and Feeler react to it in its context
-(``ChainUser.perceive``), and the reaction and the penalties make one number (``settings`` says how).
+"""The reward of a supporter reply: the simulated user reacts to it in its context (``perceive``: the chain's
+Appraiser and Feeler, or any agent with reactions, ``settings.user_agent``), and the reaction and the
+penalties make one number (``settings`` says how).
 
 Every reply gets a ``Scored``: ``ok`` with its reward; ``unscored`` when the Appraiser's or the Feeler's
 answer did not parse (no reward: the sample is dropped and counted); ``error`` when a model call failed for
@@ -15,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..models.base import ChatModel, ModelCallError
-from ..simulate.chain_user import FIT, ChainSettings, ChainUser
+from ..simulate.agents import perceiving_user
+from ..simulate.chain_user import FIT
 from ..simulate.conversation import Turn, UserState
 from ..store.units import in_workers
 from .context import RewardContext
@@ -31,8 +33,8 @@ class Scored:
     reply: str
     status: Status
     reward: float | None
-    relief: float | None = None  # feel_better / intensity_step
-    trust: float | None = None  # trust_change / trust_step
+    relief: float | None = None  # feel_better / user_agent.intensity_step
+    trust: float | None = None  # trust_change / user_agent.trust_step
     fit: float | None = None
     penalties: list[str] = field(default_factory=list)
     thought: str = ""  # the user's inner thought on the reply
@@ -60,27 +62,26 @@ def expected_parts(
     b, t, f = feeling.get(keys[0]), feeling.get(keys[1]), appraisal.get("fit_expected")
     if b is None and t is None and f is None:
         return None
-    return {"relief": None if b is None else b / s.intensity_step, "trust": None if t is None else t / s.trust_step,
+    u = s.user_agent
+    return {"relief": None if b is None else b / u.intensity_step, "trust": None if t is None else t / u.trust_step,
             "fit": None if f is None else float(f)}  # fmt: skip
 
 
 class UserReward:
     """``await UserReward(model, settings).score(context, reply)``; ``score_many`` for a batch, at most
-    ``settings.concurrency`` at once. ``model`` is any ChatModel: the embedded model, vLLM, an API."""
+    ``settings.concurrency`` at once. ``model`` is any ChatModel (the embedded model, vLLM, an API), or None
+    for a user that calls none (``rules``)."""
 
-    def __init__(self, model: ChatModel, settings: RewardSettings | None = None) -> None:
+    def __init__(self, model: ChatModel | None, settings: RewardSettings | None = None) -> None:
         self.model = model
         self.s = settings or RewardSettings()
-        self.chain = ChainSettings(intensity_step=self.s.intensity_step, trust_step=self.s.trust_step,
-                                   initial_trust=self.s.initial_trust, max_tokens=self.s.max_tokens,
-                                   top_logprobs=self.s.top_logprobs if self.s.readout == "expected" else 0)  # fmt: skip
         self._gate = asyncio.Semaphore(self.s.concurrency)
 
     async def score(self, ctx: RewardContext, reply: str, *, seed: int | None = None) -> Scored:
         hit = penalties(reply, ctx.texts(), self.s)
         if hit == ["empty"]:
             return Scored(ctx.id, reply, "ok", combine(0.0, 0.0, 0.0, hit, self.s), penalties=hit)
-        user = ChainUser(self.model, ctx.profile, self.chain)
+        user = perceiving_user(self.model, ctx.profile, self.s.user_agent, "the reward")
         user.state = UserState(turn=ctx.turn, intensity=ctx.intensity, trust=ctx.trust)
         turns = [*ctx.turns, Turn(speaker="supporter", text=reply.strip())]
         async with self._gate:
@@ -93,8 +94,8 @@ class UserReward:
         feeling = (step.inner or {}).get("feeling")
         if failed or not feeling or appraisal.get("fit") not in FIT:
             return Scored(ctx.id, reply, "unscored", None, penalties=hit, error="; ".join(failed) or "no reaction")
-        relief = feeling["feel_better"] / self.s.intensity_step
-        trust = feeling["trust_change"] / self.s.trust_step
+        relief = feeling["feel_better"] / self.s.user_agent.intensity_step
+        trust = feeling["trust_change"] / self.s.user_agent.trust_step
         fit = FIT[appraisal["fit"]]
         ex = expected_parts(appraisal, feeling, self.s)
         use = self.s.readout == "expected" and ex is not None and all(v is not None for v in ex.values())

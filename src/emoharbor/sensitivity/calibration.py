@@ -2,11 +2,12 @@
 
 A finished sensitivity run with a simulated user writes one small JSON record (``record``) to
 ``<cache dir>/sensitivity/<model>-<prompts hash>-<run hash>.json``: the user model, the versions of the
-prompts its reaction reads (``run.PROMPTS``: user_system, user_appraise, user_feel), the cases, the suite's
-version, the user rows' "all kinds" share with its interval and tie rate and their per-kind shares, the run
-folder and the date. ``lookup(model, prompt_versions)`` gives the newest record made with that model and
-those prompt versions (another prompt's version, such as a supporter's, is not compared); an EmoHarbor or
-validate run's health names it (``report.health``), or says it has not been measured.
+prompts its reaction reads (the chain's ``REACTION_PROMPTS``: user_system, user_appraise, user_feel), the
+cases, the suite's version, the user rows' "all kinds" share with its interval and tie rate and their
+per-kind shares, the run folder and the date. ``lookup(model, prompt_versions)`` gives the newest record
+made with that model and those prompt versions (another prompt's version, such as a supporter's, is not
+compared); an EmoHarbor or validate run's health names it (``report.health``), or says it has not been
+measured.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 from ..models.cache import default_cache_dir
 from ..store.run_store import RunStore
 
-# what the user's reaction reads: ``run.PROMPTS``, named here so that run.py may import this module (and
-# a report reading records imports no model code)
+# what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that run.py may
+# import this module (and a report reading records imports no model code)
 PROMPTS = ("user_system", "user_appraise", "user_feel")
 FOLDER = "sensitivity"
 HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is

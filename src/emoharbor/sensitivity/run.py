@@ -30,6 +30,7 @@ from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..reward.score import UserReward
 from ..reward.settings import RewardSettings
+from ..simulate.agents import user_agent
 from ..store.record import open_run
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_workers, progress_bar, unit
@@ -42,7 +43,6 @@ USER = "user"  # the scorer name of the simulated user's reaction
 REAL = "real"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
 SCORED_KINDS = ("reply", "heart_pairwise")  # the card kinds that rate a reply, not a conversation
-PROMPTS = ("user_system", "user_appraise", "user_feel")  # what the user's reaction reads
 
 
 @dataclass
@@ -113,7 +113,7 @@ def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
     """The chosen cases of every source, interleaved (first of each, then second of each...), and the pool
     of real texts the bad replies borrow from (every loaded talk, chosen or not)."""
     pool = Pool()
-    t = opts.reward.initial_trust
+    t = opts.reward.user_agent.initial_trust
     per_source = [esconv_cases(p, t, pool) for p in opts.esconv]
     per_source += [heart_cases(p, t, pool) for p in opts.heart]
     per_source += [run_cases(p, pool) for p in opts.from_run]
@@ -247,7 +247,8 @@ async def run_sensitivity(
     judges = opts.make_judges()
     cases, pool = load_cases(opts)
     inputs = [*opts.esconv, *opts.heart]
-    store = open_run(run_dir, KIND, opts.resolved(), prompts=PROMPTS if opts.user else (), inputs=inputs)
+    prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()  # what it reads
+    store = open_run(run_dir, KIND, opts.resolved(), prompts=prompts, inputs=inputs)
     try:
         check_judges(store, judges)
         replies = store_cases(store, cases, pool, opts.bad)
@@ -259,7 +260,8 @@ async def run_sensitivity(
             async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as models_:
                 reward = None
                 if opts.user is not None and any(i.judge is None for i in todo):
-                    reward = UserReward(await models_.get(opts.user, "user"), opts.reward)
+                    needs = user_agent(opts.reward.user_agent.agent).needs_model
+                    reward = UserReward(await models_.get(opts.user, "user") if needs else None, opts.reward)
                 needed = {i.judge.name for i in todo if i.judge is not None}
                 models = await judge_models(models_, [j for j in judges if j.name in needed])
                 bar = progress_bar(len(items), len(items) - len(todo), "sensitivity", enabled=progress, unit="score")

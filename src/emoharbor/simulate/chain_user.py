@@ -13,46 +13,39 @@ recorded as an event and the user carries on with its state unchanged: nothing i
 The fit and the two steps are also read as the model's probabilities over their values (``*_expected``,
 as the judges' ``scoring: expected``): most replies land on the same written step, the expectation tells
 them apart. ``ChainSettings.readout`` says which moves the state.
+
+It registers itself as the agent ``chain`` (``agents.py``); its settings are a run's ``user_agent:`` block.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import Field
 
 from ..assess.expected import expected_scores, expected_word
 from ..models.base import ChatModel, Message
 from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
+from .agents import ReactionSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
 from .text_checks import clean_message, repeats, user_text_events
-from .user_agent import UserStep
+from .user_agent import UserSimulationError, UserStep
 
 CHAIN_PROMPTS = ("user_system", "user_open", "user_appraise", "user_feel", "user_express")  # what the chain reads
-
-
-class UserSimulationError(Exception):
-    """The simulated user could not produce a message: the conversation ends with termination 'error'."""
-
-    def __init__(self, message: str, events: list[tuple[str, str]]) -> None:
-        super().__init__(message)
-        self.events = events
+REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what ``perceive`` reads
 
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-@dataclass(frozen=True)
-class ChainSettings:
-    intensity_step: int = 15  # the most intensity can move after one message
-    trust_step: int = 20
-    initial_trust: int = 40
-    min_turns: int = 2  # supporter replies before the user may end
-    max_tokens: int = 200
-    top_logprobs: int = 20  # alternatives per token for the expected readouts (0: none asked)
+class ChainSettings(ReactionSettings):
+    min_turns: int = Field(default=2, ge=0)  # supporter replies before the user may end
+    max_tokens: int = Field(default=200, ge=16)  # per call of the chain
+    top_logprobs: int = Field(default=20, ge=0, le=20)  # alternatives per token for the expected readouts (0: none)
     readout: Literal["written", "expected"] = "written"  # what moves the state: the written or expected step
 
 
@@ -329,3 +322,7 @@ class ChainUser:
 
     def _check_text(self, step: UserStep, earlier: list[str]) -> None:
         step.events.extend(user_text_events(step.text, earlier, self.profile.name))
+
+
+register_agent("chain", ChainSettings, lambda model, profile, s: ChainUser(needs(model, "chain"), profile, s),
+               prompts=CHAIN_PROMPTS, reaction_prompts=REACTION_PROMPTS, perceives=True, reactions=True)  # fmt: skip

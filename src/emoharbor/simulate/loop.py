@@ -6,10 +6,9 @@ from __future__ import annotations
 import time
 
 from ..models.base import ModelCallError
-from .chain_user import UserSimulationError
 from .conversation import Conversation, Turn
 from .supporter import Supporter
-from .user_agent import UserAgent, UserStep
+from .user_agent import UserAgent, UserSimulationError, UserStep
 
 
 def _user_turn(step: UserStep) -> Turn:

@@ -1,17 +1,24 @@
 """A simple simulated user: one call per message, persona in every call. The first vertical slice;
-the Chain-of-Agent user (chain_user.py) is the real one."""
+the Chain-of-Agent user (chain_user.py) is the real one. Registered as the agent ``simple``."""
 
 from __future__ import annotations
+
+from pydantic import Field
 
 from ..models.base import ChatModel, Message
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
+from .agents import UserSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
 from .text_checks import clean_message, user_text_events
 from .user_agent import UserStep
 
 END_MARK = "[END]"
 OPENING_CUE = "(The chat has just opened. Write your first message.)"
+
+
+class SimpleSettings(UserSettings):
+    max_tokens: int = Field(default=120, ge=16)
 
 
 class SimpleUser:
@@ -51,3 +58,8 @@ class SimpleUser:
 
     async def react(self, turns: list[Turn], seed: int) -> UserStep:
         return await self._step(turns, seed)
+
+
+register_agent("simple", SimpleSettings,
+               lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s.max_tokens),
+               prompts=("user_simple",))  # fmt: skip

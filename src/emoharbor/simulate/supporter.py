@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from .. import userfiles
 from ..errors import ConfigError
@@ -30,6 +31,17 @@ def supporter_prompt(spec: str | None) -> Prompt:
     return Prompt("supporter_inline", spec)
 
 
+class SupporterSettings(Protocol):
+    """What a supporter is built from (``config.SupporterSpec``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def max_tokens(self) -> int | None: ...
+
+
 class Supporter:
     def __init__(self, model: ChatModel, name: str, prompt: Prompt, max_tokens: int | None = None) -> None:
         self.model = model
@@ -52,3 +64,7 @@ class Supporter:
         if not text:
             events.append(("supporter_empty", ""))
         return text, events
+
+
+def make_supporter(model: ChatModel, spec: SupporterSettings) -> Supporter:
+    return Supporter(model, spec.name, supporter_prompt(spec.system_prompt), max_tokens=spec.max_tokens)

@@ -21,8 +21,8 @@ from typing import Any
 from ..data.esconv import EsconvDialog, EsconvTurn
 from ..models.base import ModelCallError
 from ..profiles.schema import Profile
-from ..simulate.chain_user import ChainUser
 from ..simulate.conversation import Conversation, Turn
+from ..simulate.user_agent import PerceivingUser
 
 SUPPORTER = "esconv-human"  # the supporter's name in a replay: the real human supporter
 
@@ -73,14 +73,14 @@ def esconv_facts(dialog: EsconvDialog, plan: ReplayPlan) -> dict[str, Any]:
 
 
 async def replay(
-    user: ChainUser, dialog: EsconvDialog, profile: Profile, plan: ReplayPlan, *, seed: int
+    user: PerceivingUser, dialog: EsconvDialog, profile: Profile, plan: ReplayPlan, *, seed: int
 ) -> Conversation:
     """The conversation as the simulated user lived it: the real turns, the user's inner record on every
     supporter turn (its reaction to that message) and its state trajectory. A model call that fails for
     good ends the replay with termination ``error``; what was perceived until then is kept."""
     started = time.perf_counter()
     conv = Conversation(id=dialog.id, profile_id=profile.id, supporter=SUPPORTER, seed=seed)
-    conv.states.append(user.initial_state())
+    conv.states.append(user.state)
     heard = 0
     try:
         for t in plan.turns:

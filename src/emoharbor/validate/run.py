@@ -29,7 +29,7 @@ from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
-from ..simulate.chain_user import ChainSettings, ChainUser
+from ..simulate.agents import UserBlock, UserSettings, default_user, perceiving_user, require, user_settings
 from ..simulate.conversation import Conversation, Turn
 from ..store.record import open_run, read_run
 from ..store.run_store import RunStore, call_sink
@@ -53,8 +53,13 @@ class ValidateOptions:
     judge_sees: str | None = None  # --judge-sees: likewise
     max_supporter_turns: int = 4
     concurrency: int = 4
+    user_agent: UserBlock = field(default_factory=default_user)  # the simulated user that lives the replays
 
     def __post_init__(self) -> None:
+        try:
+            self.user_agent = user_settings(self.user_agent)
+        except ValueError as e:
+            raise ConfigError(f"user_agent: {e}") from None
         if not self.esconv:
             raise ConfigError("validate needs at least one ESConv file (--esconv PATH)")
         if self.limit is not None and self.sample is not None:
@@ -75,6 +80,8 @@ class ValidateOptions:
             "seed": self.seed,
             "user": self.user.model_dump(mode="json"),
             "max_supporter_turns": self.max_supporter_turns,
+            # only when it is not the default, so that runs made before the block keep their hash
+            **({"user_agent": self.user_agent.model_dump(mode="json")} if self.user_agent != default_user() else {}),
         }
 
     def make_judges(self) -> list[Judge]:
@@ -104,19 +111,17 @@ def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
     return [c[i] for i in range(longest) for c in per_file if i < len(c)]
 
 
-# What a replay through the chain reads. Their versions are kept in each replay that went through the chain
-# (``chain_prompts``), the judges' in their cards, not in the run record: a changed judge or Feeler prompt
-# does not block rating a run with other judges, and is never mixed into old records.
-REPLAY_PROMPTS = ("user_system", "user_appraise", "user_feel")
+# What a replay through the simulated user reads (its agent's ``reaction_prompts``). Their versions are kept
+# in each replay that went through it (``chain_prompts``), the judges' in their cards, not in the run record:
+# a changed judge or Feeler prompt does not block rating a run with other judges, and is never mixed into old
+# records.
+def chain_versions(settings: UserSettings) -> dict[str, str]:
+    return {n: load_prompt(n).version for n in require(settings, "perceives", "a replay").reaction_prompts}
 
 
-def chain_versions() -> dict[str, str]:
-    return {n: load_prompt(n).version for n in REPLAY_PROMPTS}
-
-
-def check_chain_prompts(store: RunStore) -> None:
+def check_chain_prompts(store: RunStore, settings: UserSettings) -> None:
     """A user-kind judge reads the inner record of a replay: refuse replays made with other chain prompts."""
-    now = chain_versions()
+    now = chain_versions(settings)
     for key, d in store.items("replay"):
         old = d.get("chain_prompts")
         if d.get("perceived") and old is not None and old != now:
@@ -170,8 +175,8 @@ def replay_work(dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatMod
     async def work() -> tuple[dict[str, Any], Events]:
         seed = conversation_seed(opts.seed, dialog.id)
         if chain:
-            assert user_model is not None
-            conv = await replay(ChainUser(user_model, profile, ChainSettings()), dialog, profile, plan, seed=seed)
+            user = perceiving_user(user_model, profile, opts.user_agent, "a replay (a user-kind judge)")
+            conv = await replay(user, dialog, profile, plan, seed=seed)
         else:
             conv = Conversation(id=dialog.id, profile_id=profile.id, supporter=SUPPORTER, seed=seed)
             conv.turns = [Turn.model_validate(t) for t in whole_dialog(dialog)[: len(plan.turns)]]
@@ -181,7 +186,7 @@ def replay_work(dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatMod
             "profile": profile.model_dump(mode="json"),
             "dialog_turns": whole_dialog(dialog),
             "perceived": chain,
-            **({"chain_prompts": chain_versions()} if chain else {}),
+            **({"chain_prompts": chain_versions(opts.user_agent)} if chain else {}),
         }
         return record, [*conv.events, ("replay", "error" if conv.termination == "error" else "done")]
 
@@ -218,7 +223,7 @@ async def run_validation(
     try:
         check_judges(store, judges)
         if chain:
-            check_chain_prompts(store)
+            check_chain_prompts(store, opts.user_agent)
 
         def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
             return chain and not have.get("perceived", True)
@@ -234,7 +239,8 @@ async def run_validation(
             store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
 
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-            user_model = await pool.get(opts.user, "user") if chain else None
+            lives = chain and require(opts.user_agent, "perceives", "a replay (a user-kind judge)").needs_model
+            user_model = await pool.get(opts.user, "user") if lives else None
             models = await judge_models(pool, judges)
 
             async def assess(key: str, record: dict[str, Any]) -> None:
@@ -265,6 +271,7 @@ def options_of(run_dir: Path) -> ValidateOptions:
         user=user,
         judge=user,
         max_supporter_turns=cfg["max_supporter_turns"],
+        user_agent=user_settings(cfg.get("user_agent") or default_user()),
     )
 
 

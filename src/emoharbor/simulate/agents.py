@@ -1,0 +1,170 @@
+"""The simulated users, in one registry: an agent is its name, its settings class, the prompt files it reads,
+what it can do, and a factory. ``chain`` (the Chain-of-Agent user), ``simple`` (one call per message) and
+``rules`` (no model: a reaction computed from the reply's words) register themselves here; a user's own agent
+is its own module with one ``register_agent(...)`` line (docs/extending.md).
+
+Every command that needs a simulated user reads the same block of settings (``user_agent:``), validated by
+the agent's own class: ``{agent: chain, intensity_step: 15, ...}``, or a bare name for its defaults. A
+user's agent is named ``module:name`` (``mypkg.users:kind_words``): the module is imported, it registers
+``name``, and the run's stored config names it the same way, so reading the run back imports it again.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError
+
+from ..errors import ConfigError
+from ..models.base import ChatModel
+from ..profiles.schema import Profile
+from .user_agent import PerceivingUser, UserAgent
+
+BUILT_IN = ("chain_user", "simple_user", "rules_user")  # modules of this package that register an agent
+DEFAULT = "chain"
+
+
+class UserSettings(BaseModel):
+    """The settings every agent's class extends: ``agent`` names the agent, the rest are its own."""
+
+    model_config = ConfigDict(extra="forbid")
+    open_settings: ClassVar[bool] = True  # its fields are the chosen agent's: ``--set`` keys are checked by it
+
+    agent: str = DEFAULT
+
+
+class ReactionSettings(UserSettings):
+    """The settings of an agent with ``reactions``: the bounds its reaction is measured in (the reward divides
+    the relief by ``intensity_step`` and the trust change by ``trust_step``)."""
+
+    intensity_step: int = Field(default=15, ge=1, le=50)  # the most intensity moves after one message
+    trust_step: int = Field(default=20, ge=1, le=50)
+    initial_trust: int = Field(default=40, ge=0, le=100)
+
+
+S = TypeVar("S", bound=UserSettings)
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    settings: type[UserSettings]
+    make: Callable[[ChatModel | None, Profile, Any], UserAgent]  # (model, profile, settings) -> the user
+    prompts: tuple[str, ...] = ()  # the prompt files a conversation with it reads (their versions: the run record)
+    reaction_prompts: tuple[str, ...] = ()  # those its ``perceive`` reads
+    perceives: bool = False  # ``perceive(turns, seed)``: its state moves on a message without a reply (replays)
+    reactions: bool = False  # its reaction has the readouts the reward reads (feeling, the appraisal's fit)
+    needs_model: bool = True  # False: it calls no model (rule-based)
+
+
+AGENTS: dict[str, Agent] = {}
+
+
+def register_agent(name: str, settings: type[S], make: Callable[[ChatModel | None, Profile, S], UserAgent], *,
+                   prompts: tuple[str, ...] = (), reaction_prompts: tuple[str, ...] = (), perceives: bool = False,
+                   reactions: bool = False, needs_model: bool = True) -> Agent:  # fmt: skip
+    """Make ``name`` a simulated user a config can choose (``user_agent: {agent: NAME, ...}``)."""
+    if not issubclass(settings, ReactionSettings if reactions else UserSettings):
+        base = "ReactionSettings" if reactions else "UserSettings"
+        raise TypeError(f"agent {name}: its settings class must extend emoharbor.simulate.agents.{base}")
+    agent = Agent(name, settings, make, prompts, reaction_prompts, perceives, reactions, needs_model)
+    AGENTS[name] = agent
+    return agent
+
+
+def _load_builtins() -> None:
+    for module in BUILT_IN:  # each registers itself when first imported
+        importlib.import_module(f"{__package__}.{module}")
+
+
+def user_agent(name: str) -> Agent:
+    """The agent ``name``: a built-in one, or ``module:name`` (the module is imported and registers it)."""
+    _load_builtins()
+    if name not in AGENTS and ":" in name:
+        module, _, own = name.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ConfigError(f"user_agent.agent {name!r}: cannot import {module} ({e})") from None
+        if own in AGENTS:
+            AGENTS[name] = AGENTS[own]
+    if name not in AGENTS:
+        raise ConfigError(
+            f"user_agent.agent {name!r}: no such simulated user (registered: {', '.join(sorted(AGENTS))}; "
+            "a module of your own: MODULE:NAME)"
+        )
+    return AGENTS[name]
+
+
+def user_settings(value: Any) -> UserSettings:
+    """A ``user_agent:`` block (a mapping, a bare agent name, or settings already made) as its agent's
+    settings; an unknown agent or a bad field is a ValueError naming the field inside the block."""
+    if isinstance(value, UserSettings):
+        return value
+    data = {"agent": value} if isinstance(value, str) else dict(value or {})
+    name = str(data.get("agent", DEFAULT))
+    try:
+        agent = user_agent(name)
+    except ConfigError as e:
+        raise ValueError(str(e).removeprefix("user_agent.agent ")) from None
+    try:
+        return agent.settings.model_validate({**data, "agent": name})
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{where}: {first['msg']} (the settings of agent {name})") from None
+
+
+def reaction_settings(value: Any) -> ReactionSettings:
+    """A ``user_agent:`` block whose agent has ``reactions`` (what the reward and the sensitivity suite read)."""
+    settings = user_settings(value)
+    try:
+        require(settings, "reactions", "the reward")
+    except ConfigError as e:
+        raise ValueError(str(e).removeprefix("user_agent.")) from None
+    assert isinstance(settings, ReactionSettings)  # register_agent checks it
+    return settings
+
+
+# the type of a ``user_agent:`` field: validated by the agent's own class, dumped with all its fields
+UserBlock = Annotated[SerializeAsAny[UserSettings], BeforeValidator(user_settings)]
+ReactionBlock = Annotated[SerializeAsAny[ReactionSettings], BeforeValidator(reaction_settings)]
+
+
+def needs(model: ChatModel | None, agent: str) -> ChatModel:
+    """The model an agent that calls one was given (a factory's first line)."""
+    if model is None:
+        raise ConfigError(f"the simulated user {agent} needs a model (roles.user)")
+    return model
+
+
+def default_user() -> ReactionSettings:
+    """The default ``user_agent:`` block: the chain with its defaults."""
+    return reaction_settings(DEFAULT)
+
+
+def make_user(model: ChatModel | None, profile: Profile, settings: UserSettings) -> UserAgent:
+    return user_agent(settings.agent).make(model, profile, settings)
+
+
+def require(settings: UserSettings, what: str, purpose: str) -> Agent:
+    """The agent of ``settings``, refused with one line when it cannot do ``what`` ("reactions" or
+    "perceives") that ``purpose`` needs."""
+    agent = user_agent(settings.agent)
+    if not getattr(agent, what):
+        said = {"reactions": "has no reaction readouts (relief, trust, fit)",
+                "perceives": "cannot react to a message without writing one"}[what]  # fmt: skip
+        raise ConfigError(f"user_agent.agent {agent.name}: this simulated user {said}, which {purpose} needs: "
+                          "choose one that does (chain, rules)")  # fmt: skip
+    return agent
+
+
+def perceiving_user(model: ChatModel | None, profile: Profile, settings: UserSettings, purpose: str) -> PerceivingUser:
+    """The user of ``settings`` for ``purpose`` (a replay, the reward), which needs its ``perceive``."""
+    require(settings, "perceives", purpose)
+    user = make_user(model, profile, settings)
+    assert isinstance(user, PerceivingUser), f"agent {settings.agent} says it perceives but has no perceive()"
+    return user
