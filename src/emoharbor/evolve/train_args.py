@@ -74,7 +74,8 @@ ALIASES = {"gradient_checkpointing": "activation_checkpointing",
            "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs"}  # fmt: skip
 # keys that change no output: a resumed stage may change them
 NEUTRAL = frozenset({"logging_steps", "logging_first_step", "log_level", "log_level_replica", "log_on_each_node",
-                     "disable_tqdm", "save_steps", "save_total_limit", "log_completions", "num_completions_to_print"})  # fmt: skip
+                     "disable_tqdm", "save_steps", "save_total_limit", "log_completions",
+                     "num_completions_to_print"})  # fmt: skip
 
 _TRAIN = {"lr": "learning_rate", "epochs": "num_train_epochs", "max_steps": "max_steps",
           "batch_size": "per_device_train_batch_size", "grad_accum": "gradient_accumulation_steps",
@@ -97,7 +98,8 @@ def trl_config(stage: str) -> type:
     try:
         kind: type = getattr(import_module(module), name)
     except ImportError:
-        raise ValueError("TRL's training arguments need trl (the train extra): pip install 'emoharbor[train]'") from None
+        need = "TRL's training arguments need trl (the train extra): pip install 'emoharbor[train]'"
+        raise ValueError(need) from None
     return kind
 
 

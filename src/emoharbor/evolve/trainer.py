@@ -219,7 +219,8 @@ def training_args(stage: str, cfg: EvolveConfig, out: Path, *, seed: int) -> Any
     try:
         return kind(**args)
     except (ValueError, TypeError) as e:  # TRL's own checks of the arguments together
-        raise EmoharborError(f"{stage}.train_args: TRL's {kind.__name__} refuses them: {str(e).splitlines()[0]}") from None
+        why = str(e).splitlines()[0]
+        raise EmoharborError(f"{stage}.train_args: TRL's {kind.__name__} refuses them: {why}") from None
 
 
 def stage_settings(cfg: EvolveConfig, stage: str, **inputs: Any) -> dict[str, Any]:
