@@ -188,6 +188,9 @@ def test_a_changed_train_arg_refuses_a_resume_but_one_that_changes_no_output_doe
     neutral = load(tmp_path, {"sft": {"train_args": {"learning_rate": 1e-3, "logging_steps": 10, "save_steps": 3,
                                                      "save_total_limit": 4}}})  # fmt: skip
     begin_stage(out, stage_settings(neutral, "sft"), "sft")
+    # a key given at emoharbor's default is no change
+    explicit = load(tmp_path, {"sft": {"train_args": {"learning_rate": 1e-3, "lr_scheduler_type": "linear"}}})
+    begin_stage(out, stage_settings(explicit, "sft"), "sft")
     changed = load(tmp_path, {"sft": {"train_args": {"learning_rate": 1e-3, "weight_decay": 0.1}}})
     with pytest.raises(EmoharborError, match=r"other settings \(sft\.train_args\.weight_decay\)"):
         begin_stage(out, stage_settings(changed, "sft"), "sft")

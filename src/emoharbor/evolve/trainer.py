@@ -2,9 +2,9 @@
 LoRA config, TRL's training arguments, checkpoints and resuming, the training log, and saving a model
 folder with its card.
 
-One stage writes into its output folder: ``checkpoint-N/`` every ``train_args.save_steps`` steps (the last two
-kept) and ``evolve_stage.json`` (the settings they were made with) while it trains; a stage started again with
-the same settings resumes from the newest whole checkpoint. At the end the main process writes the
+One stage writes into its output folder: ``checkpoint-N/`` every ``train_args.save_steps`` steps (by default
+the last two kept) and ``evolve_stage.json`` (the settings they were made with) while it trains; a stage started
+again with the same settings resumes from the newest whole checkpoint. At the end the main process writes the
 adapter, the tokenizer and, last, the model card (``evolve_model.json``), and removes the checkpoints: a
 folder with a card is a whole model. Under ``accelerate launch`` every process trains (DDP, FSDP or
 DeepSpeed, as the launch config says) and only the main process writes.
@@ -224,10 +224,10 @@ def training_args(stage: str, cfg: EvolveConfig, out: Path, *, seed: int) -> Any
 
 
 def stage_settings(cfg: EvolveConfig, stage: str, **inputs: Any) -> dict[str, Any]:
-    """What a stage's checkpoints depend on (a resumed stage must have the same): its settings but the training
-    arguments that change no output."""
+    """What a stage's checkpoints depend on (a resumed stage must have the same): its settings, with the training
+    arguments in effect (emoharbor's defaults included) but those that change no output."""
     train = getattr(cfg, stage).model_dump(mode="json")
-    train["train_args"] = {k: v for k, v in train["train_args"].items() if k not in NEUTRAL}
+    train["train_args"] = {k: v for k, v in effective(stage, train["train_args"]).items() if k not in NEUTRAL}
     return {"stage": stage, "base_model": cfg.base_model, "seed": cfg.seed, "system_prompt": cfg.system_prompt,
             "holdout": cfg.holdout, "lora": cfg.lora.model_dump(mode="json"), "quantization": cfg.quantization,
             "dtype": cfg.dtype, stage: train, **inputs}  # fmt: skip
