@@ -74,13 +74,14 @@ def synthetic_esconv(path: Path, n: int) -> None:
 def config(base: Path, data: Path, pairs: Path, a: argparse.Namespace) -> Any:
     from emoharbor.evolve.config import EvolveConfig
 
-    train = {"max_length": a.max_length, "log_every": 1, "max_steps": a.steps, "epochs": 100, "lr": 1e-3,
-             "gradient_checkpointing": a.gradient_checkpointing}  # fmt: skip
+    train = {"logging_steps": 1, "max_steps": a.steps, "num_train_epochs": 100, "learning_rate": 1e-3,
+             "activation_checkpointing": a.gradient_checkpointing}  # fmt: skip
     return EvolveConfig.model_validate({
         "base_model": str(base), "device": a.device, "rounds": 1, "system_prompt": "Be a kind listener.",
         "lora": {"r": 8, "alpha": 16, "dropout": 0.0},
-        "sft": {"data": [str(data)], "max_examples": a.examples, "batch_size": a.batch, **train},
-        "dpo": {"batch_size": a.pair_batch, **train},
+        "sft": {"data": [str(data)], "max_examples": a.examples, "max_length": a.max_length,
+                "train_args": {"per_device_train_batch_size": a.batch, **train}},
+        "dpo": {"max_length": a.max_length, "train_args": {"per_device_train_batch_size": a.pair_batch, **train}},
     })  # fmt: skip
 
 
@@ -138,13 +139,13 @@ def stage(a: argparse.Namespace) -> None:
         from emoharbor.evolve.sft import run_sft
 
         summary = run_sft(cfg, work / a.path / f"m0-{a.run}", log=lambda s: None)
-        per_step = cfg.sft.batch_size * cfg.sft.grad_accum
+        per_step = a.batch
     else:
         from emoharbor.evolve.dpo import run_dpo
 
         summary = run_dpo(cfg, work / a.path / "m0-0", [work / "pairs.jsonl"], work / a.path / f"m1-{a.run}",
                           log=lambda s: None)  # fmt: skip
-        per_step = cfg.dpo.batch_size * cfg.dpo.grad_accum
+        per_step = a.pair_batch
     stage_s = time.monotonic() - t
     tr = summary["train"]
     tokens = mean_tokens(cfg, a.stage, work / "pairs.jsonl") * per_step * tr["steps"]

@@ -146,6 +146,6 @@ def test_evolve_uses_the_same_parser(capsys: pytest.CaptureFixture[str], tmp_pat
     from emoharbor.commands import evolve
 
     assert evolve.parse_sets is parse_sets
-    with pytest.raises(ConfigError, match=re.escape("write KEY=VALUE, e.g. --set dpo.beta=0.2")):
-        evolve._config(None, ("sft.max_steps",))
-    assert evolve._config(None, ("sft.max_steps=3",)).sft.max_steps == 3
+    with pytest.raises(ConfigError, match=re.escape("write KEY=VALUE, e.g. --set dpo.train_args.beta=0.2")):
+        evolve._config(None, ("sft.train_args.max_steps",))
+    assert evolve._config(None, ("sft.train_args.max_steps=3",)).sft.train_args == {"max_steps": 3}

@@ -65,9 +65,11 @@ def test_sft_and_dpo_train_in_two_processes(tmp_path: Path) -> None:
     cfg = {
         "base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "system_prompt": "Be a kind listener.",
         "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
-        "sft": {"data": [data], "max_examples": 16, "max_steps": 3, "batch_size": 2, "max_length": 192, "log_every": 1,
-                "save_steps": 2, "lr": 1e-3},
-        "dpo": {"max_steps": 2, "batch_size": 1, "max_length": 192, "log_every": 1, "lr": 1e-3},
+        "sft": {"data": [data], "max_examples": 16, "max_length": 192,
+                "train_args": {"max_steps": 3, "per_device_train_batch_size": 2, "logging_steps": 1, "save_steps": 2,
+                               "learning_rate": 1e-3}},
+        "dpo": {"max_length": 192, "train_args": {"max_steps": 2, "per_device_train_batch_size": 1, "logging_steps": 1,
+                                                  "learning_rate": 1e-3}},
     }  # fmt: skip
     (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(cfg))
     done = launch(tmp_path, "evolve", "sft", "--config", "evolve.yaml", "--out", "m0")
@@ -104,10 +106,12 @@ def test_evolve_run_in_two_processes_each_refines_its_share(tmp_path: Path) -> N
     cfg = {
         "base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "rounds": 1, "system_prompt": "Be kind.",
         "lora": {"r": 4, "alpha": 8, "dropout": 0.0},
-        "sft": {"data": [data], "max_examples": 16, "max_steps": 2, "batch_size": 2, "max_length": 192},
+        "sft": {"data": [data], "max_examples": 16, "max_length": 192,
+                "train_args": {"max_steps": 2, "per_device_train_batch_size": 2}},
         "refine": {"data": [data], "contexts": 4, "max_new_tokens": 8, "reflection_max_tokens": 24,
                    "judge_check": False, "concurrency": 2},
-        "dpo": {"max_steps": 1, "batch_size": 1, "max_length": 192, "extra_pairs": [str(tmp_path / "extra.jsonl")]},
+        "dpo": {"max_length": 192, "extra_pairs": [str(tmp_path / "extra.jsonl")],
+                "train_args": {"max_steps": 1, "per_device_train_batch_size": 1}},
     }  # fmt: skip
     (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(cfg))
     done = launch(tmp_path, "evolve", "run", "--config", "evolve.yaml", "--out", "evo", "--quiet")

@@ -23,10 +23,12 @@ def write_config(tmp_path: Path, **extra: object) -> Path:
     cfg = {
         "base_model": str(tiny_model_dir(tmp_path / "tiny")), "device": "cpu", "rounds": 1,
         "system_prompt": "Be a kind listener.", "lora": {"r": 4, "alpha": 8, "top_layers": 1},
-        "sft": {"data": [data], "max_examples": 4, "max_steps": 2, "batch_size": 2, "max_length": 256},
+        "sft": {"data": [data], "max_examples": 4, "max_length": 256,
+                "train_args": {"max_steps": 2, "per_device_train_batch_size": 2}},
         "refine": {"data": [data], "contexts": 2, "max_new_tokens": 8, "reflection_max_tokens": 30,
                    "drop_truncated": False, "judge_check": False},  # the default judge is the embedded model
-        "dpo": {"max_steps": 1, "batch_size": 2, "max_length": 256, "extra_pairs": ["extra.jsonl"]},
+        "dpo": {"max_length": 256, "extra_pairs": ["extra.jsonl"],
+                "train_args": {"max_steps": 1, "per_device_train_batch_size": 2}},
         **extra,
     }  # fmt: skip
     path = tmp_path / "evolve.yaml"
@@ -58,8 +60,9 @@ def test_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     served = "refine.generator={model: m0, base_url: 'http://127.0.0.1:9'}"
     qlora = ["evolve", "sft", "--out", m, "--set", "quantization=4bit", "--set", "device=cpu"]
     cases = [
-        (["evolve", "sft", "--out", m, "--set", "sft.max_steps"], "write KEY=VALUE"),
-        (["evolve", "sft", "--out", m, "--set", "dpo.beta=-1"], "field 'dpo.beta'"),
+        (["evolve", "sft", "--out", m, "--set", "sft.train_args.max_steps"], "write KEY=VALUE"),
+        (["evolve", "sft", "--out", m, "--set", "dpo.train_args.bta=0.2"], "bta is not an argument of TRL's DPOConfig"),
+        (["evolve", "sft", "--out", m, "--set", "sft.train_args.seed=3"], "seed is set by emoharbor"),
         (["evolve", "dpo", "--model", none, "--pairs", p, "--out", m], "cannot read the model card"),
         (["evolve", "run", "--out", m, "--set", served, "--set", "refine.load_adapter=false"], "refine.generator"),
         # QLoRA needs a GPU: said before any data is read (the data file here does not exist)

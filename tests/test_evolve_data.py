@@ -100,11 +100,12 @@ def test_general_data_and_mixing(tmp_path: Path) -> None:
 
 
 def test_config_overrides_paths_and_errors(tmp_path: Path) -> None:
-    (tmp_path / "evolve.yaml").write_text("sft:\n  data: [data/train.jsonl]\n  max_steps: 5\nrounds: 1\n")
-    cfg = load_evolve_config(tmp_path / "evolve.yaml", {"dpo.beta": 0.3, "sft.max_steps": 7})
-    assert cfg.sft.data == [str(tmp_path / "data" / "train.jsonl")] and cfg.sft.max_steps == 7 and cfg.dpo.beta == 0.3
-    (tmp_path / "bad.yaml").write_text("dpo:\n  beta: -1\n")
-    with pytest.raises(ConfigError, match=r"bad\.yaml: field 'dpo\.beta'"):
+    (tmp_path / "evolve.yaml").write_text("sft:\n  data: [data/train.jsonl]\n  train_args: {max_steps: 5}\nrounds: 1\n")
+    cfg = load_evolve_config(tmp_path / "evolve.yaml", {"dpo.train_args.beta": 0.3, "sft.train_args.max_steps": 7})
+    assert cfg.sft.data == [str(tmp_path / "data" / "train.jsonl")] and cfg.sft.train_args == {"max_steps": 7}
+    assert cfg.dpo.train_args == {"beta": 0.3}
+    (tmp_path / "bad.yaml").write_text("dpo:\n  max_length: 8\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: field 'dpo\.max_length'"):
         load_evolve_config(tmp_path / "bad.yaml")
     with pytest.raises(ConfigError, match=r"general_share > 0 needs sft\.general_data"):
         load_evolve_config(None, {"sft.general_share": 0.1})

@@ -33,11 +33,11 @@ EVERY_SCHEMA = json.dumps({"message": "I have not slept since the layoff.", "dec
                            "trust": 4})  # fmt: skip
 
 
-def settings(model: Path, **more: Any) -> dict[str, Any]:
-    grpo = {"max_steps": 3, "log_every": 1, "save_steps": 1, "batch_size": 4, "num_generations": 4,
-            "max_completion_length": 12, "lr": 1e-3, "contexts": {"profiles": ["builtin:p00*"], "n": 6}}  # fmt: skip
-    for k, v in more.items():
-        grpo[k] = v
+def settings(model: Path, eval_config: str | None = None, **args: Any) -> dict[str, Any]:
+    """The stage's settings; ``args``: TRL's arguments over these."""
+    train_args = {"max_steps": 3, "logging_steps": 1, "save_steps": 1, "per_device_train_batch_size": 4,
+                  "num_generations": 4, "max_completion_length": 12, "learning_rate": 1e-3, **args}  # fmt: skip
+    grpo = {"contexts": {"profiles": ["builtin:p00*"], "n": 6}, "eval_config": eval_config, "train_args": train_args}
     return {"base_model": str(model), "device": "cpu", "lora": {"r": 4, "alpha": 8}, "grpo": grpo}
 
 
@@ -110,8 +110,8 @@ def test_grpo_needs_its_held_out_evaluation_unless_told(tmp_path: Path, capsys: 
                              str(tmp_path / "p")], capsys)  # fmt: skip
     assert code != 0 and "grpo.eval_config is not set" in err and "--no-eval" in err
     code, _, err = run_main(["evolve", "grpo", "--config", str(tmp_path / "evolve.yaml"), "--out", str(tmp_path / "p"),
-                             "--set", "grpo.batch_size=6"], capsys)  # fmt: skip
-    assert code != 0 and "must be a multiple of grpo.num_generations" in err
+                             "--set", "grpo.train_args.per_device_train_batch_size=6"], capsys)  # fmt: skip
+    assert code != 0 and "per_device_train_batch_size (6) must be a multiple of num_generations (4)" in err
     assert not (tmp_path / "p").exists()
 
 

@@ -18,7 +18,7 @@ from .paths import OUT_FILE, OUT_FOLDER
 DIR = click.Path(path_type=Path, file_okay=False)
 config_opt = click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
                           help="evolve config (YAML); default: the built-in settings")  # fmt: skip
-set_opt = set_option("sft.max_steps=20")
+set_opt = set_option("sft.train_args.max_steps=20")
 
 
 def _log(text: str) -> None:
@@ -28,7 +28,7 @@ def _log(text: str) -> None:
 def _config(path: Path | None, sets: tuple[str, ...]) -> Any:
     from ..evolve.config import load_evolve_config
 
-    return load_evolve_config(path, parse_sets(sets, "dpo.beta=0.2"))
+    return load_evolve_config(path, parse_sets(sets, "dpo.train_args.beta=0.2"))
 
 
 def _needs_train() -> None:

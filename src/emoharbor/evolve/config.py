@@ -1,20 +1,21 @@
 """The self-evolution config: one YAML file for phase 1 (SFT), phase 2 (reflect, refine, DPO), GRPO
 against the simulated user, and the machine it runs on. Every field has a default; ``device``/``dtype``
 choose CPU or GPU, and a CPU run also sets small sizes (``sft.max_examples``, ``refine.contexts``; see
-docs/evolve.md)."""
+docs/evolve.md). A training stage's TRL options are its ``train_args``, by TRL's names (``train_args``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import userfiles
 from ..errors import ConfigError
 from ..models.spec import ModelSpec
 from ..overrides import validated
 from ..reward.settings import RewardSettings
+from .train_args import check_train_args, effective, from_old_names, new_key
 
 
 class _Strict(BaseModel):
@@ -31,23 +32,31 @@ class LoraSettings(_Strict):
 
 
 class TrainSettings(_Strict):
-    lr: float = Field(default=2e-4, gt=0)
-    epochs: int = Field(default=1, ge=1)
-    max_steps: int | None = Field(default=None, ge=1)  # stops earlier than the epochs when set
-    batch_size: int = Field(default=4, ge=1)
-    grad_accum: int = Field(default=1, ge=1)
-    max_length: int = Field(default=512, ge=32)  # tokens; the oldest turns go first when a context is longer
-    warmup_steps: int = Field(default=0, ge=0)
-    log_every: int = Field(default=5, ge=1)
-    gradient_checkpointing: bool = False
-    save_steps: int = Field(default=50, ge=1)  # a checkpoint every N steps (the last 2 kept): a killed stage resumes
+    """A training stage's settings: emoharbor's own, and ``train_args``, TRL's training arguments by TRL's names
+    (any key of the stage's TRL config class; see ``train_args``). Settings under their names of before
+    ``train_args`` (``lr``, ``batch_size``, ...) are read as the TRL keys they stood for."""
+
+    stage: ClassVar[str]
+    train_args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return from_old_names(cls.stage, data) if isinstance(data, dict) else data
+
+    @field_validator("train_args")
+    @classmethod
+    def _check_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        return check_train_args(cls.stage, args)
 
 
 class SftSettings(TrainSettings):
+    stage = "sft"
     data: list[str] = Field(default_factory=list)  # ESConv files, either format (no default: give yours)
     max_examples: int | None = Field(default=None, ge=1)  # ESConv examples kept (a seeded sample)
     general_data: str | None = None  # JSONL of general instructions, to keep general ability
     general_share: float = Field(default=0.0, ge=0, lt=1)  # share of the mixed set that is general data
+    max_length: int = Field(default=512, ge=32)  # tokens; the oldest turns go first when a context is longer
 
     @model_validator(mode="after")
     def _check(self) -> SftSettings:
@@ -84,9 +93,8 @@ class RefineSettings(_Strict):
 
 
 class DpoSettings(TrainSettings):
-    lr: float = Field(default=5e-5, gt=0)
-    batch_size: int = Field(default=2, ge=1)
-    beta: float = Field(default=0.1, gt=0)
+    stage = "dpo"
+    max_length: int = Field(default=512, ge=32)  # tokens of a pair's prompt and longer reply; oldest turns go first
     extra_pairs: list[str] = Field(default_factory=list)  # pair files added to every round (e.g. from runs)
 
 
@@ -102,28 +110,20 @@ class GrpoContexts(_Strict):
 
 
 class GrpoSettings(TrainSettings):
-    lr: float = Field(default=1e-5, gt=0)
-    batch_size: int = Field(default=4, ge=1)  # completions per process per step: batch_size / generations contexts
-    num_generations: int = Field(default=4, ge=2)  # G, the completions of one context compared with each other
-    max_completion_length: int = Field(default=96, ge=8)
-    temperature: float = Field(default=1.0, gt=0)
-    beta: float = Field(default=0.0, ge=0)  # the KL penalty to the starting model (0: none, TRL's default)
+    stage = "grpo"
     contexts: GrpoContexts = Field(default_factory=GrpoContexts)
     user: ModelSpec = Field(default_factory=ModelSpec)  # the simulated user who gives the reward (default: embedded)
     reward: RewardSettings = Field(default_factory=RewardSettings)
-    # generation: in the training process (a CPU or one GPU), or TRL's vLLM integration on a GPU
-    use_vllm: bool = False
-    vllm_mode: Literal["colocate", "server"] = "colocate"  # server: `trl vllm-serve` at vllm_server_base_url
-    vllm_server_base_url: str | None = None
-    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
     # the EmoHarbor run config of the held-out evaluation that ends the stage (before and after, per dimension)
     eval_config: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> GrpoSettings:
-        if self.batch_size % self.num_generations:
-            raise ValueError(f"grpo.batch_size ({self.batch_size}) must be a multiple of grpo.num_generations "
-                             f"({self.num_generations}): each context's completions are compared together")  # fmt: skip
+        args = effective("grpo", self.train_args)
+        batch, n = args["per_device_train_batch_size"], args["num_generations"]
+        if isinstance(n, int) and n > 0 and batch % n:
+            raise ValueError(f"grpo.train_args.per_device_train_batch_size ({batch}) must be a multiple of "
+                             f"num_generations ({n}): each context's completions are compared together")  # fmt: skip
         return self
 
 
@@ -197,5 +197,16 @@ def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None
         where = str(p)
         raw = userfiles.read_settings(p, "evolve config")
         base = p.parent
-    cfg = validated(EvolveConfig, raw, overrides or {}, where)
+    cfg = validated(EvolveConfig, raw, _new_keys(overrides or {}), where)
     return _resolve_paths(cfg, base)
+
+
+def _new_keys(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``--set`` keys in today's names (``sft.lr`` is ``sft.train_args.learning_rate``)."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        try:
+            out[new_key(key)] = value
+        except ValueError as e:
+            raise ConfigError(f"--set {key}: {e}") from None
+    return out

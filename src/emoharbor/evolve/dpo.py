@@ -82,8 +82,7 @@ def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Pat
     if not pairs:
         raise EmoharborError(f"no preference pairs in {', '.join(map(str, pair_files))}: nothing to optimise")
     round_no = int(parent.get("round", 0)) + 1
-    args = training_args("dpo", cfg, cfg.dpo, out, seed=cfg.seed + round_no, beta=cfg.dpo.beta,
-                         precompute_ref_log_probs=True)  # fmt: skip
+    args = training_args("dpo", cfg, out, seed=cfg.seed + round_no)
     inputs = {"parent": str(Path(model_dir).resolve()), "pairs": [str(Path(f).resolve()) for f in pair_files]}
     with args.main_process_first(desc="the stage folder"):
         begin_stage(out, stage_settings(cfg, "dpo", **inputs), "dpo")

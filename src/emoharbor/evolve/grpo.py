@@ -150,18 +150,14 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     src = resolve_hf(str(model_dir) if model_dir is not None else cfg.base_model)
     guard = load_guard(cfg.holdout)
     guard.profile_ids |= eval_profile_ids(cfg)
-    args = training_args("grpo", cfg, g, out, seed=cfg.seed, num_generations=g.num_generations,
-                         max_completion_length=g.max_completion_length, temperature=g.temperature, beta=g.beta,
-                         use_vllm=g.use_vllm, vllm_mode=g.vllm_mode, vllm_server_base_url=g.vllm_server_base_url,
-                         vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization, remove_unused_columns=False,
-                         log_completions=False)  # fmt: skip
+    args = training_args("grpo", cfg, out, seed=cfg.seed)
     inputs = {"parent": str(Path(model_dir).resolve()) if model_dir else None, "contexts": g.contexts.model_dump(),
               "user": g.user.model_dump(mode="json"), "reward": g.reward.model_dump(mode="json")}  # fmt: skip
     with args.main_process_first(desc="the stage folder and its contexts"):
         begin_stage(out, stage_settings(cfg, "grpo", **inputs), "grpo")
         contexts, counts = _contexts(cfg, out, guard, user)
     used = ", ".join(f"{k} {v.get('used', 0)}" for k, v in counts.items())
-    say(f"grpo: {len(contexts)} contexts ({used}); {g.num_generations} replies each")
+    say(f"grpo: {len(contexts)} contexts ({used}); {args.num_generations} replies each")
     if not contexts:
         raise EmoharborError("grpo: no contexts to train on (every source empty, or all held out)")
     system = supporter_prompt(cfg.system_prompt).text.strip()

@@ -45,7 +45,7 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
     src = resolve_hf(cfg.base_model)
     if src.adapter:
         raise EmoharborError(f"base_model {cfg.base_model!r} already has an adapter: give the base model itself")
-    args = training_args("sft", cfg, cfg.sft, out, seed=cfg.seed, completion_only_loss=True)
+    args = training_args("sft", cfg, out, seed=cfg.seed)
     with args.main_process_first(desc="the stage folder"):
         begin_stage(out, stage_settings(cfg, "sft"), "sft")
     system = supporter_prompt(cfg.system_prompt).text.strip()

@@ -2,9 +2,9 @@
 LoRA config, TRL's training arguments, checkpoints and resuming, the training log, and saving a model
 folder with its card.
 
-One stage writes into its output folder: ``checkpoint-N/`` every ``save_steps`` steps (the last two kept)
-and ``evolve_stage.json`` (the settings they were made with) while it trains; a stage started again with
-the same settings resumes from the newest whole checkpoint. At the end the main process writes the
+One stage writes into its output folder: ``checkpoint-N/`` every ``train_args.save_steps`` steps (by default
+the last two kept) and ``evolve_stage.json`` (the settings they were made with) while it trains; a stage started
+again with the same settings resumes from the newest whole checkpoint. At the end the main process writes the
 adapter, the tokenizer and, last, the model card (``evolve_model.json``), and removes the checkpoints: a
 folder with a card is a whole model. Under ``accelerate launch`` every process trains (DDP, FSDP or
 DeepSpeed, as the launch config says) and only the main process writes.
@@ -29,13 +29,12 @@ from typing import Any
 from ..errors import EmoharborError
 from ..models.hf import MODEL_CARD, HFSource, load_hf, pick_device
 from .card import write_card
-from .config import EvolveConfig, LoraSettings, TrainSettings
+from .config import EvolveConfig, LoraSettings
+from .train_args import NEUTRAL, effective, trl_config
 
 ENGINE = "trl"  # what trains (the bench reads it)
 STAGE_FILE = "evolve_stage.json"  # the settings a stage folder's checkpoints were made with
 DATA_DIR = "train-data"  # DPO's tokenized pairs, on disk so that every process reads the same file
-SAVE_TOTAL_LIMIT = 2
-NEUTRAL = ("log_every", "save_steps")  # settings that a resumed stage may change
 # TRL's names in the training log -> emoharbor's (the others are kept as TRL writes them)
 LOG_NAMES = {"learning_rate": "lr", "rewards/accuracies": "reward_accuracy", "rewards/margins": "reward_margin",
              "rewards/chosen": "reward_chosen", "rewards/rejected": "reward_rejected"}  # fmt: skip
@@ -198,39 +197,40 @@ def lora_config(model: Any, lora: LoraSettings) -> Any:
                       layers_to_transform=top, task_type="CAUSAL_LM")  # fmt: skip
 
 
-def training_args(stage: str, cfg: EvolveConfig, s: TrainSettings, out: Path, *, seed: int, **extra: Any) -> Any:
-    """TRL's SFTConfig, DPOConfig or GRPOConfig from a stage's settings. Made before the model is loaded:
-    under DeepSpeed ZeRO-3 transformers then loads the weights already partitioned."""
-    from trl.trainer.dpo_config import DPOConfig
-    from trl.trainer.grpo_config import GRPOConfig
-    from trl.trainer.sft_config import SFTConfig
-
+def training_args(stage: str, cfg: EvolveConfig, out: Path, *, seed: int) -> Any:
+    """TRL's SFTConfig, DPOConfig or GRPOConfig of a stage: emoharbor's defaults, the stage's ``train_args`` over
+    them, and the keys emoharbor sets itself (``train_args.OWNED``) from its own settings. Made before the model
+    is loaded: under DeepSpeed ZeRO-3 transformers then loads the weights already partitioned."""
+    s = getattr(cfg, stage)
     place = placement(cfg)
-    cls = {"sft": SFTConfig, "dpo": DPOConfig, "grpo": GRPOConfig}[stage]
-    checkpointing = {"use_reentrant": False} if s.gradient_checkpointing else None
-    if stage == "grpo":  # a prompt's length is its own; GRPOConfig turns checkpointing on unless told
-        extra = {"gradient_checkpointing": s.gradient_checkpointing, **extra}
-    else:
-        extra = {"max_length": s.max_length, **extra}
-    return cls(
-        output_dir=str(out), seed=seed, data_seed=seed, use_cpu=place.cpu, bf16=place.bf16, fp16=place.fp16,
-        per_device_train_batch_size=s.batch_size, gradient_accumulation_steps=s.grad_accum, num_train_epochs=s.epochs,
-        max_steps=s.max_steps or -1, learning_rate=s.lr, lr_scheduler_type="linear", warmup_steps=s.warmup_steps,
-        weight_decay=0.0, max_grad_norm=1.0,
-        activation_checkpointing=s.gradient_checkpointing, activation_checkpointing_kwargs=checkpointing,
-        logging_steps=s.log_every, logging_nan_inf_filter=False, disable_tqdm=True, log_level="warning",
-        save_strategy="steps", save_steps=s.save_steps, save_total_limit=SAVE_TOTAL_LIMIT,
-        report_to=[] if cfg.report_to == "none" else [cfg.report_to], ddp_find_unused_parameters=False,
-        dataloader_num_workers=0, **extra,
-    )  # fmt: skip
+    owned: dict[str, Any] = {
+        "output_dir": str(out), "seed": seed, "data_seed": seed, "use_cpu": place.cpu, "bf16": place.bf16,
+        "fp16": place.fp16, "report_to": [] if cfg.report_to == "none" else [cfg.report_to], "save_strategy": "steps",
+        "save_only_model": False, "resume_from_checkpoint": None, "logging_nan_inf_filter": False,
+    }  # fmt: skip
+    if stage == "sft":
+        owned.update(max_length=s.max_length, completion_only_loss=True)
+    elif stage == "dpo":
+        owned.update(max_length=s.max_length, precompute_ref_log_probs=True)
+    else:  # the reward reads the context column
+        owned.update(remove_unused_columns=False)
+    args = {**effective(stage, s.train_args), **owned}
+    kind = trl_config(stage)
+    try:
+        return kind(**args)
+    except (ValueError, TypeError) as e:  # TRL's own checks of the arguments together
+        why = str(e).splitlines()[0]
+        raise EmoharborError(f"{stage}.train_args: TRL's {kind.__name__} refuses them: {why}") from None
 
 
 def stage_settings(cfg: EvolveConfig, stage: str, **inputs: Any) -> dict[str, Any]:
-    """What a stage's checkpoints depend on (a resumed stage must have the same)."""
-    train = getattr(cfg, stage)
+    """What a stage's checkpoints depend on (a resumed stage must have the same): its settings, with the training
+    arguments in effect (emoharbor's defaults included) but those that change no output."""
+    train = getattr(cfg, stage).model_dump(mode="json")
+    train["train_args"] = {k: v for k, v in effective(stage, train["train_args"]).items() if k not in NEUTRAL}
     return {"stage": stage, "base_model": cfg.base_model, "seed": cfg.seed, "system_prompt": cfg.system_prompt,
             "holdout": cfg.holdout, "lora": cfg.lora.model_dump(mode="json"), "quantization": cfg.quantization,
-            "dtype": cfg.dtype, stage: train.model_dump(mode="json", exclude=set(NEUTRAL)), **inputs}  # fmt: skip
+            "dtype": cfg.dtype, stage: train, **inputs}  # fmt: skip
 
 
 def _flat(d: dict[str, Any], head: str = "") -> dict[str, Any]:
