@@ -13,12 +13,12 @@ from pydantic import ValidationError
 from .. import kinds
 from ..config import RunConfig, SupporterSpec
 from ..errors import ConfigError, EmoharborError, validation_message
+from ..evaluate.factory import make_supporter, make_user
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..preflight import check_named_models
 from ..profiles.loader import resolve_profiles
 from ..simulate.conversation import Conversation
-from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
 from ..store.export import export_run
 from ..store.run_store import RunStore

@@ -19,11 +19,11 @@ from ..models.spec import ModelSpec
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
 from ..simulate.chain_user import CHAIN_PROMPTS
 from ..simulate.conversation import Conversation
-from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
 from ..store.record import config_part, open_run, record_hash, run_record
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
+from .factory import make_supporter, make_user
 
 KIND = "emoharbor"
 

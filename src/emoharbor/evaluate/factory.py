@@ -1,14 +1,15 @@
-"""Building the two sides of a conversation from a run config."""
+"""Building the two sides of a conversation from a run config (here, above both the config and simulate: the
+simulated user and the supporter know nothing of run configs)."""
 
 from __future__ import annotations
 
 from ..config import RunConfig, SupporterSpec
 from ..models.base import ChatModel
 from ..profiles.schema import Profile
-from .chain_user import ChainSettings, ChainUser
-from .simple_user import SimpleUser
-from .supporter import Supporter, supporter_prompt
-from .user_agent import UserAgent
+from ..simulate.chain_user import ChainSettings, ChainUser
+from ..simulate.simple_user import SimpleUser
+from ..simulate.supporter import Supporter, supporter_prompt
+from ..simulate.user_agent import UserAgent
 
 
 def chain_settings(cfg: RunConfig) -> ChainSettings:
