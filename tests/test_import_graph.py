@@ -1,5 +1,6 @@
 """bench/import_graph.py on tiny package trees: it finds a cycle of three packages (with the imports that make
-it), an import from a lower layer into a higher one, and a package no layer declares; a clean tree passes. And the package itself passes it (as CI checks)."""
+it), an import from a lower layer into a higher one, and a package no layer declares; a clean tree passes.
+And the package itself passes it (as CI checks)."""
 
 from __future__ import annotations
 

@@ -287,7 +287,6 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
     from emoharbor.assess.leaderboard import leaderboard
     from emoharbor.config import RunConfig
     from emoharbor.evaluate import run_evaluation
-
     from emoharbor.preflight import check_run_config
 
     # reading a config opens no card (a stored config is read back without the user's files); preflight does
@@ -295,7 +294,7 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^c\.yaml: field 'judges': .*no judge card 'nope'"):
         check_run_config(missing, "c.yaml", models=False, reach=False)
     pairwise = RunConfig.model_validate({"judges": ["heart_pairwise"]})
-    with pytest.raises(ConfigError, match="c.yaml: field 'judges': .*a HEART pairwise judge: give it to"):
+    with pytest.raises(ConfigError, match=r"c\.yaml: field 'judges': .*a HEART pairwise judge: give it to"):
         check_run_config(pairwise, "c.yaml", models=False, reach=False)
     with FakeOpenAIServer() as srv:
         fake = fake_spec(srv.base_url)
