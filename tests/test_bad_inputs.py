@@ -384,8 +384,11 @@ BOT = {"name": "bot", "model": "scripted"}
 HEART_CASES = [
     heart_case("a history file that is an empty list", heart_config([]), "h.json: no histories in it"),
     heart_case("histories under a key, not a list", heart_config(json.dumps({"histories": [HISTORY]})),
-               "no usable history", "skipped 1 bad_field"),
-    heart_case("items that are not HEART items", heart_config([{"text": "not a HEART item"}]), "no usable history"),
+               "h.yaml: field 'histories.0'", "h.json: item 1 (index 0): field 'dialogue_history' must be a list"),
+    heart_case("items that are not HEART items", heart_config([{"text": "not a HEART item"}]),
+               "h.json: item 1 (index 0): field 'dialogue_history'", "fix the file"),
+    heart_case("only histories that end on the supporter", heart_config([{**HISTORY, "prev_speakers": ["seeker",
+               "supporter"]}]), "no usable history", "skipped 1 ends_on_supporter"),
     heart_case("a candidate's system prompt file is missing",
                heart_config(candidates=[{**BOT, "system_prompt": "@nope.txt"}]),
                "h.yaml: field 'candidates.0.system_prompt'", "candidate bot: system prompt file", "nope.txt not found"),
@@ -437,6 +440,27 @@ def _generated() -> None:
     assert outcome.code == 0, outcome.err
 
 
+# a history file with one good item and one that breaks the format, for commands whose models are all down: the
+# file is named first (it used to be skipped and counted, and the run stopped at "cannot connect")
+MALFORMED = [
+    ("a string item", "not a history", "item 2 (index 1): the item is not a JSON object"),
+    ("a string dialogue_history", {"dialogue_history": "Hi. I lost my job."},
+     "item 2 (index 1): field 'dialogue_history' must be a list of turns"),
+    ("no dialogue_history", {"vanilla_completion": "That is hard."},
+     "item 2 (index 1): field 'dialogue_history' must be a list of turns"),
+    ("prev_speakers of the wrong length", {"dialogue_history": ["Hi.", "I lost my job."], "prev_speakers": ["seeker"]},
+     "item 2 (index 1): field 'prev_speakers' has 1 entries for 2 turns"),
+]  # fmt: skip
+MALFORMED_CASES = [
+    *(Case(f"a history file with {what}, the candidate's endpoint down", GENERATE, ("h.yaml: field 'histories.0'",
+           f"h.json: {said}"), heart_config([HISTORY, bad], candidates=[{"name": "bot", "model": "m",
+                                                                         "base_url": DOWN}]), absent=("r",))
+      for what, bad, said in MALFORMED),
+    *(Case(f"sensitivity --heart of a file with {what}, the model's endpoint down",
+           ("sensitivity", "--heart", "h.json", "--model", "m", "--base-url", DOWN, "--run-dir", "s", "--quiet"),
+           (f"h.json: {said}",), {"h.json": json.dumps([HISTORY, bad])}, absent=("s",))
+      for what, bad, said in MALFORMED),
+]  # fmt: skip
 HEART_DOWN = heart_config(judges=[{"name": "j", "model": "m", "base_url": DOWN}])
 HEART_STAGE_CASES = [
     Case("heart judge with its judges' endpoint down", ("heart", "judge", "r", "--quiet"),
@@ -647,6 +671,12 @@ EVOLVE_CASES = [
     Case("an evolve config naming a data file that is missing", ("config", "check", "e.yaml"),
          ("e.yaml: field 'sft.data'", "none.jsonl not found"), {"e.yaml": dump({"rounds": 1,
                                                                                 "sft": {"data": ["none.jsonl"]}})}),
+    Case("an evolve config whose GRPO HEART contexts break the format", ("config", "check", "e.yaml"),
+         ("e.yaml: field 'grpo.contexts'", "h.json: item 2 (index 1): the item is not a JSON object"),
+         {"e.yaml": dump({"grpo": {"contexts": {"heart": ["h.json"]}}}), "h.json": json.dumps([HISTORY, "x"])}),
+    Case("an evolve config whose evaluation config names a card that does not exist", ("config", "check", "e.yaml"),
+         ("c.yaml: field 'judges'", "no judge card 'nope'"),
+         {"e.yaml": dump({"grpo": {"eval_config": "c.yaml"}}), "c.yaml": dump({"judges": ["nope"]})}),
     Case("evolve refine --model of a folder with no model card", ("evolve", "refine", "--model", "empty", "--out", "r"),
          ("empty/evolve_model.json: cannot read the model card",), setup=lambda: Path("empty").mkdir(),
          absent=("r",), needs=TRAIN),
@@ -662,7 +692,7 @@ EVOLVE_CASES = [
 ]  # fmt: skip
 
 CASES = [*SETTINGS_CASES, *PREFLIGHT_CASES, *CARD_CASES, *PROFILE_CASES, *DATA_CASES, *HEART_CASES,
-         *HEART_STAGE_CASES, *RUN_FOLDER_CASES, *CLI_CASES, *EVOLVE_CASES]  # fmt: skip
+         *MALFORMED_CASES, *HEART_STAGE_CASES, *RUN_FOLDER_CASES, *CLI_CASES, *EVOLVE_CASES]  # fmt: skip
 
 
 # -- the tests --------------------------------------------------------------------------------------------

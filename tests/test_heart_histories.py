@@ -75,16 +75,37 @@ def test_opener_any_allows_odd_unknown_histories() -> None:
     assert infer_speakers(3, [None, None, None], "any") == ["seeker", "supporter", "seeker"]
 
 
-def test_bad_items_are_counted_and_the_rest_loaded(tmp_path: Path) -> None:
+def test_unusable_items_are_counted_and_the_rest_loaded(tmp_path: Path) -> None:
     p = tmp_path / "h.jsonl"
     good = item(["hey", "I feel low"], ["supporter", "seeker"])
-    lines = [json.dumps(good), "{not json", json.dumps(item(["a", "b"], ["seeker", "supporter"])), json.dumps(good)]
+    lines = [json.dumps(good), json.dumps(item([], None)), json.dumps(item(["a", "b"], ["seeker", "supporter"])),
+             json.dumps(good)]  # fmt: skip
     p.write_text("\n".join(lines), encoding="utf-8")
     hs, rep = load_heart_source(HistorySource(path=str(p)), p)
     assert [h.id for h in hs] == ["regular:0", "regular:3"]
     assert rep.examined == 4 and rep.usable == 2 and rep.used == 2
-    assert dict(rep.skipped) == {"bad_json": 1, "ends_on_supporter": 1}
+    assert dict(rep.skipped) == {"empty_history": 1, "ends_on_supporter": 1}
     assert any("line 2" in n for n in rep.notes)
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("{not json", "line 2: not valid JSON"),
+        (json.dumps("text"), "line 2: the item is not a JSON object"),
+        (json.dumps({"dialogue_history": "a"}), "line 2: field 'dialogue_history' must be a list"),
+        (json.dumps(item(["a", 3], ["supporter", "seeker"])), "line 2: field 'dialogue_history': turns [2]"),
+        (json.dumps(item(["a", "b"], ["seeker"])), "line 2: field 'prev_speakers' has 1 entries for 2 turns"),
+    ],
+)
+def test_an_item_that_breaks_the_format_is_an_error_naming_file_item_and_field(
+    tmp_path: Path, bad: str, said: str
+) -> None:
+    p = tmp_path / "h.jsonl"
+    p.write_text(json.dumps(item(["hey", "I feel low"], ["supporter", "seeker"])) + "\n" + bad, encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load_heart_source(HistorySource(path=str(p)), p)
+    assert str(e.value).startswith(f"{p}: {said}") and str(e.value).endswith("fix the file")
 
 
 def test_unreadable_files_are_clear_data_errors(tmp_path: Path) -> None:

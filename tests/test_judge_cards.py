@@ -10,10 +10,10 @@ import pytest
 
 from emoharbor.assess.cards import builtin_names, load_card
 from emoharbor.assess.dimensions import load_rubric
-from emoharbor.assess.expected import expected_scores
 from emoharbor.assess.judge import check_logprobs, judge_conversation
 from emoharbor.errors import ConfigError
 from emoharbor.models.base import TokenLogprob
+from emoharbor.models.expected import expected_scores
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.models.spec import ModelSpec
@@ -287,11 +287,15 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
     from emoharbor.assess.leaderboard import leaderboard
     from emoharbor.config import RunConfig
     from emoharbor.evaluate import run_evaluation
+    from emoharbor.preflight import check_run_config
 
-    with pytest.raises(ValueError, match="no judge card 'nope'"):
-        RunConfig.model_validate({"judges": ["user", "nope"]})
-    with pytest.raises(ValueError, match="a HEART pairwise judge: give it to"):
-        RunConfig.model_validate({"judges": ["heart_pairwise"]})
+    # reading a config opens no card (a stored config is read back without the user's files); preflight does
+    missing = RunConfig.model_validate({"judges": ["user", "nope"]})
+    with pytest.raises(ConfigError, match=r"^c\.yaml: field 'judges': .*no judge card 'nope'"):
+        check_run_config(missing, "c.yaml", models=False, reach=False)
+    pairwise = RunConfig.model_validate({"judges": ["heart_pairwise"]})
+    with pytest.raises(ConfigError, match=r"c\.yaml: field 'judges': .*a HEART pairwise judge: give it to"):
+        check_run_config(pairwise, "c.yaml", models=False, reach=False)
     with FakeOpenAIServer() as srv:
         fake = fake_spec(srv.base_url)
         cfg = RunConfig.model_validate(

@@ -21,11 +21,12 @@ from emoharbor.report.health import health_html
 from emoharbor.report.heart_section import _rating, _win_rate, heart_html
 from emoharbor.report.judges_table import HEADER, judges_table, sensitivity_judge, table_cells
 from emoharbor.report.runs import RunView, load_run
+from emoharbor.report.sensitivity import tidy
 from emoharbor.results import load_results, tidy_rows
 from emoharbor.sensitivity import calibration
 from emoharbor.sensitivity.analysis import ALL, sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
-from emoharbor.sensitivity.report import tidy
+from emoharbor.report.sensitivity import tidy
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from emoharbor.assess.expected import expected_word
 from emoharbor.models.base import ChatResult, Message, TokenLogprob
+from emoharbor.models.expected import expected_word
 from emoharbor.profiles.loader import load_profile_file
 from emoharbor.reward.context import RewardContext
 from emoharbor.reward.score import UserReward

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ from .models.spec import ModelSpec
 from .simulate.agents import UserBlock, default_user, user_agent
 
 OLD_USER_KEYS = ("intensity_step", "trust_step", "initial_trust", "min_turns")  # now in ``user_agent:``
+from .store.record import hash_config
 
 MAX_REPEATS = 10_000
 
@@ -119,17 +118,10 @@ class RunConfig(BaseModel):
     @field_validator("judges")
     @classmethod
     def _cards(cls, refs: list[str]) -> list[str]:
-        from .assess.cards import CONVERSATION_KINDS, NOT_A_CONVERSATION, load_card  # it imports this module
-
+        # no file is read here (a stored config is read back without touching the user's files): the cards
+        # are loaded and their kinds checked where the run is built (evaluate.run_judges, in preflight)
         if not refs:
             raise ValueError("no judge cards: the run's conversations would not be rated; give at least one card")
-        for ref in refs:
-            try:
-                card = load_card(ref)
-            except ConfigError as e:
-                raise ValueError(str(e)) from None
-            if card.kind not in CONVERSATION_KINDS:
-                raise ValueError(f"judge card {ref!r} is {NOT_A_CONVERSATION[card.kind]}")
         return refs
 
     @model_validator(mode="after")
@@ -148,11 +140,6 @@ class RunConfig(BaseModel):
 
     def config_hash(self) -> str:
         return hash_config(self.resolved())
-
-
-def hash_config(resolved: dict[str, Any]) -> str:
-    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def load_config(path: str | Path) -> RunConfig:

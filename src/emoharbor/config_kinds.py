@@ -16,10 +16,9 @@ from .errors import ConfigError
 from .evaluate import run_hash
 from .evolve.config import EvolveConfig, load_evolve_config
 from .heart.config import HeartConfig, load_heart_config
-from .preflight import check_heart_config, check_named_models, check_run_config
+from .preflight import check_evolve_config, check_heart_config, check_named_models, check_run_config
 from .profiles.loader import load_profile_file
 from .profiles.schema import Profile
-from .simulate.supporter import supporter_prompt
 
 KINDS: dict[str, type[BaseModel]] = {  # the first is the one a file with no telling key is read as
     "run config": RunConfig,
@@ -49,20 +48,6 @@ def _dump(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip()
 
 
-def _check_evolve_files(cfg: EvolveConfig, where: str) -> None:
-    named = {"sft.data": cfg.sft.data, "refine.data": cfg.refine.data, "holdout": cfg.holdout,
-             "dpo.extra_pairs": cfg.dpo.extra_pairs, "sft.general_data": [cfg.sft.general_data or ""],
-             "refine.principles": [cfg.refine.principles or ""]}  # fmt: skip
-    for field, paths in named.items():
-        for p in filter(None, paths):
-            if not Path(p).is_file():
-                raise ConfigError(f"{where}: field '{field}': {p} not found")
-    try:
-        supporter_prompt(cfg.system_prompt)
-    except ConfigError as e:
-        raise ConfigError(f"{where}: field 'system_prompt': {e}") from None
-
-
 def check_config(path: Path, *, models: bool) -> list[str]:
     """Load and check the file as the kind it is; the lines that show it resolved."""
     raw = userfiles.read(path, "config file")
@@ -76,7 +61,7 @@ def check_config(path: Path, *, models: bool) -> list[str]:
         return [_dump(heart.resolved()), f"# {kind}; config hash: {heart.config_hash()}"]
     if kind == "evolve config":
         evolve = load_evolve_config(path)
-        _check_evolve_files(evolve, where)
+        check_evolve_config(evolve, where)
         if models and evolve.refine.generator is not None:
             check_named_models([("refine.generator", evolve.refine.generator)], where)
         return [_dump(evolve.resolved()), f"# {kind}"]

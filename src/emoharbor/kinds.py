@@ -39,9 +39,9 @@ KINDS = {
                 export="emoharbor.validate.analysis:export_tables", rejudge="emoharbor.validate.run:rejudge",
                 tidy="emoharbor.results:validate_rows"),
         RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body", tidy="emoharbor.results:heart_rows"),
-        RunKind("sensitivity", "a sensitivity run (emoharbor sensitivity)", board="emoharbor.sensitivity.report:board",
-                view="emoharbor.sensitivity.report:load", html="emoharbor.sensitivity.report:html",
-                export="emoharbor.sensitivity.report:export", tidy="emoharbor.sensitivity.report:tidy"),
+        RunKind("sensitivity", "a sensitivity run (emoharbor sensitivity)", board="emoharbor.report.sensitivity:board",
+                view="emoharbor.report.sensitivity:load", html="emoharbor.report.sensitivity:html",
+                export="emoharbor.report.sensitivity:export", tidy="emoharbor.report.sensitivity:tidy"),
         RunKind("heart_strategy_check", "a strategy check (emoharbor heart strategy-check)"),
         RunKind("evolve_refine", "an evolve refine round"),
     )

@@ -11,14 +11,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import userfiles
-from .config import RunConfig
+from .config import RunConfig, load_config
+from .data.esconv import load_esconv
 from .errors import ConfigError, DataError
 from .evaluate import run_judges
-from .heart.config import HeartConfig, resolve_path
+from .evolve.config import EvolveConfig
+from .heart.config import HeartConfig, HistorySource, resolve_path
 from .heart.dimensions import load_lexicon
 from .heart.histories import LoadReport
 from .heart.stages.candidates import system_prompt
-from .heart.stages.sources import load_histories
+from .heart.stages.sources import load_heart_source, load_histories
 from .heart.stages.strategies import load_strategies
 from .models.pool import check_model_spec, check_reachable
 from .models.spec import ModelSpec
@@ -153,3 +155,31 @@ def check_heart_config(cfg: HeartConfig, base: Path, where: str, *, models: bool
              ("labeller", cfg.labeller_spec())],
             where,
         )  # fmt: skip
+
+
+def check_evolve_config(cfg: EvolveConfig, where: str) -> None:
+    """An evolve config: every file it names can be read (the data, pair and held-out files are there; the GRPO
+    stage's HEART and ESConv context files load; its evaluation config and what that names can be read) and
+    its system prompt resolves. Nothing is reached: run before any stage contacts a model."""
+    c = cfg.grpo.contexts
+    named = {"sft.data": cfg.sft.data, "refine.data": cfg.refine.data, "holdout": cfg.holdout,
+             "dpo.extra_pairs": cfg.dpo.extra_pairs, "sft.general_data": [cfg.sft.general_data or ""],
+             "refine.principles": [cfg.refine.principles or ""], "grpo.contexts.esconv": c.esconv,
+             "grpo.contexts.heart": c.heart}  # fmt: skip
+    for field, paths in named.items():
+        for p in filter(None, paths):
+            if not Path(p).is_file():
+                raise ConfigError(f"{where}: field '{field}': {p} not found")
+    try:
+        for p in c.esconv:
+            load_esconv(p)
+        for p in c.heart:
+            load_heart_source(HistorySource(path=p), Path(p))
+    except DataError as e:
+        raise DataError(f"{where}: field 'grpo.contexts': {e}") from None
+    try:
+        supporter_prompt(cfg.system_prompt)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: field 'system_prompt': {e}") from None
+    if cfg.grpo.eval_config:
+        check_run_config(load_config(cfg.grpo.eval_config), cfg.grpo.eval_config, models=False, reach=False)

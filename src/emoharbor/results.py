@@ -2,7 +2,7 @@
 with the score (and the probability-weighted score where there is one), whether it was scored, the supporter,
 the repeat and the profile's attributes; HEART runs one row per (history, pair, order, judge, dimension) with the
 winner and the strength; sensitivity runs one row per (case, kind of bad reply, scorer) with both replies'
-scores and the outcome (``sensitivity.report.tidy``). ``load_results(RUN)`` gives it as a pandas DataFrame;
+scores and the outcome (``report.sensitivity.tidy``). ``load_results(RUN)`` gives it as a pandas DataFrame;
 ``emoharbor export --format parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models.base import ChatModel, Message, ModelCallError
+from ..models.expected import expected_scores
 from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from ..simulate.conversation import Conversation
 from .cards import JudgeCard
-from .expected import expected_scores
 
 USER_JUDGE = "user"
 

@@ -139,9 +139,11 @@ def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None
     _needs_train()
     from ..evolve.grpo import run_grpo
     from ..evolve.grpo_report import REPORT
+    from ..preflight import check_evolve_config
 
-    summary = run_grpo(_config(config_path, sets), model_dir, out, log=_log, evaluate=not no_eval,
-                       progress=not no_progress)  # fmt: skip
+    cfg = _config(config_path, sets)
+    check_evolve_config(cfg, str(config_path or "the built-in evolve settings"))  # its files before any model
+    summary = run_grpo(cfg, model_dir, out, log=_log, evaluate=not no_eval, progress=not no_progress)
     t = summary["rewards"]
     _echo_main(f"grpo: {summary['train']['steps']} steps, {t.get('replies', 0)} replies rewarded ({t.get('ok', 0)} "
                f"scored, {t.get('unscored', 0)} unscored, {t.get('error', 0)} errors) in {summary['wall_s']:.0f}s; "
@@ -192,8 +194,11 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
 @progress_opt
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
+    from ..config import load_config
     from ..evolve.evaluate import evaluate_models
+    from ..preflight import check_run_config
 
+    check_run_config(load_config(run_config), str(run_config), models=False, reach=False)  # its files, cards too
     click.echo(evaluate_models(run_config, _named(models), out, log=_log, progress=not no_progress))
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from ..config import hash_config
 from ..errors import ConfigError, EmoharborError
 from ..models.spec import ModelSpec
 from ..overrides import parse_sets, with_sets
 from ..preflight import check_named_models, check_reach, is_new_run
+from ..store.record import hash_config
 from ..store.run_store import RunStore
 from ..validate.analysis import validation_table
 from ..validate.render import render_validation

@@ -53,7 +53,6 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
     the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
     --set changes an option by name or a reward setting (reward.fit=0.5, reward.user_agent.intensity_step=10)."""
-    from ..config import hash_config
     from ..errors import ConfigError, EmoharborError
     from ..overrides import parse_sets, with_sets
     from ..preflight import check_named_models, check_reach, is_new_run
@@ -61,6 +60,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     from ..sensitivity.bad import KINDS
     from ..sensitivity.render import render_sensitivity
     from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, load_cases, run_sensitivity
+    from ..store.record import hash_config
     from ..store.run_store import RunStore
 
     user = None if user_model == "none" else model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)

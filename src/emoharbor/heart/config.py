@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import userfiles
 from ..assess.cards import load_card
-from ..config import SupporterSpec, hash_config, plain_name
+from ..config import SupporterSpec, plain_name
 from ..errors import ConfigError, EmoharborError, validation_message
 from ..models.spec import ModelSpec
+from ..store.record import hash_config
 from .dimensions import DIMENSION_KEYS
 
 HUMAN = "human"

@@ -4,8 +4,10 @@ A history is labelled by the speakers its file records, never by position. Where
 record them (HEART's adversarial file), they are inferred from strict alternation when that is
 consistent: the last turn is the seeker's (the history asks for the supporter's next reply), every
 recorded speaker agrees, and, when none is recorded, the source's stated opener agrees. Items that
-cannot be used are skipped and counted with the reason; a file that cannot be read at all is a
-``DataError`` naming it.
+cannot be used (``UNUSABLE``: well formed, but no history the supporter answers) are skipped and counted with
+the reason; an item that breaks the format (not an object, a field of the wrong type, a speaker list of the
+wrong length) and a file that cannot be read at all are a ``DataError`` naming the file, the item and the
+field, found before any model is reached.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ..errors import DataError
 SEEKER, SUPPORTER = "seeker", "supporter"
 SPEAKER_ALIASES = {"seeker": SEEKER, "usr": SEEKER, "supporter": SUPPORTER, "sys": SUPPORTER, "listener": SUPPORTER}
 MAX_NOTES = 20
+# the reasons an item is skipped and counted; any other reason is an error in the file
+UNUSABLE = frozenset({"ends_on_supporter", "speakers_not_inferable", "speakers_unknown", "empty_history"})
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..assess.expected import expected_scores, expected_word
 from ..models.base import ChatModel, Message
+from ..models.expected import expected_scores, expected_word
 from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt

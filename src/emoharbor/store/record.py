@@ -11,11 +11,11 @@ what changed goes into the run's history; any other difference is refused, namin
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..config import hash_config
 from ..errors import EmoharborError
 from ..prompts import load_prompt
 from .run_store import RunStore
@@ -23,6 +23,12 @@ from .run_store import RunStore
 SETTINGS = frozenset({"concurrency", "workers", "timeout_s", "max_retries", "price", "port"})
 INPUTS = "input_files"
 PROMPTS = "prompt_versions"
+
+
+def hash_config(resolved: dict[str, Any]) -> str:
+    """A short hash of a resolved config (JSON with sorted keys): part of default run folders' names."""
+    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def outcome_part(resolved: Any) -> Any:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...assess.cards import JudgeCard
-from ...assess.expected import expected_scores
 from ...models.base import ChatModel, Message, ModelCallError
+from ...models.expected import expected_scores
 from ...models.structured import ask_json
 from ...prompts import load_prompt
 from ..dimensions import OVERALL, describe

@@ -9,7 +9,7 @@ from typing import Any
 from ...data.esconv import EsconvDialog, parse_record
 from ...errors import DataError
 from ..config import HeartConfig, HistorySource, resolve_path
-from ..histories import SEEKER, SUPPORTER, History, LoadReport, Skip, Turn, parse_heart_item, read_items
+from ..histories import SEEKER, SUPPORTER, UNUSABLE, History, LoadReport, Skip, Turn, parse_heart_item, read_items
 
 
 def _limit(histories: list[History], src: HistorySource) -> list[History]:
@@ -34,6 +34,8 @@ def load_heart_source(src: HistorySource, path: Path) -> tuple[list[History], Lo
                 raise item
             h = parse_heart_item(item, f"{src.name}:{index}", src.subset, str(path), src.unknown_speakers, src.opener)
         except Skip as s:
+            if s.reason not in UNUSABLE:
+                raise DataError(f"{path}: {where}: {s.detail}: fix the file") from None
             report.skip(where, s.reason, s.detail)
             continue
         report.inferred += h.speakers_inferred

@@ -1,18 +1,19 @@
 """A sensitivity run in the commands that read any run (the hooks of ``kinds.py``): ``emoharbor leaderboard``
 and ``report --format`` print its sensitivity table, ``emoharbor report`` shows it as a heat map (scorer x
 kind of bad reply), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``) and the tidy results
-hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``)."""
+hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``). It lives in ``report``
+because it is made of the report's parts; ``sensitivity`` itself imports nothing of the report."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..report.html import Cell, esc, heat, note, table
-from ..report.runs import RunView
+from ..sensitivity.analysis import ALL, Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
+from ..sensitivity.render import csv_rows, pct, render_sensitivity, usage_text
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
 from ..store.run_store import RunStore
-from .analysis import ALL, Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
-from .render import csv_rows, pct, render_sensitivity, usage_text
+from .html import Cell, esc, heat, note, table
+from .runs import RunView
 
 
 def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
@@ -36,8 +37,8 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     judge: none), and the outcome the table averages (1: the real reply above, 0: below, 0.5: a tie or, for a
     pairwise judge, orders that disagree; None: unscored)."""
     from ..reward.settings import RewardSettings
-    from .bad import KINDS
-    from .run import REAL, USER
+    from ..sensitivity.bad import KINDS
+    from ..sensitivity.run import REAL, USER
 
     cfg = store.config()
     run = store.folder.name
@@ -114,8 +115,8 @@ def sensitivity_html(data: dict[str, Any], rid: str) -> str:
 
 
 def html(view: RunView, rid: str, seed: int) -> str:
-    from ..report.health import events_table, usage_table
-    from ..report.html import section
+    from .health import events_table, usage_table
+    from .html import section
 
     if view.analysis is None:
         return note("This sensitivity run could not be read.")

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..models.base import TokenLogprob
+from .base import TokenLogprob
 
 
 @dataclass(frozen=True)

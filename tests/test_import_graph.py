@@ -1,0 +1,80 @@
+"""bench/import_graph.py on tiny package trees: it finds a cycle of three packages (with the imports that make
+it), an import from a lower layer into a higher one, and a package no layer declares; a clean tree passes.
+And the package itself passes it (as CI checks)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "import_graph.py"
+REPO = SCRIPT.parents[1]
+
+
+def tree(root: Path, files: dict[str, str], layers: list[str]) -> Path:
+    """``files`` (paths under src/emoharbor: their text) and a pyproject.toml declaring ``layers``."""
+    src = root / "src"
+    for name, text in {"__init__.py": "", **files}.items():
+        path = src / "emoharbor" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    lines = ", ".join(f'"{layer}"' for layer in layers)
+    (root / "pyproject.toml").write_text(f"[tool.emoharbor]\nlayers = [{lines}]\n", encoding="utf-8")
+    return src
+
+
+def check(src: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), str(src)], capture_output=True, text=True, check=False)
+
+
+LAYERS = ["errors", "models", "store", "report", "emoharbor"]
+CLEAN = {
+    "errors.py": "",
+    "models/__init__.py": "",
+    "models/base.py": "from ..errors import *\n",
+    "store/__init__.py": "",
+    "store/db.py": "from ..models import base\nfrom . import rows\n",
+    "store/rows.py": "import emoharbor.errors\n",
+    "report/__init__.py": "",
+    "report/page.py": "from emoharbor.store.db import x\n\ndef f():\n    from ..models.base import y\n",
+}
+
+
+def test_a_clean_tree_passes(tmp_path: Path) -> None:
+    r = check(tree(tmp_path, CLEAN, LAYERS))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "report -> models, store" in r.stdout
+    assert "package cycles 0, upward edges 0" in r.stdout
+
+
+def test_a_cycle_of_three_is_found_with_its_imports(tmp_path: Path) -> None:
+    files = {**CLEAN, "models/base.py": "from ..errors import *\nfrom ..report import page\n"}
+    r = check(tree(tmp_path, files, ["errors", "models store report", "emoharbor"]))  # one layer: no edge is upward
+    assert r.returncode == 1
+    assert "package cycles 1, upward edges 0" in r.stdout
+    assert "cycle: models, report, store" in r.stdout
+    assert "models -> report: src/emoharbor/models/base.py:2" in r.stdout
+    assert "store -> models: src/emoharbor/store/db.py:1" in r.stdout
+    assert "report -> store: src/emoharbor/report/page.py:1" in r.stdout
+
+
+def test_an_upward_edge_is_found_even_inside_a_function(tmp_path: Path) -> None:
+    files = {**CLEAN, "store/rows.py": "def g():\n    from ..report.page import f\n", "report/page.py": ""}
+    r = check(tree(tmp_path, files, LAYERS))
+    assert r.returncode == 1
+    assert "package cycles 0, upward edges 1" in r.stdout
+    assert "upward: store (layer 2) -> report (layer 3)" in r.stdout
+    assert "src/emoharbor/store/rows.py:2 (emoharbor.store.rows imports emoharbor.report.page)" in r.stdout
+
+
+def test_a_package_in_no_layer_fails(tmp_path: Path) -> None:
+    r = check(tree(tmp_path, {**CLEAN, "web.py": ""}, LAYERS))
+    assert r.returncode == 1
+    assert "undeclared: web is in no layer" in r.stdout
+
+
+def test_the_package_itself_holds_its_layers() -> None:
+    r = check(REPO / "src")
+    assert r.returncode == 0, r.stdout
+    assert "package cycles 0, upward edges 0" in r.stdout
