@@ -26,7 +26,6 @@ from emoharbor.results import load_results, tidy_rows
 from emoharbor.sensitivity import calibration
 from emoharbor.sensitivity.analysis import ALL, sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
-from emoharbor.report.sensitivity import tidy
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file

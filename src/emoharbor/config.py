@@ -11,9 +11,9 @@ from . import userfiles
 from .errors import ConfigError, EmoharborError, validation_message
 from .models.spec import ModelSpec
 from .simulate.agents import UserBlock, default_user, user_agent
+from .store.record import hash_config
 
 OLD_USER_KEYS = ("intensity_step", "trust_step", "initial_trust", "min_turns")  # now in ``user_agent:``
-from .store.record import hash_config
 
 MAX_REPEATS = 10_000
 
