@@ -25,7 +25,7 @@ from emoharbor.results import load_results, tidy_rows
 from emoharbor.sensitivity import calibration
 from emoharbor.sensitivity.analysis import ALL, sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
-from emoharbor.sensitivity.report import tidy
+from emoharbor.sensitivity.kind import tidy
 from emoharbor.sensitivity.run import PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file
@@ -68,11 +68,11 @@ def table_of(folder: Path, seed: int = 0) -> dict[str, Any]:
         store.close()
 
 
-def test_the_kind_is_registered_with_its_hooks() -> None:
+def test_the_kind_is_registered_with_its_parts() -> None:
     assert kinds.title("sensitivity") == "a sensitivity run (emoharbor sensitivity)"
-    for part in ("board", "view", "html", "export", "tidy"):
-        assert callable(kinds.hook("sensitivity", part)), part
-    assert kinds.hook("sensitivity", "rejudge") is None
+    for part in ("board", "view", "html", "export", "tidy", "check", "execute"):
+        assert kinds.has("sensitivity", part), part
+    assert not kinds.has("sensitivity", "rejudge")
     assert "sensitivity" in kinds.with_part("board") and "sensitivity" in kinds.with_part("tidy")
 
 

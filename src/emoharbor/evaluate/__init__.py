@@ -1,5 +1,5 @@
 """The EmoHarbor evaluation run (``emoharbor run``)."""
 
-from .run import KIND, RunSummary, config_of, reassess, record_of, run_evaluation, run_hash, run_judges
+from .run import KIND, config_of, reassess, record_of, run_evaluation, run_hash, run_judges
 
-__all__ = ["KIND", "RunSummary", "config_of", "reassess", "record_of", "run_evaluation", "run_hash", "run_judges"]
+__all__ = ["KIND", "config_of", "reassess", "record_of", "run_evaluation", "run_hash", "run_judges"]

@@ -7,13 +7,13 @@ Store kinds: ``conversation`` (key ``profile|supporter|repeat``) and ``assessmen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, judges_record, make_judges, unassessed
 from ..config import RunConfig
+from ..kinds import Summary
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
@@ -26,6 +26,7 @@ from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
 
 KIND = "emoharbor"
+UNIT = "conversation"  # what its summary counts
 
 
 def run_judges(cfg: RunConfig) -> list[Judge]:
@@ -74,14 +75,6 @@ def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
     return f"{profile_id}|{supporter}|{repeat}"
 
 
-@dataclass
-class RunSummary:
-    run_dir: Path
-    conversations: int
-    newly_done: int
-    errors: int
-
-
 def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
     # the same profile and repeat get the same seed for every supporter: a paired comparison
     return cfg.seed + 1_000_003 * repeat + 7919 * profile_idx
@@ -89,7 +82,7 @@ def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
 
 async def run_evaluation(
     cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
-) -> RunSummary:
+) -> Summary:
     profiles = resolve_profiles(cfg.profiles)
     store = open_run(run_dir, KIND, resolved_of(cfg), prompts=run_prompts(cfg), inputs=run_inputs(cfg))
     judges = run_judges(cfg)
@@ -101,7 +94,7 @@ async def run_evaluation(
         had = len(finished(store, "conversation") & set(by_key))  # conversations stored before this run
         if not stage_todo(store, "conversation", list(by_key), more):  # nothing to do: no model reached, no server
             store.set_meta("status", "complete")
-            return RunSummary(run_dir, len(jobs), 0, ended_in_error(store, "conversation", by_key))
+            return Summary(UNIT, len(jobs), 0, ended_in_error(store, "conversation", by_key))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             user_model = await pool.get(cfg.roles.user, "user")
             models = await judge_models(pool, judges)
@@ -131,7 +124,7 @@ async def run_evaluation(
             await run_stage(store, "conversation", units, workers=workers, progress=progress,
                             label="conversations", then=assess, more=more)  # fmt: skip
         store.set_meta("status", "complete")
-        return RunSummary(run_dir, len(jobs), len(jobs) - had, ended_in_error(store, "conversation", by_key))
+        return Summary(UNIT, len(jobs), len(jobs) - had, ended_in_error(store, "conversation", by_key))
     finally:
         store.close()
 
