@@ -55,14 +55,9 @@ def assessment_rows(store: RunStore, convs: dict[str, dict[str, Any]], profiles:
 
 
 def emoharbor_rows(store: RunStore) -> list[dict[str, Any]]:
-    from .evaluate import config_of
-    from .profiles.loader import resolve_profiles
+    from .evaluate import stored_profiles
 
-    try:
-        profiles = {p.id: p for p in resolve_profiles(config_of(store).profiles)}
-    except (EmoharborError, ValueError):  # a profile file moved since the run: the attribute columns stay empty
-        profiles = {}
-    return assessment_rows(store, dict(store.items("conversation")), profiles)
+    return assessment_rows(store, dict(store.items("conversation")), stored_profiles(store))
 
 
 def validate_rows(store: RunStore) -> list[dict[str, Any]]:

@@ -15,13 +15,12 @@ from .options import set_option
 
 if TYPE_CHECKING:
     from ..config import RunConfig
+    from ..evaluate.plan import Plan
     from ..store.run_store import RunStore
 
 
-def default_run_dir(cfg: RunConfig) -> Path:
-    from ..evaluate import run_hash
-
-    return Path("runs") / f"{cfg.name}-{run_hash(cfg)[:8]}"
+def default_run_dir(plan: Plan) -> Path:
+    return Path("runs") / f"{plan.cfg.name}-{plan.hash[:8]}"
 
 
 def config_from(run_dir: Path) -> RunConfig:
@@ -71,8 +70,8 @@ def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str
     from ..evaluate.plan import Plan
     from .runs import run_kind
 
-    folder = run_dir or default_run_dir(cfg)
-    run_kind(kinds.of("emoharbor"), Plan(cfg, where), folder, fmt=fmt, progress=not quiet,
+    plan = Plan.of(cfg, where)  # every file the config names read once, here
+    run_kind(kinds.of("emoharbor"), plan, run_dir or default_run_dir(plan), fmt=fmt, progress=not quiet,
              show=print_conversation if show_one else None)  # fmt: skip
 
 

@@ -67,9 +67,9 @@ class EmoharborKind(RunKind):
     def check(self, plan: Plan, *, new: bool) -> None:
         from ..preflight import check_run_config
 
-        check_run_config(plan.cfg, plan.where, models=new, reach=new)
+        check_run_config(plan, models=new, reach=new)
 
     async def execute(self, plan: Plan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_evaluation
 
-        return await run_evaluation(plan.cfg, folder, progress=progress)
+        return await run_evaluation(plan, folder, progress=progress)

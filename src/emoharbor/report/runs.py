@@ -8,9 +8,7 @@ from typing import Any
 
 from .. import kinds
 from ..assess.leaderboard import leaderboard
-from ..errors import EmoharborError
-from ..evaluate import config_of
-from ..profiles.loader import resolve_profiles
+from ..evaluate import config_of, stored_profiles
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from ..store import records
@@ -74,11 +72,10 @@ def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
     view.assessments = assessments_by_conversation(store)
     for judge in view.judges or ["user"]:
         view.boards[judge] = leaderboard(store, judge, seed=seed)
-    try:
-        cfg = config_of(store)
-        if cfg.user_agent == "chain":  # the user whose reactions a sensitivity run measures
-            view.user_model = cfg.roles.user.model
-            view.user_prompts = dict(store.config().get("prompt_versions") or {})
-        view.profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
-    except (EmoharborError, ValueError) as e:  # a profile file moved since the run: no breakdowns, said so
-        view.notes.append(f"profiles could not be read again, so there are no breakdowns by profile: {e}")
+    cfg = config_of(store)
+    if cfg.user_agent == "chain":  # the user whose reactions a sensitivity run measures
+        view.user_model = cfg.roles.user.model
+        view.user_prompts = dict(store.config().get("prompt_versions") or {})
+    view.profiles = stored_profiles(store)
+    if not view.profiles:
+        view.notes.append("this run was made before runs kept their profiles, so there are no breakdowns by profile")
