@@ -2,7 +2,10 @@
 
 ``python bench/import_graph.py [SRC]`` prints, per package, the packages it imports, then totals: modules,
 lines, edges between modules and between packages, package cycles and upward edges. A package is a
-subpackage (``assess``) or a top-level module (``config``); every import counts, also one inside a function.
+subpackage (``assess``) or a top-level module (``config``), or a module the layer table names on its own
+(``evaluate.kind``: a run kind, which ties its package's run to the report above it); every import counts,
+also one inside a function, except those under ``if TYPE_CHECKING:`` (type hints only: nothing is imported
+when the program runs).
 
 It checks two things and exits with status 1 if either is found (CI runs it; `.ci/run`):
 - **cycles of any length**: the strongly connected components of the package graph, each printed with the
@@ -45,7 +48,11 @@ def imports_of(root: Path, path: Path, modules: set[str]) -> list[Edge]:
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     where = path.relative_to(root.parent) if root.parent in path.parents else path
     found: list[Edge] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if _type_checking(block) for n in ast.walk(block)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         targets: set[str] = set()
         if isinstance(node, ast.Import):
             targets = {a.name for a in node.names if a.name.split(".")[0] == PACKAGE}
@@ -63,9 +70,26 @@ def imports_of(root: Path, path: Path, modules: set[str]) -> list[Edge]:
     return found
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """An ``if TYPE_CHECKING:`` block (``typing.TYPE_CHECKING`` too)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+OWN_PARTS: set[str] = set()  # modules the layer table names on their own (``evaluate.kind``)
+
+
 def package_of(mod: str) -> str:
-    """``emoharbor.assess.judge`` -> ``assess``; the root package itself is ``emoharbor``."""
+    """``emoharbor.assess.judge`` -> ``assess``; the root package itself is ``emoharbor``; a module the layer
+    table names on its own is its own part (``emoharbor.evaluate.kind`` -> ``evaluate.kind``)."""
     parts = mod.split(".")
+    own = ".".join(parts[1:])
+    if own in OWN_PARTS:
+        return own
     return parts[1] if len(parts) > 1 else mod
 
 
@@ -125,6 +149,7 @@ def load_layers(pyproject: Path) -> dict[str, int]:
 def main(argv: list[str]) -> int:
     root = Path(argv[0] if argv else "src")
     layer = load_layers(root.resolve().parent / "pyproject.toml")
+    OWN_PARTS.update(p for p in layer if "." in p)
     files = sorted((root / PACKAGE).rglob("*.py"))
     modules = {module_name(root, f) for f in files}
     module_edges = [e for f in files for e in imports_of(root, f, modules)]

@@ -85,13 +85,19 @@ def test_records_from_before_the_status_field_are_read_by_what_they_hold() -> No
     assert status_of({"status": "dropped", "reason": "model_error"}) == "error"
 
 
-def test_every_hook_in_the_table_of_run_kinds_resolves() -> None:
+def test_every_kind_in_the_table_of_run_kinds_loads_under_its_name() -> None:
     from emoharbor import kinds
 
-    found = [(k, part) for k, v in kinds.KINDS.items() for part in ("board", "view", "html", "export", "rejudge")
-             if getattr(v, part)]  # fmt: skip
-    assert len(found) == 14 and all(callable(kinds.hook(k, part)) for k, part in found)
-    assert kinds.hook("nobody", "board") is None and kinds.title("nobody") == "a 'nobody' run"
+    found = {name: kinds.of(name) for name in list(kinds.TABLE)}
+    assert all(k.name == name and k.title for name, k in found.items())
+    parts = {name: [p for p in kinds.PARTS if kinds.has(name, p)] for name in found}
+    assert parts["emoharbor"] == ["board", "view", "html", "rejudge", "tidy", "check", "execute"]
+    assert parts["validate"] == list(kinds.PARTS) and parts["heart"] == ["html", "tidy"]
+    assert parts["heart_strategy_check"] == parts["evolve_refine"] == []
+    assert kinds.with_part("rejudge") == ["emoharbor", "validate"]
+    assert (
+        kinds.get("nobody") is None and not kinds.has("nobody", "board") and kinds.title("nobody") == "a 'nobody' run"
+    )
 
 
 def test_a_changed_prompt_blocks_the_kinds_that_read_it_and_no_other(

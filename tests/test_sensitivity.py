@@ -163,7 +163,7 @@ def test_a_run_scores_every_reply_and_the_table_counts_right(
     tmp_path: Path, valid: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls, summary = run_with(tmp_path / "s", valid, monkeypatch)
-    assert summary.cases == 3 and summary.errors == 0
+    assert summary.lead == "3 cases, " and summary.units == 3 * (11 * 2 + 20) and summary.errors == 0
     # per case: the user (2 calls) and the reply card on 11 replies, the pairwise judge on 10 pairs x 2 orders
     assert len(calls) == 3 * (11 * 3 + 20)
     store = RunStore.open_existing(tmp_path / "s")

@@ -21,11 +21,11 @@ from emoharbor.report.health import health_html
 from emoharbor.report.heart_section import _rating, _win_rate, heart_html
 from emoharbor.report.judges_table import HEADER, judges_table, sensitivity_judge, table_cells
 from emoharbor.report.runs import RunView, load_run
-from emoharbor.report.sensitivity import tidy
 from emoharbor.results import load_results, tidy_rows
 from emoharbor.sensitivity import calibration
 from emoharbor.sensitivity.analysis import ALL, sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
+from emoharbor.sensitivity.kind import tidy
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file
@@ -68,11 +68,11 @@ def table_of(folder: Path, seed: int = 0) -> dict[str, Any]:
         store.close()
 
 
-def test_the_kind_is_registered_with_its_hooks() -> None:
+def test_the_kind_is_registered_with_its_parts() -> None:
     assert kinds.title("sensitivity") == "a sensitivity run (emoharbor sensitivity)"
-    for part in ("board", "view", "html", "export", "tidy"):
-        assert callable(kinds.hook("sensitivity", part)), part
-    assert kinds.hook("sensitivity", "rejudge") is None
+    for part in ("board", "view", "html", "export", "tidy", "check", "execute"):
+        assert kinds.has("sensitivity", part), part
+    assert not kinds.has("sensitivity", "rejudge")
     assert "sensitivity" in kinds.with_part("board") and "sensitivity" in kinds.with_part("tidy")
 
 

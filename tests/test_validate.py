@@ -147,7 +147,7 @@ async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
         assert srv.requests == requests  # nothing redone
     # the endpoint is gone: a finished run is read back without reaching (or starting) any model
     third = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
-    assert (first.conversations, first.newly_done, again.newly_done, third.newly_done) == (5, 5, 0, 0)
+    assert (first.units, first.done_now, again.done_now, third.done_now) == (5, 5, 0, 0)
     store = RunStore.open_existing(tmp_path / "run")
     assert store.keys("replay") == {"mine:0", "mine:1", "mine:2", "failed_mine:0", "failed_mine:1"}
     assert len(store.keys("assessment")) == 10
@@ -174,7 +174,7 @@ async def test_units_that_ended_on_a_failed_model_call_are_done_again(tmp_path: 
         assert store.get("assessment", "mine:1|third_party:fake")["status"] == "ok"  # type: ignore[index]
         store.close()
         again = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
-    assert (first.errors, again.errors, again.newly_done) == (1, 0, 1)
+    assert (first.errors, again.errors, again.done_now) == (1, 0, 1)
     store = RunStore.open_existing(tmp_path / "run")
     assert all(d["termination"] != "error" for _, d in store.items("replay"))
     assert [k for k, a in store.items("assessment") if a["status"] != "ok"] == []

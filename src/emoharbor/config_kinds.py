@@ -13,7 +13,7 @@ from . import userfiles
 from .assess.cards import JudgeCard, load_card
 from .config import RunConfig, load_config
 from .errors import ConfigError
-from .evaluate import run_hash
+from .evaluate import Plan
 from .evolve.config import EvolveConfig, load_evolve_config
 from .heart.config import HeartConfig, load_heart_config
 from .preflight import check_evolve_config, check_heart_config, check_named_models, check_run_config
@@ -77,9 +77,10 @@ def check_config(path: Path, *, models: bool) -> list[str]:
         profiles = load_profile_file(path)
         return [f"# {kind}: {len(profiles)} valid profiles: {', '.join(p.id for p in profiles)}"]
     cfg = load_config(path)
-    check_run_config(cfg, where, models=models, reach=False)
+    plan = Plan.of(cfg, where)
+    check_run_config(plan, models=models, reach=False)
     return [
         _dump(cfg.resolved()),
         f"# config hash: {cfg.config_hash()}",
-        f"# run hash (with prompt, card and input versions; no output-neutral settings): {run_hash(cfg)}",
+        f"# run hash (with prompt, card and input versions; no output-neutral settings): {plan.hash}",
     ]

@@ -1,67 +1,143 @@
-"""The kinds of run folder, in one table: what each is called, and where its leaderboard, its report section
-and its extra export tables come from. A new kind of run plugs in here, and nowhere else.
+"""The kinds of run, in one table: a kind is one object (a ``RunKind``) that says what the kind is called and
+does everything the commands that read or make any run ask of it. A new kind of run is its own module and
+one line in ``TABLE`` (or one ``register`` call): see docs/extending.md.
 
-Hooks are ``module:function`` paths, imported when used, so that reading this table imports nothing heavy:
-- ``board(store, fmt, judge, scoring) -> (text, data)``: ``emoharbor leaderboard`` and ``report --format``;
+What a kind does (a part it leaves as the base class has it, it has not: ``has``):
+- ``board(store, fmt, ...) -> (text, data)``: ``emoharbor leaderboard``, ``report --format`` and the table a
+  run command prints at its end;
 - ``view(store, view, seed)``: fills the report's ``RunView``; ``html(view, rid, seed) -> str``: its section;
 - ``export(store) -> {name: rows}``: more tables for ``emoharbor export``;
 - ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges);
-- ``tidy(store) -> rows``: the run's tidy table of results (``emoharbor.load_results``, ``export``).
+- ``tidy(store) -> rows``: the run's tidy table of results (``emoharbor.load_results``, ``export``);
+- ``check(plan, new=...)`` and ``execute(plan, folder, progress=...) -> Summary``: a command that makes a run
+  of the kind, through ``commands.runs.run_kind`` (preflight, the run, its summary line, its board, the exit
+  status when every unit ended in error).
+
+This module imports nothing heavy (the store names kinds in its messages): ``TABLE`` holds each kind as a
+``module:Class`` path, imported the first time the kind is asked for.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .report.runs import RunView
+    from .store.run_store import RunStore
+
+Rows = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class Summary:
+    """What a run command did: ``units`` of its kind (``unit``: "conversation"), ``done_now`` of them by this
+    command, ``errors`` ended in error (the next run of the command does them again); ``lead`` opens the line
+    ("3 cases, ")."""
+
+    unit: str
+    units: int
+    done_now: int
+    errors: int
+    lead: str = ""
+
+    def line(self, wall_s: float) -> str:
+        return (
+            f"{self.lead}{self.units} {self.unit}s ({self.done_now} new, {self.units - self.done_now} already done, "
+            f"{self.errors} ended in error) in {wall_s:.0f} s"
+        )
+
+    @property
+    def all_failed(self) -> bool:
+        return self.units > 0 and self.errors == self.units
+
+
 class RunKind:
-    name: str  # as stored in the run's meta
-    title: str  # in messages: "holds <title>, not ..."
-    board: str = ""
-    view: str = ""
-    html: str = ""
-    export: str = ""
-    rejudge: str = ""
-    tidy: str = ""
+    """One kind of run. A subclass sets ``name`` (as stored in the run's meta) and ``title`` (in messages:
+    "holds <title>, not ...") and overrides the parts it has; the base class's parts say it has none."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+
+    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+              baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
+        raise NotImplementedError
+
+    def view(self, store: RunStore, view: RunView, seed: int) -> None:
+        raise NotImplementedError
+
+    def html(self, view: RunView, rid: str, seed: int) -> str:
+        raise NotImplementedError
+
+    def export(self, store: RunStore) -> dict[str, Rows]:
+        raise NotImplementedError
+
+    async def rejudge(self, run_dir: Path, cards: list[str], judge: Any, *, scoring: str | None = None,
+                      progress: bool = True) -> int:  # fmt: skip
+        raise NotImplementedError
+
+    def tidy(self, store: RunStore) -> Rows:
+        raise NotImplementedError
+
+    def check(self, plan: Any, *, new: bool) -> None:
+        """The checks made before a run folder is written (``new``: it holds no run yet, so the models are
+        built and reached too)."""
+        raise NotImplementedError
+
+    async def execute(self, plan: Any, folder: Path, *, progress: bool = True) -> Summary:
+        raise NotImplementedError
 
 
-KINDS = {
-    k.name: k
-    for k in (
-        RunKind("emoharbor", "an EmoHarbor run (emoharbor run)", board="emoharbor.assess.render:board",
-                view="emoharbor.report.runs:load_emoharbor", html="emoharbor.report.build:emoharbor_body",
-                rejudge="emoharbor.evaluate.run:rejudge", tidy="emoharbor.results:emoharbor_rows"),
-        RunKind("validate", "a validate run", board="emoharbor.validate.render:board",
-                view="emoharbor.report.runs:load_validate", html="emoharbor.report.build:validate_body",
-                export="emoharbor.validate.analysis:export_tables", rejudge="emoharbor.validate.run:rejudge",
-                tidy="emoharbor.results:validate_rows"),
-        RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body", tidy="emoharbor.results:heart_rows"),
-        RunKind("sensitivity", "a sensitivity run (emoharbor sensitivity)", board="emoharbor.report.sensitivity:board",
-                view="emoharbor.report.sensitivity:load", html="emoharbor.report.sensitivity:html",
-                export="emoharbor.report.sensitivity:export", tidy="emoharbor.report.sensitivity:tidy"),
-        RunKind("heart_strategy_check", "a strategy check (emoharbor heart strategy-check)"),
-        RunKind("evolve_refine", "an evolve refine round"),
-    )
-}  # fmt: skip
+PARTS = ("board", "view", "html", "export", "rejudge", "tidy", "check", "execute")
+
+# one line per kind: its name and where its class is (imported when the kind is first asked for)
+TABLE: dict[str, str | RunKind] = {
+    "emoharbor": "emoharbor.evaluate.kind:EmoharborKind",
+    "validate": "emoharbor.validate.kind:ValidateKind",
+    "heart": "emoharbor.heart.kind:HeartKind",
+    "sensitivity": "emoharbor.sensitivity.kind:SensitivityKind",
+    "heart_strategy_check": "emoharbor.heart.kind:StrategyCheckKind",
+    "evolve_refine": "emoharbor.evolve.kind:RefineKind",
+}
 
 
-def title(kind: str) -> str:
-    return KINDS[kind].title if kind in KINDS else f"a '{kind}' run"
+def register(kind: RunKind) -> None:
+    """Add a kind defined elsewhere (a user's own module) to the table, under its name."""
+    TABLE[kind.name] = kind
 
 
-def hook(kind: str, part: str) -> Any:
-    """The function ``part`` ("board", "view", "html", "export", "rejudge", "tidy") of ``kind``; None where it
-    has none."""
-    path = getattr(KINDS[kind], part) if kind in KINDS else ""
-    if not path:
-        return None
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def get(name: str) -> RunKind | None:
+    """The kind called ``name``; None for a name the table does not hold."""
+    entry = TABLE.get(name)
+    if entry is None or isinstance(entry, RunKind):
+        return entry
+    module, _, cls = entry.partition(":")
+    made: RunKind = getattr(importlib.import_module(module), cls)()
+    TABLE[name] = made
+    return made
+
+
+def of(name: str) -> RunKind:
+    """The kind called ``name``, which the caller knows is in the table."""
+    found = get(name)
+    if found is None:
+        raise KeyError(name)
+    return found
+
+
+def title(name: str) -> str:
+    found = get(name)
+    return found.title if found is not None else f"a '{name}' run"
+
+
+def has(name: str, part: str) -> bool:
+    """Whether the kind ``name`` has ``part`` (one of ``PARTS``): its class overrides the base's."""
+    found = get(name)
+    return found is not None and getattr(type(found), part) is not getattr(RunKind, part)
 
 
 def with_part(part: str) -> list[str]:
     """The kinds that have ``part``: those a command reading it accepts."""
-    return [k for k, v in KINDS.items() if getattr(v, part)]
+    return [name for name in list(TABLE) if has(name, part)]

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import userfiles
-from .config import RunConfig, load_config
+from .config import load_config
 from .data.esconv import load_esconv
 from .errors import ConfigError, DataError
-from .evaluate import run_judges
+from .evaluate.plan import Plan
 from .evolve.config import EvolveConfig
 from .heart.config import HeartConfig, HistorySource, resolve_path
 from .heart.dimensions import load_lexicon
@@ -24,7 +24,6 @@ from .heart.stages.sources import load_heart_source, load_histories
 from .heart.stages.strategies import load_strategies
 from .models.pool import check_model_spec, check_reachable
 from .models.spec import ModelSpec
-from .profiles.loader import resolve_profiles
 from .simulate.supporter import supporter_prompt
 from .store.run_store import DB_NAME, RunStore
 
@@ -84,22 +83,10 @@ def check_reach(specs: Iterable[ModelSpec]) -> None:
         asyncio.run(reach_all())
 
 
-def check_run_config(cfg: RunConfig, where: str, *, models: bool = True, reach: bool = True) -> None:
-    """An EmoHarbor run config: its supporters' system prompts, profiles and judge cards can be read, the run
-    is not too large, and (``models``) its models can be built and (``reach``) reached."""
-    for s in cfg.roles.supporter:
-        try:
-            supporter_prompt(s.system_prompt)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: supporter {s.name}: system_prompt: {e}") from None
-    try:
-        profiles = resolve_profiles(cfg.profiles)
-    except DataError as e:
-        raise DataError(f"{where}: field 'profiles': {e}") from None
-    try:
-        judges = run_judges(cfg)
-    except ConfigError as e:
-        raise ConfigError(f"{where}: field 'judges': {e}") from None
+def check_run_config(plan: Plan, *, models: bool = True, reach: bool = True) -> None:
+    """An EmoHarbor run's plan (its files were read when it was made): the run is not too large, and
+    (``models``) its models can be built and (``reach``) reached."""
+    cfg, where, profiles, judges = plan.cfg, plan.where, plan.profiles, plan.judges
     conversations = len(profiles) * len(cfg.roles.supporter) * cfg.repeats
     if conversations > MAX_CONVERSATIONS:
         raise ConfigError(
@@ -182,4 +169,4 @@ def check_evolve_config(cfg: EvolveConfig, where: str) -> None:
     except ConfigError as e:
         raise ConfigError(f"{where}: field 'system_prompt': {e}") from None
     if cfg.grpo.eval_config:
-        check_run_config(load_config(cfg.grpo.eval_config), cfg.grpo.eval_config, models=False, reach=False)
+        check_run_config(Plan.of(load_config(cfg.grpo.eval_config), cfg.grpo.eval_config), models=False, reach=False)

@@ -2,7 +2,7 @@
 with the score (and the probability-weighted score where there is one), whether it was scored, the supporter,
 the repeat and the profile's attributes; HEART runs one row per (history, pair, order, judge, dimension) with the
 winner and the strength; sensitivity runs one row per (case, kind of bad reply, scorer) with both replies'
-scores and the outcome (``report.sensitivity.tidy``). ``load_results(RUN)`` gives it as a pandas DataFrame;
+scores and the outcome (``sensitivity.kind.tidy``). ``load_results(RUN)`` gives it as a pandas DataFrame;
 ``emoharbor export --format parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
 
 from __future__ import annotations
@@ -55,14 +55,9 @@ def assessment_rows(store: RunStore, convs: dict[str, dict[str, Any]], profiles:
 
 
 def emoharbor_rows(store: RunStore) -> list[dict[str, Any]]:
-    from .evaluate import config_of
-    from .profiles.loader import resolve_profiles
+    from .evaluate import stored_profiles
 
-    try:
-        profiles = {p.id: p for p in resolve_profiles(config_of(store).profiles)}
-    except (EmoharborError, ValueError):  # a profile file moved since the run: the attribute columns stay empty
-        profiles = {}
-    return assessment_rows(store, dict(store.items("conversation")), profiles)
+    return assessment_rows(store, dict(store.items("conversation")), stored_profiles(store))
 
 
 def validate_rows(store: RunStore) -> list[dict[str, Any]]:
@@ -88,16 +83,15 @@ def heart_rows(store: RunStore) -> list[dict[str, Any]]:
 
 def tidy_rows(store: RunStore) -> list[dict[str, Any]]:
     """The tidy table of a run of any kind that has one (EmoHarbor, validate, HEART, sensitivity)."""
-    rows = kinds.hook(store.meta()["kind"], "tidy")
-    if rows is None:
-        kind = store.meta()["kind"]
+    kind = store.meta()["kind"]
+    if not kinds.has(kind, "tidy"):
         raise EmoharborError(f"{store.folder} holds {kinds.title(kind)}, which has no table of results")
-    return list(rows(store))
+    return kinds.of(kind).tidy(store)
 
 
 def write_results(store: RunStore, out: Path, fmt: str) -> Path | None:
     """``results.FMT`` in ``out`` (parquet, csv or jsonl) for a kind of run that has a tidy table; None else."""
-    if kinds.hook(store.meta()["kind"], "tidy") is None:
+    if not kinds.has(store.meta()["kind"], "tidy"):
         return None
     rows = tidy_rows(store)
     if fmt != "parquet":

@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import EmoharborError
 from ..stats.bootstrap import TOO_SMALL, too_small
-from ..store.run_store import RunStore
 from ..tables import csv_table, interval, num, text_table
 from .dimensions import keys
-from .leaderboard import leaderboard
 
 GROUP_MEANS = ("overall", "generic", "personal")
 CSV_HEADER = ["supporter", "metric", "mean", "lo", "hi", "n", "vs", "p_above_0", "p", "p_holm"]
@@ -148,23 +145,3 @@ def render(board: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return to_csv(board)
     return to_text(board, md=(fmt == "md"))
-
-
-def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
-          baseline: str | None = None) -> tuple[str, Any]:  # fmt: skip
-    """An EmoHarbor run's leaderboard by ``judge``: rendered, and its data. A judge the run never used, or a
-    scoring its card does not give, is refused rather than shown as a table of n/a."""
-    cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
-    try:
-        data = leaderboard(store, judge, scoring=scoring, baseline=baseline)
-    except ValueError as e:
-        raise EmoharborError(f"{store.folder}: {e}") from None
-    known = sorted(set(cards) | set(data["judges"]))
-    if known and judge not in known:
-        raise EmoharborError(f"{store.folder}: no judge '{judge}' in this run; its judges: {', '.join(known)}")
-    if scoring == "expected" and judge in cards and cards[judge].get("scoring") != "expected":
-        raise EmoharborError(
-            f"{store.folder}: judge '{judge}' has no probability-weighted scores (its card's scoring is "
-            f"{cards[judge].get('scoring')}): use --scoring argmax, or a card with scoring: expected"
-        )
-    return render(data, fmt), data

@@ -148,14 +148,15 @@ def export(run_dir: Path, fmt: str, out: Path | None) -> None:
 
     store = RunStore.open_existing(run_dir)
     try:
-        if fmt == "parquet" and kinds.hook(store.meta()["kind"], "tidy") is None:
+        kind = store.meta()["kind"]
+        if fmt == "parquet" and not kinds.has(kind, "tidy"):
             raise EmoharborError(f"{run_dir}: this kind of run has no table of results: use --format jsonl or csv")
         folder = out or run_dir / "export"
         folder.mkdir(parents=True, exist_ok=True)
         written = [p for p in [write_results(store, folder, fmt)] if p is not None]
         if fmt != "parquet":
-            own = kinds.hook(store.meta()["kind"], "export")
-            written += export_run(store, folder, fmt, own(store) if own is not None else {})
+            own = kinds.of(kind).export(store) if kinds.has(kind, "export") else {}
+            written += export_run(store, folder, fmt, own)
         for path in written:
             click.echo(str(path))
     finally:

@@ -15,13 +15,12 @@ from .options import set_option
 
 if TYPE_CHECKING:
     from ..config import RunConfig
+    from ..evaluate.plan import Plan
     from ..store.run_store import RunStore
 
 
-def default_run_dir(cfg: RunConfig) -> Path:
-    from ..evaluate import run_hash
-
-    return Path("runs") / f"{cfg.name}-{run_hash(cfg)[:8]}"
+def default_run_dir(plan: Plan) -> Path:
+    return Path("runs") / f"{plan.cfg.name}-{plan.hash[:8]}"
 
 
 def config_from(run_dir: Path) -> RunConfig:
@@ -44,7 +43,7 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
 
     store = RunStore.open_existing(folder, *kinds.with_part("board"))
     try:
-        return kinds.hook(store.meta()["kind"], "board")(store, fmt, judge, scoring, baseline)  # type: ignore[no-any-return]
+        return kinds.of(store.meta()["kind"]).board(store, fmt, judge=judge, scoring=scoring, baseline=baseline)
     finally:
         store.close()
 
@@ -67,32 +66,13 @@ def print_conversation(store: RunStore) -> None:
 
 
 def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str, show_one: bool = False) -> None:
-    from ..assess.leaderboard import leaderboard
-    from ..assess.render import render
-    from ..errors import EmoharborError
-    from ..evaluate import run_evaluation
-    from ..preflight import check_run_config, is_new_run
-    from ..store.run_store import RunStore
+    from .. import kinds
+    from ..evaluate.plan import Plan
+    from .runs import run_kind
 
-    folder = run_dir or default_run_dir(cfg)
-    new = is_new_run(folder)
-    check_run_config(cfg, where, models=new, reach=new)
-    click.echo(f"run folder: {folder}", err=True)
-    summary = asyncio.run(run_evaluation(cfg, folder, progress=not quiet))
-    click.echo(
-        f"{summary.conversations} conversations ({summary.newly_done} new, "
-        f"{summary.conversations - summary.newly_done} already done, {summary.errors} ended in error)",
-        err=True,
-    )
-    store = RunStore.open_existing(folder)
-    try:
-        if show_one:
-            print_conversation(store)
-        click.echo(render(leaderboard(store), fmt))
-    finally:
-        store.close()
-    if summary.errors == summary.conversations:
-        raise EmoharborError(f"every conversation ended in error: see `emoharbor export {folder}` (events)")
+    plan = Plan.of(cfg, where)  # every file the config names read once, here
+    run_kind(kinds.of("emoharbor"), plan, run_dir or default_run_dir(plan), fmt=fmt, progress=not quiet,
+             show=print_conversation if show_one else None)  # fmt: skip
 
 
 def _attributes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
@@ -193,7 +173,7 @@ def assess(
     store = RunStore.open_existing(run_dir, *kinds.with_part("rejudge"))
     kind = store.meta()["kind"]
     store.close()
-    n = asyncio.run(kinds.hook(kind, "rejudge")(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
+    n = asyncio.run(kinds.of(kind).rejudge(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
     click.echo(f"made {n} assessments with {', '.join(cards)} in {run_dir}")
 
 

@@ -3,28 +3,24 @@ against real help-seekers)."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
-import time
 from pathlib import Path
 
 import click
 
-from ..errors import ConfigError, EmoharborError
+from .. import kinds
+from ..errors import EmoharborError
 from ..models.spec import ModelSpec
 from ..overrides import parse_sets, with_sets
-from ..preflight import check_named_models, check_reach, is_new_run
 from ..store.record import hash_config
-from ..store.run_store import RunStore
-from ..validate.analysis import validation_table
-from ..validate.render import render_validation
-from ..validate.run import DEFAULT_JUDGES, ValidateOptions, load_selection, needs_chain, run_validation
+from ..validate.run import DEFAULT_JUDGES, ValidateOptions
 from .core import model_spec
 from .evaluate import board
 from .options import set_option
 from .paths import OUT_FILE, write_text
+from .runs import run_kind
 
 
 def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
@@ -182,35 +178,7 @@ def validate(
     )
     opts = with_sets(opts, parse_sets(sets, "user.temperature=0"), "the validate options")
     folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
-    if is_new_run(folder):
-        load_selection(opts)  # the user's files first: a missing ESConv file is named before any model
-        try:
-            made = opts.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
-        named = [
-            *([("--model", user)] if needs_chain(made) else []),
-            *((f"--judge {j.card.name}", j.model) for j in made),
-        ]
-        check_named_models(named)
-        check_reach([spec for _, spec in named])
-    click.echo(f"run folder: {folder}", err=True)
-    started = time.perf_counter()
-    summary = asyncio.run(run_validation(opts, folder, progress=not quiet))
-    wall = time.perf_counter() - started
-    click.echo(
-        f"{summary.conversations} conversations ({summary.newly_done} new, "
-        f"{summary.conversations - summary.newly_done} already done, {summary.errors} replay errors) "
-        f"in {wall:.0f} s",
-        err=True,
-    )
-    store = RunStore.open_existing(folder)
-    try:
-        click.echo(render_validation(validation_table(store, seed=seed), fmt))
-    finally:
-        store.close()
-    if summary.conversations and summary.errors == summary.conversations:
-        raise EmoharborError(f"every replay ended in error: see `emoharbor export {folder}` (events)")
+    run_kind(kinds.of("validate"), opts, folder, fmt=fmt, progress=not quiet, seed=seed)
 
 
 COMMANDS = [report, validate]

@@ -3,8 +3,6 @@ real reply above rule-made bad ones? Options named as ``emoharbor validate``'s."
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 import click
@@ -53,15 +51,13 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
     the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
     --set changes an option by name or a reward setting (reward.fit=0.5, reward.user_agent.intensity_step=10)."""
-    from ..errors import ConfigError, EmoharborError
+    from .. import kinds
+    from ..errors import ConfigError
     from ..overrides import parse_sets, with_sets
-    from ..preflight import check_named_models, check_reach, is_new_run
-    from ..sensitivity.analysis import sensitivity_table
     from ..sensitivity.bad import KINDS
-    from ..sensitivity.render import render_sensitivity
-    from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, load_cases, run_sensitivity
+    from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions
     from ..store.record import hash_config
-    from ..store.run_store import RunStore
+    from .runs import run_kind
 
     user = None if user_model == "none" else model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
     judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
@@ -73,27 +69,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
                               concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
     folder = run_dir or Path("runs") / f"sensitivity-{hash_config(opts.resolved())[:8]}"
-    if is_new_run(folder):
-        load_cases(opts)  # the user's files first: a bad ESConv record is named before any model is reached
-        try:
-            made = opts.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
-        named = [*([("--model", opts.user)] if opts.user else []), *((f"--judge {j.card.name}", j.model) for j in made)]
-        check_named_models(named)
-        check_reach([spec for _, spec in named])
-    click.echo(f"run folder: {folder}", err=True)
-    started = time.perf_counter()
-    summary = asyncio.run(run_sensitivity(opts, folder, progress=not no_progress))
-    click.echo(f"{summary.cases} cases, {summary.units} scores ({summary.done_now} made now, {summary.errors} model "
-               f"errors) in {time.perf_counter() - started:.0f} s", err=True)  # fmt: skip
-    store = RunStore.open_existing(folder)
-    try:
-        click.echo(render_sensitivity(sensitivity_table(store, seed=seed), fmt))
-    finally:
-        store.close()
-    if summary.units and summary.errors == summary.units:
-        raise EmoharborError(f"every score ended in a model error: see `emoharbor export {folder}` (events)")
+    run_kind(kinds.of("sensitivity"), opts, folder, fmt=fmt, progress=not no_progress, seed=seed)
 
 
 COMMANDS = [sensitivity]

@@ -1,5 +1,6 @@
 """The EmoHarbor evaluation run (``emoharbor run``)."""
 
-from .run import KIND, RunSummary, config_of, reassess, record_of, run_evaluation, run_hash, run_judges
+from .plan import Plan
+from .run import KIND, config_of, reassess, run_evaluation, stored_profiles
 
-__all__ = ["KIND", "RunSummary", "config_of", "reassess", "record_of", "run_evaluation", "run_hash", "run_judges"]
+__all__ = ["KIND", "Plan", "config_of", "reassess", "run_evaluation", "stored_profiles"]

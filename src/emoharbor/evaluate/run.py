@@ -1,68 +1,34 @@
 """The EmoHarbor evaluation: profiles x supporters x repeats as concurrent conversations, each rated by the
 run's judges (the simulated user as User-as-a-Judge, a third-party judge...), resumable through the run store.
 
-Store kinds: ``conversation`` (key ``profile|supporter|repeat``) and ``assessment``
-(key ``profile|supporter|repeat|judge``).
+Store kinds: ``conversation`` (key ``profile|supporter|repeat``), ``assessment``
+(key ``profile|supporter|repeat|judge``) and ``profile`` (key: its id; the run's profiles as resolved when it
+started, read back by the report and export).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..assess.stage import Judge, assess_all, check_judges, judge_models, judges_record, make_judges, unassessed
+from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..config import RunConfig
-from ..errors import EmoharborError
+from ..kinds import Summary
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
-from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
-from ..simulate.agents import make_user, user_agent
+from ..profiles.schema import Profile
+from ..simulate.agents import make_user
 from ..simulate.conversation import Conversation
 from ..simulate.loop import converse
 from ..simulate.supporter import make_supporter
-from ..store.record import config_part, open_run, record_hash, run_record
-from ..store.run_store import DB_NAME, RunStore, call_sink
-from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
+from ..store.record import config_part, open_record
+from ..store.run_store import RunStore, call_sink, status_of
+from ..store.units import Events, Work, ended_in_error, run_stage
+from .plan import Plan
 
 KIND = "emoharbor"
-
-
-def run_judges(cfg: RunConfig) -> list[Judge]:
-    return make_judges(cfg.judges, cfg.roles.judge, cfg.roles.user)
-
-
-def run_prompts(cfg: RunConfig) -> list[str]:
-    """The prompt files a run's conversations read: the simulated user's, and the built-in supporter prompts
-    its supporters name (the judges' prompts are in their cards)."""
-    user = list(user_agent(cfg.user_agent.agent).prompts)
-    sup = {s.system_prompt or "builtin:default" for s in cfg.roles.supporter}
-    return [*user, *sorted(f"supporter_{p.removeprefix('builtin:')}" for p in sup if p.startswith("builtin:"))]
-
-
-def run_inputs(cfg: RunConfig) -> list[Path]:
-    """The files a run reads: profile files and folders (the built-in bank too), supporter prompt files."""
-    paths = [Path(p) for p in cfg.profiles if not p.startswith("builtin:")]
-    if any(p.startswith("builtin:") for p in cfg.profiles):
-        paths.append(Path(str(resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER))))
-    files = [s.system_prompt for s in cfg.roles.supporter if s.system_prompt and s.system_prompt.startswith("@")]
-    paths += [Path(f[1:]) for f in files]
-    return paths
-
-
-def resolved_of(cfg: RunConfig) -> dict[str, Any]:
-    """The config as resolved, with the versions of the judges' cards."""
-    return {**cfg.resolved(), "judge_cards": judges_record(run_judges(cfg))}
-
-
-def record_of(cfg: RunConfig) -> dict[str, Any]:
-    """The run record: the resolved config, the judges' cards, the prompts' versions, the inputs' hashes."""
-    return run_record(resolved_of(cfg), run_prompts(cfg), run_inputs(cfg))
-
-
-def run_hash(cfg: RunConfig) -> str:
-    return record_hash(record_of(cfg))
+PROFILE = "profile"  # the store kind of the run's profiles
+UNIT = "conversation"  # what its summary counts
 
 
 def config_of(store: RunStore) -> RunConfig:
@@ -71,16 +37,13 @@ def config_of(store: RunStore) -> RunConfig:
     return RunConfig.model_validate(own)
 
 
+def stored_profiles(store: RunStore) -> dict[str, Profile]:
+    """The profiles a run was made with, as it stored them (none in a run made before they were stored)."""
+    return {k: Profile.model_validate(d) for k, d in store.items(PROFILE)}
+
+
 def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
     return f"{profile_id}|{supporter}|{repeat}"
-
-
-@dataclass
-class RunSummary:
-    run_dir: Path
-    conversations: int
-    newly_done: int
-    errors: int
 
 
 def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
@@ -107,21 +70,26 @@ def refuse_old_spelling(run_dir: Path) -> None:
 
 
 async def run_evaluation(
-    cfg: RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
-) -> RunSummary:
-    profiles = resolve_profiles(cfg.profiles)
+    plan: Plan | RunConfig, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
+) -> Summary:
+    """Execute ``plan`` in ``run_dir`` (a config is planned here first: the library's callers)."""
+    plan = plan if isinstance(plan, Plan) else Plan.of(plan)
+    cfg, profiles, judges = plan.cfg, plan.profiles, plan.judges
     refuse_old_spelling(run_dir)
-    store = open_run(run_dir, KIND, resolved_of(cfg), prompts=run_prompts(cfg), inputs=run_inputs(cfg))
-    judges = run_judges(cfg)
+    store = open_record(run_dir, KIND, plan.record)
     try:
         check_judges(store, judges)
+        for p in profiles:  # kept with the run: the report and export read them here, not from the user's files
+            if not store.has(PROFILE, p.id):
+                store.put(PROFILE, p.id, p.model_dump(mode="json"))
         jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
         by_key = {conversation_key(p.id, s.name, r): (i, p, s, r) for i, p, s, r in jobs}
         more = unassessed(store, judges, "conversation")
-        had = len(finished(store, "conversation") & set(by_key))  # conversations stored before this run
-        if not stage_todo(store, "conversation", list(by_key), more):  # nothing to do: no model reached, no server
-            store.set_meta("status", "complete")
-            return RunSummary(run_dir, len(jobs), 0, ended_in_error(store, "conversation", by_key))
+        stored = {k: d for k, d in store.items("conversation") if k in by_key}  # read once
+        had = sum(1 for d in stored.values() if status_of(d) != "error")  # conversations stored before this run
+        if all(k in stored and status_of(stored[k]) != "error" and not more(k) for k in by_key):  # nothing to do:
+            store.set_meta("status", "complete")  # no model reached, no server started
+            return Summary(UNIT, len(jobs), 0, sum(1 for d in stored.values() if d.get("termination") == "error"))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             agent = user_agent(cfg.user_agent.agent)
             user_model = await pool.get(cfg.roles.user, "user") if agent.needs_model else None
@@ -143,8 +111,8 @@ async def run_evaluation(
                 return work
 
             async def assess(key: str, record: dict[str, Any]) -> None:
-                conv = Conversation.model_validate(record)
-                if conv.status == "ok":
+                if record.get("status") == "ok":
+                    conv = Conversation.model_validate(record)
                     await assess_all(store, conv, judges, models, profile_of[conv.profile_id])
 
             units = [(k, talk(k)) for k in by_key]
@@ -152,7 +120,7 @@ async def run_evaluation(
             await run_stage(store, "conversation", units, workers=workers, progress=progress,
                             label="conversations", then=assess, more=more)  # fmt: skip
         store.set_meta("status", "complete")
-        return RunSummary(run_dir, len(jobs), len(jobs) - had, ended_in_error(store, "conversation", by_key))
+        return Summary(UNIT, len(jobs), len(jobs) - had, ended_in_error(store, "conversation", by_key))
     finally:
         store.close()
 
@@ -176,7 +144,7 @@ async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True)
     try:
         check_judges(store, judges)
         cfg = config_of(store)
-        profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
+        profiles = stored_profiles(store)
         convs = {k: d for k, d in store.items("conversation") if d["status"] == "ok"}
         before = len(store.keys("assessment"))
         async with ModelPool(sink=call_sink(store)) as pool:

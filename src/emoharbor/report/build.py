@@ -10,13 +10,11 @@ from string import Template
 from typing import Any
 
 from .. import __version__, kinds
-from ..validate.replay import SUPPORTER
 from .breakdowns import breakdowns_html
 from .health import health_html
-from .heart_section import heart_html
 from .html import esc, est, note, section, table
 from .leaderboard_html import dimensions_html, leaderboard_html, trajectories_html
-from .other_sections import not_emoharbor_html, validation_html, validation_scatters
+from .other_sections import not_emoharbor_html
 from .runs import RunView, load_run
 from .transcripts import transcripts_html
 
@@ -40,30 +38,6 @@ def emoharbor_body(view: RunView, rid: str, seed: int) -> str:
     parts.append(section("Run health", health_html(view), level=3))
     parts.append(section(f"Transcripts ({len(view.conversations)})", transcripts_html(view, rid), level=3))
     return "".join(parts)
-
-
-def validate_body(view: RunView, rid: str, seed: int) -> str:
-    assert view.validation is not None
-    parts = [section("Agreement with real help-seekers", validation_html(view.validation, rid), level=3)]
-    parts.append(
-        section("Judge scores against the seekers' ratings", validation_scatters(view.validation_scores, seed), level=3)
-    )
-    parts.append(
-        section(
-            "Simulated intensity while hearing the real supporter",
-            trajectories_html(view.conversations, [SUPPORTER], seed),
-            level=3,
-        )
-    )
-    parts.append(section("Run health", health_html(view), level=3))
-    parts.append(section(f"Replayed conversations ({len(view.conversations)})", transcripts_html(view, rid), level=3))
-    return "".join(parts)
-
-
-def heart_body(view: RunView, rid: str, seed: int) -> str:
-    return note(
-        "A HEART run (human and model replies compared pairwise), not an EmoHarbor run: its ratings are shown below."
-    ) + heart_html(view.folder)
 
 
 def comparison_table(views: list[RunView]) -> str:
@@ -104,8 +78,7 @@ def comparison_table(views: list[RunView]) -> str:
 
 def run_section(i: int, view: RunView, seed: int) -> tuple[str, str]:
     rid = run_id(i, view)
-    body_of = kinds.hook(view.kind, "html") or (lambda view, rid, seed: not_emoharbor_html(view))
-    body = body_of(view, rid, seed)
+    body = kinds.of(view.kind).html(view, rid, seed) if kinds.has(view.kind, "html") else not_emoharbor_html(view)
     head = f'<p class="runmeta">folder <code>{esc(view.folder)}</code>, kind <b>{esc(view.kind)}</b></p>'
     return rid, f'<section class="run" id="{rid}"><h2>{esc(view.label)}</h2>{head}{body}</section>'
 

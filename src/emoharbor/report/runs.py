@@ -8,9 +8,7 @@ from typing import Any
 
 from .. import kinds
 from ..assess.leaderboard import leaderboard
-from ..errors import EmoharborError
-from ..evaluate import config_of
-from ..profiles.loader import resolve_profiles
+from ..evaluate import config_of, stored_profiles
 from ..profiles.schema import Profile
 from ..simulate.agents import user_agent
 from ..simulate.conversation import Conversation
@@ -48,7 +46,7 @@ class RunView:
         return sorted(names, key=lambda j: (j != "user", j))
 
 
-def _assessments(store: RunStore) -> dict[str, dict[str, Assessment]]:
+def assessments_by_conversation(store: RunStore) -> dict[str, dict[str, Assessment]]:
     out: dict[str, dict[str, Assessment]] = {}
     for a in records.assessments(store):
         out.setdefault(a.conversation, {})[a.judge] = a
@@ -63,9 +61,8 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
         view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
         view.usage_by_role = store.usage_by_role()
         view.events = store.event_counts()
-        fill = kinds.hook(view.kind, "view")
-        if fill is not None:
-            fill(store, view, seed)
+        if kinds.has(view.kind, "view"):
+            kinds.of(view.kind).view(store, view, seed)
         return view
     finally:
         store.close()
@@ -73,30 +70,13 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
 
 def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
     view.conversations = [Conversation.model_validate(d) for _, d in store.items("conversation")]
-    view.assessments = _assessments(store)
+    view.assessments = assessments_by_conversation(store)
     for judge in view.judges or ["user"]:
         view.boards[judge] = leaderboard(store, judge, seed=seed)
-    try:
-        cfg = config_of(store)
-        if user_agent(cfg.user_agent.agent).reactions:  # the user whose reactions a sensitivity run measures
-            view.user_model = cfg.roles.user.model
-            view.user_prompts = dict(store.config().get("prompt_versions") or {})
-        view.profiles = {p.id: p for p in resolve_profiles(cfg.profiles)}
-    except (EmoharborError, ValueError) as e:  # a profile file moved since the run: no breakdowns, said so
-        view.notes.append(f"profiles could not be read again, so there are no breakdowns by profile: {e}")
-
-
-def load_validate(store: RunStore, view: RunView, seed: int) -> None:
-    from ..validate.analysis import score_rows, validation_table  # the report does not need validate otherwise
-
-    records = dict(store.items("replay"))
-    view.conversations = [Conversation.model_validate(d) for d in records.values()]
-    view.assessments = _assessments(store)
-    view.extras = {k: d["esconv"] for k, d in records.items()}
-    view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
-    view.validation = validation_table(store, seed=seed)
-    view.validation_scores = score_rows(store)
-    lived = [d["chain_prompts"] for d in records.values() if d.get("perceived") and d.get("chain_prompts")]
-    if lived:  # replayed through the chain: the user whose reactions a sensitivity run measures
-        view.user_model = (store.config().get("user") or {}).get("model")
-        view.user_prompts = dict(lived[0])
+    cfg = config_of(store)
+    if user_agent(cfg.user_agent.agent).reactions:  # the user whose reactions a sensitivity run measures
+        view.user_model = cfg.roles.user.model
+        view.user_prompts = dict(store.config().get("prompt_versions") or {})
+    view.profiles = stored_profiles(store)
+    if not view.profiles:
+        view.notes.append("this run was made before runs kept their profiles, so there are no breakdowns by profile")

@@ -25,6 +25,7 @@ from ..assess.stage import Judge, check_judges, check_scoring, judge_models
 from ..errors import ConfigError
 from ..heart.histories import SEEKER, SUPPORTER, History
 from ..heart.histories import Turn as HeartTurn
+from ..kinds import Summary
 from ..models.base import ChatModel, ModelCallError
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
@@ -135,15 +136,6 @@ def history_of(case: Case) -> History:
     return History(case.id, "regular", case.source, turns, problem_type=case.problem)
 
 
-@dataclass
-class SensitivitySummary:
-    run_dir: Path
-    cases: int
-    units: int
-    done_now: int
-    errors: int
-
-
 def _user_work(reward: UserReward, case: Case, reply_kind: str, reply: str, seed: int) -> Work:
     async def work() -> tuple[dict[str, Any], Events]:
         s = await reward.score(case.context, reply, seed=seed)
@@ -243,7 +235,7 @@ def store_cases(store: RunStore, cases: list[Case], pool: Pool, bad: list[str]) 
 
 async def run_sensitivity(
     opts: SensitivityOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
-) -> SensitivitySummary:
+) -> Summary:
     judges = opts.make_judges()
     cases, pool = load_cases(opts)
     inputs = [*opts.esconv, *opts.heart]
@@ -280,6 +272,6 @@ async def run_sensitivity(
             record(store)
         store.set_meta("status", "complete")
         errors = sum(1 for k in ("score", "pair") for _, d in store.items(k) if d.get("status") == "error")
-        return SensitivitySummary(run_dir, len(cases), len(items), len(todo), errors)
+        return Summary("score", len(items), len(todo), errors, lead=f"{len(cases)} cases, ")
     finally:
         store.close()

@@ -77,7 +77,11 @@ def open_run(folder: Path, kind: str, resolved: dict[str, Any], *, prompts: Iter
              inputs: Iterable[Path] = ()) -> RunStore:  # fmt: skip
     """Start the run of ``kind`` in ``folder``, or resume it: ``resolved`` (the config) with the versions of
     ``prompts`` and the hashes of ``inputs`` must match what the run was started with, but for ``SETTINGS``."""
-    record = run_record(resolved, prompts, inputs)
+    return open_record(folder, kind, run_record(resolved, prompts, inputs))
+
+
+def open_record(folder: Path, kind: str, record: dict[str, Any]) -> RunStore:
+    """``open_run`` with the run record made already (``run_record``): a plan that holds it."""
     return RunStore.create_or_resume(folder, kind, record, record_hash(record))
 
 

@@ -82,7 +82,7 @@ def status_of(record: dict[str, Any]) -> str:
 
 
 # kinds written by the stages themselves, not as units of the stage runner: they carry no status
-NOT_UNITS = frozenset({"history", "load_report", "stage", "human_judgment", "human_import"})
+NOT_UNITS = frozenset({"history", "load_report", "stage", "human_judgment", "human_import", "profile"})
 
 
 def _read(kind: str, data: str) -> dict[str, Any]:

@@ -6,9 +6,8 @@ import json
 from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL, too_small
-from ..store.run_store import RunStore
 from ..tables import csv_table, interval, num, text_table
-from .analysis import LENGTH_KEYS, validation_table
+from .analysis import LENGTH_KEYS
 
 CELL_FIELDS = ("value", "lo", "hi", "n")
 VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}
@@ -144,10 +143,3 @@ def render_validation(data: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return to_csv(data)
     return to_text(data, md=(fmt == "md"))
-
-
-def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
-          baseline: str | None = None) -> tuple[str, Any]:  # fmt: skip
-    """A validate run's validation table (every judge and scoring): rendered, and its data."""
-    table = validation_table(store)
-    return render_validation(table, fmt), table

@@ -24,6 +24,7 @@ from typing import Any
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
+from ..kinds import Summary
 from ..models.base import ChatModel
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
@@ -37,6 +38,7 @@ from ..store.units import Events, Work, ended_in_error, finished, run_stage, sta
 from .replay import SUPPORTER, esconv_facts, plan_replay, replay
 
 KIND = "validate"
+UNIT = "conversation"  # what its summary counts: the replayed conversations
 DEFAULT_JUDGES = ("user", "profile_aware", "third_party")
 
 
@@ -136,14 +138,6 @@ def conversation_seed(seed: int, record_id: str) -> int:
     return seed + zlib.crc32(record_id.encode())
 
 
-@dataclass
-class ValidateSummary:
-    run_dir: Path
-    conversations: int
-    newly_done: int
-    errors: int
-
-
 def needs_chain(judges: list[Judge]) -> bool:
     """Whether the simulated user must live through the replayed turns: only a user-kind judge reads that."""
     return any(j.card.kind == "user" for j in judges)
@@ -215,7 +209,7 @@ async def replay_and_assess(store: RunStore, dialog: EsconvDialog, opts: Validat
 
 async def run_validation(
     opts: ValidateOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
-) -> ValidateSummary:
+) -> Summary:
     dialogs = {d.id: d for d in load_selection(opts)}
     judges = opts.make_judges()
     chain = needs_chain(judges)
@@ -232,7 +226,7 @@ async def run_validation(
         had = len(finished(store, "replay") & set(dialogs))  # replays stored before this run
         if not stage_todo(store, "replay", list(dialogs), more, not_lived):  # nothing to do: no server started
             store.set_meta("status", "complete")
-            return ValidateSummary(run_dir, len(dialogs), 0, ended_in_error(store, "replay", dialogs))
+            return Summary(UNIT, len(dialogs), 0, ended_in_error(store, "replay", dialogs))
         started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
 
         def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
@@ -253,7 +247,7 @@ async def run_validation(
                             label="conversations", then=assess, more=more, redo_if=not_lived)  # fmt: skip
         record_wall_time()
         store.set_meta("status", "complete")
-        return ValidateSummary(run_dir, len(dialogs), len(dialogs) - had, ended_in_error(store, "replay", dialogs))
+        return Summary(UNIT, len(dialogs), len(dialogs) - had, ended_in_error(store, "replay", dialogs))
     finally:
         store.close()
 

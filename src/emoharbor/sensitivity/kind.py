@@ -1,35 +1,23 @@
-"""A sensitivity run in the commands that read any run (the hooks of ``kinds.py``): ``emoharbor leaderboard``
+"""The sensitivity run (``emoharbor sensitivity``) as a kind of run (``kinds.py``): ``emoharbor leaderboard``
 and ``report --format`` print its sensitivity table, ``emoharbor report`` shows it as a heat map (scorer x
 kind of bad reply), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``) and the tidy results
-hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``). It lives in ``report``
-because it is made of the report's parts; ``sensitivity`` itself imports nothing of the report."""
+hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..sensitivity.analysis import ALL, Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
-from ..sensitivity.render import csv_rows, pct, render_sensitivity, usage_text
+from ..kinds import Rows, RunKind, Summary
+from ..report.html import Cell, esc, heat, note, table
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
-from ..store.run_store import RunStore
-from .html import Cell, esc, heat, note, table
-from .runs import RunView
+from .analysis import ALL, Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
+from .render import csv_rows, pct, render_sensitivity, usage_text
 
-
-def board(store: RunStore, fmt: str, judge: str = "user", scoring: str = "argmax",
-          baseline: str | None = None) -> tuple[str, Any]:  # fmt: skip
-    """A sensitivity run's table (every scorer and kind of bad reply): rendered, and its data."""
-    data = sensitivity_table(store)
-    return render_sensitivity(data, fmt), data
-
-
-def load(store: RunStore, view: RunView, seed: int) -> None:
-    view.analysis = sensitivity_table(store, seed=seed)
-
-
-def export(store: RunStore) -> dict[str, list[dict[str, Any]]]:
-    """``sensitivity``: one row per scorer and kind of bad reply (and "all kinds"), as ``--format csv``."""
-    return {"sensitivity": csv_rows(sensitivity_table(store))}
+if TYPE_CHECKING:
+    from ..report.runs import RunView
+    from ..store.run_store import RunStore
+    from .run import SensitivityOptions
 
 
 def tidy(store: RunStore) -> list[dict[str, Any]]:
@@ -37,8 +25,8 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     judge: none), and the outcome the table averages (1: the real reply above, 0: below, 0.5: a tie or, for a
     pairwise judge, orders that disagree; None: unscored)."""
     from ..reward.settings import RewardSettings
-    from ..sensitivity.bad import KINDS
-    from ..sensitivity.run import REAL, USER
+    from .bad import KINDS
+    from .run import REAL, USER
 
     cfg = store.config()
     run = store.folder.name
@@ -114,9 +102,9 @@ def sensitivity_html(data: dict[str, Any], rid: str) -> str:
     return "".join(parts)
 
 
-def html(view: RunView, rid: str, seed: int) -> str:
-    from .health import events_table, usage_table
-    from .html import section
+def run_html(view: RunView, rid: str) -> str:
+    from ..report.health import events_table, usage_table
+    from ..report.html import section
 
     if view.analysis is None:
         return note("This sensitivity run could not be read.")
@@ -126,3 +114,50 @@ def html(view: RunView, rid: str, seed: int) -> str:
     return section("Does each scorer prefer the real reply?", sensitivity_html(view.analysis, rid), level=3) + section(
         "Run health", health, level=3
     )
+
+
+class SensitivityKind(RunKind):
+    name = "sensitivity"
+    title = "a sensitivity run (emoharbor sensitivity)"
+
+    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+              baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
+        """The sensitivity table (every scorer and kind of bad reply): rendered, and its data."""
+        data = sensitivity_table(store, seed=seed)
+        return render_sensitivity(data, fmt), data
+
+    def view(self, store: RunStore, view: RunView, seed: int) -> None:
+        view.analysis = sensitivity_table(store, seed=seed)
+
+    def html(self, view: RunView, rid: str, seed: int) -> str:
+        return run_html(view, rid)
+
+    def export(self, store: RunStore) -> dict[str, Rows]:
+        """``sensitivity``: one row per scorer and kind of bad reply (and "all kinds"), as ``--format csv``."""
+        return {"sensitivity": csv_rows(sensitivity_table(store))}
+
+    def tidy(self, store: RunStore) -> Rows:
+        return tidy(store)
+
+    def check(self, plan: SensitivityOptions, *, new: bool) -> None:
+        """The user's files first (a bad ESConv record is named before any model is reached), the judges'
+        cards, then (a new run) the models."""
+        from ..errors import ConfigError, EmoharborError
+        from ..preflight import check_named_models, check_reach
+        from .run import load_cases
+
+        if not new:
+            return
+        load_cases(plan)
+        try:
+            made = plan.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        named = [*([("--model", plan.user)] if plan.user else []), *((f"--judge {j.card.name}", j.model) for j in made)]
+        check_named_models(named)
+        check_reach([spec for _, spec in named])
+
+    async def execute(self, plan: SensitivityOptions, folder: Path, *, progress: bool = True) -> Summary:
+        from .run import run_sensitivity
+
+        return await run_sensitivity(plan, folder, progress=progress)

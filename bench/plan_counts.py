@@ -1,0 +1,138 @@
+"""Measurement: how often one `emoharbor run` of the demo config (src/emoharbor/demo.yaml) builds the same things
+again, on the scripted backend (every model of the demo answered by the fake server's reply function, in
+this process: no model is started or reached).
+
+    python bench/plan_counts.py
+
+Counts, for a fresh run, a resume of the finished run and a resume with work left (half the conversations
+and their assessments deleted from the store first): ``load_card`` calls, profile resolutions
+(``resolve_profiles``), input hashing (``input_hashes``), and per stored record JSON decodes (the store's
+``_read``) of conversations and assessments and object decodes (``Conversation.model_validate``) of
+conversations. Run it against another checkout's code with PYTHONPATH=that/src to compare.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import sqlite3
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from emoharbor.cli import main
+from emoharbor.models.pool import ModelPool
+from emoharbor.models.scripted import ScriptedModel
+from emoharbor.simulate.conversation import Conversation
+from emoharbor.store import run_store
+from emoharbor.testing.fake_server import default_reply
+
+# the modules that bind the counted names, imported before they are replaced (one a checkout lacks is skipped)
+MODULES = ("emoharbor.evaluate.run", "emoharbor.evaluate.plan", "emoharbor.preflight", "emoharbor.commands.evaluate",
+           "emoharbor.commands.runs", "emoharbor.report.runs", "emoharbor.results")  # fmt: skip
+COUNTED = {"load_card": "emoharbor.assess.cards", "resolve_profiles": "emoharbor.profiles.loader",
+           "input_hashes": "emoharbor.store.record"}  # fmt: skip
+counts: Counter[str] = Counter()
+
+
+def counting(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        counts[name] += 1
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def counters() -> Iterator[None]:
+    """Every module's binding of the counted functions (``from .cards import load_card`` copies the name)
+    replaced by a counting one; the store's decoder and ``Conversation.model_validate`` likewise."""
+    for name in MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    originals = {name: getattr(sys.modules[home], name) for name, home in COUNTED.items()}
+    for mod in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("emoharbor")]:
+        for name, original in originals.items():
+            if getattr(mod, name, None) is original:
+                setattr(mod, name, counting(name, original))
+    read = run_store._read
+
+    def counted_read(kind: str, data: str) -> dict[str, Any]:
+        counts[f"decode:{kind}"] += 1
+        return read(kind, data)
+
+    run_store._read = counted_read  # type: ignore[assignment]
+    validate = Conversation.model_validate
+
+    def counted_validate(obj: Any, *args: Any, **kwargs: Any) -> Conversation:
+        counts["Conversation.model_validate"] += 1
+        return validate(obj, *args, **kwargs)
+
+    Conversation.model_validate = counted_validate  # type: ignore[assignment,method-assign]
+
+    async def scripted(self: ModelPool, spec: Any) -> ScriptedModel:
+        return ScriptedModel(default_reply)
+
+    ModelPool._build = scripted  # type: ignore[method-assign]
+    yield
+
+
+def demo_config(folder: Path) -> Path:
+    """The demo config, its models swapped for ``scripted``."""
+    raw = yaml.safe_load(resources.files("emoharbor").joinpath("demo.yaml").read_text("utf-8"))
+    for s in raw["roles"]["supporter"]:
+        s["model"] = "scripted"
+    raw["roles"]["user"] = raw["roles"]["judge"] = "scripted"
+    path = folder / "demo.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def one_run(config: Path) -> tuple[Path, dict[str, float]]:
+    """``emoharbor run CONFIG`` as a user types it (the default run folder, under runs/ here)."""
+    counts.clear()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(["run", str(config), "--quiet"])
+    (run_dir,) = Path("runs").iterdir()
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        stored = dict(db.execute("SELECT kind, COUNT(*) FROM results GROUP BY kind").fetchall())
+    convs, assessments = stored.get("conversation", 0), stored.get("assessment", 0)
+    return run_dir, {
+        "load_card calls": counts["load_card"],
+        "profile resolutions": counts["resolve_profiles"],
+        "input hashings": counts["input_hashes"],
+        "conversation JSON decodes per record": counts["decode:conversation"] / max(convs, 1),
+        "conversation object decodes per record": counts["Conversation.model_validate"] / max(convs, 1),
+        "assessment JSON decodes per record": counts["decode:assessment"] / max(assessments, 1),
+    }
+
+
+def drop_half(run_dir: Path) -> None:
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM results WHERE kind='conversation' ORDER BY key")]
+        for k in keys[: len(keys) // 2]:
+            db.execute("DELETE FROM results WHERE kind='conversation' AND key=?", (k,))
+            db.execute("DELETE FROM results WHERE kind='assessment' AND key LIKE ?", (k + "|%",))
+
+
+def main_() -> None:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), counters():
+        config = demo_config(Path(tmp))
+        run_dir, fresh = one_run(config)
+        finished = one_run(config)[1]
+        drop_half(run_dir)
+        left = one_run(config)[1]
+    print(f"{'':42} {'fresh':>8} {'resume, done':>13} {'resume, work left':>18}")
+    for name in fresh:
+        print(f"{name:42} {fresh[name]:8.2f} {finished[name]:13.2f} {left[name]:18.2f}")
+
+
+if __name__ == "__main__":
+    main_()

@@ -1,0 +1,75 @@
+"""The EmoHarbor run (``emoharbor run``) as a kind of run (``kinds.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kinds import Rows, RunKind, Summary
+
+if TYPE_CHECKING:
+    from ..models.spec import ModelSpec
+    from ..report.runs import RunView
+    from ..store.run_store import RunStore
+    from .plan import Plan
+
+
+class EmoharborKind(RunKind):
+    name = "emoharbor"
+    title = "an EmoHarbor run (emoharbor run)"
+
+    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+              baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
+        """The leaderboard by ``judge``: rendered, and its data. A judge the run never used, or a scoring its card
+        does not give, is refused rather than shown as a table of n/a."""
+        import json
+
+        from ..assess.leaderboard import leaderboard
+        from ..assess.render import render
+        from ..errors import EmoharborError
+
+        cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+        try:
+            data = leaderboard(store, judge, seed=seed, scoring=scoring, baseline=baseline)
+        except ValueError as e:
+            raise EmoharborError(f"{store.folder}: {e}") from None
+        known = sorted(set(cards) | set(data["judges"]))
+        if known and judge not in known:
+            raise EmoharborError(f"{store.folder}: no judge '{judge}' in this run; its judges: {', '.join(known)}")
+        if scoring == "expected" and judge in cards and cards[judge].get("scoring") != "expected":
+            raise EmoharborError(
+                f"{store.folder}: judge '{judge}' has no probability-weighted scores (its card's scoring is "
+                f"{cards[judge].get('scoring')}): use --scoring argmax, or a card with scoring: expected"
+            )
+        return render(data, fmt), data
+
+    def view(self, store: RunStore, view: RunView, seed: int) -> None:
+        from ..report.runs import load_emoharbor
+
+        load_emoharbor(store, view, seed)
+
+    def html(self, view: RunView, rid: str, seed: int) -> str:
+        from ..report.build import emoharbor_body
+
+        return emoharbor_body(view, rid, seed)
+
+    async def rejudge(self, run_dir: Path, cards: list[str], judge: ModelSpec | None, *,
+                      scoring: str | None = None, progress: bool = True) -> int:  # fmt: skip
+        from .run import rejudge
+
+        return await rejudge(run_dir, cards, judge, scoring=scoring, progress=progress)
+
+    def tidy(self, store: RunStore) -> Rows:
+        from ..results import emoharbor_rows
+
+        return emoharbor_rows(store)
+
+    def check(self, plan: Plan, *, new: bool) -> None:
+        from ..preflight import check_run_config
+
+        check_run_config(plan, models=new, reach=new)
+
+    async def execute(self, plan: Plan, folder: Path, *, progress: bool = True) -> Summary:
+        from .run import run_evaluation
+
+        return await run_evaluation(plan, folder, progress=progress)

@@ -1,0 +1,106 @@
+"""The validate run (``emoharbor validate``) as a kind of run (``kinds.py``): its checks and run, its
+validation table, its report section and its export tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kinds import Rows, RunKind, Summary
+
+if TYPE_CHECKING:
+    from ..models.spec import ModelSpec
+    from ..report.runs import RunView
+    from ..store.run_store import RunStore
+    from .run import ValidateOptions
+
+
+class ValidateKind(RunKind):
+    name = "validate"
+    title = "a validate run"
+
+    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+              baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
+        """The validation table (every judge and scoring): rendered, and its data."""
+        from .analysis import validation_table
+        from .render import render_validation
+
+        table = validation_table(store, seed=seed)
+        return render_validation(table, fmt), table
+
+    def view(self, store: RunStore, view: RunView, seed: int) -> None:
+        from ..profiles.schema import Profile
+        from ..report.runs import assessments_by_conversation
+        from ..simulate.conversation import Conversation
+        from .analysis import score_rows, validation_table
+
+        records = dict(store.items("replay"))
+        view.conversations = [Conversation.model_validate(d) for d in records.values()]
+        view.assessments = assessments_by_conversation(store)
+        view.extras = {k: d["esconv"] for k, d in records.items()}
+        view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
+        view.validation = validation_table(store, seed=seed)
+        view.validation_scores = score_rows(store)
+        lived = [d["chain_prompts"] for d in records.values() if d.get("perceived") and d.get("chain_prompts")]
+        if lived:  # replayed through the chain: the user whose reactions a sensitivity run measures
+            view.user_model = (store.config().get("user") or {}).get("model")
+            view.user_prompts = dict(lived[0])
+
+    def html(self, view: RunView, rid: str, seed: int) -> str:
+        from ..report.health import health_html
+        from ..report.html import section
+        from ..report.leaderboard_html import trajectories_html
+        from ..report.other_sections import validation_html, validation_scatters
+        from ..report.transcripts import transcripts_html
+        from .replay import SUPPORTER
+
+        assert view.validation is not None
+        scatters = validation_scatters(view.validation_scores, seed)
+        intensity = trajectories_html(view.conversations, [SUPPORTER], seed)
+        return "".join([
+            section("Agreement with real help-seekers", validation_html(view.validation, rid), level=3),
+            section("Judge scores against the seekers' ratings", scatters, level=3),
+            section("Simulated intensity while hearing the real supporter", intensity, level=3),
+            section("Run health", health_html(view), level=3),
+            section(f"Replayed conversations ({len(view.conversations)})", transcripts_html(view, rid), level=3),
+        ])  # fmt: skip
+
+    def export(self, store: RunStore) -> dict[str, Rows]:
+        from .analysis import export_tables
+
+        return export_tables(store)
+
+    async def rejudge(self, run_dir: Path, cards: list[str], judge: ModelSpec | None, *,
+                      scoring: str | None = None, progress: bool = True) -> int:  # fmt: skip
+        from .run import rejudge
+
+        return await rejudge(run_dir, cards, judge, scoring=scoring, progress=progress)
+
+    def tidy(self, store: RunStore) -> Rows:
+        from ..results import validate_rows
+
+        return validate_rows(store)
+
+    def check(self, plan: ValidateOptions, *, new: bool) -> None:
+        """The user's files first (a missing ESConv file is named before any model), then the judges' cards,
+        then (a new run) the models."""
+        from ..errors import ConfigError, EmoharborError
+        from ..preflight import check_named_models, check_reach
+        from .run import load_selection, needs_chain
+
+        if not new:
+            return
+        load_selection(plan)
+        try:
+            made = plan.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        named = [*([("--model", plan.user)] if needs_chain(made) else []),
+                 *((f"--judge {j.card.name}", j.model) for j in made)]  # fmt: skip
+        check_named_models(named)
+        check_reach([spec for _, spec in named])
+
+    async def execute(self, plan: ValidateOptions, folder: Path, *, progress: bool = True) -> Summary:
+        from .run import run_validation
+
+        return await run_validation(plan, folder, progress=progress)
