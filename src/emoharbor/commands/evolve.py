@@ -195,10 +195,12 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
     from ..config import load_config
+    from ..evaluate.plan import Plan
     from ..evolve.evaluate import evaluate_models
     from ..preflight import check_run_config
 
-    check_run_config(load_config(run_config), str(run_config), models=False, reach=False)  # its files, cards too
+    plan = Plan.of(load_config(run_config), str(run_config))  # its files, cards too
+    check_run_config(plan, models=False, reach=False)
     click.echo(evaluate_models(run_config, _named(models), out, log=_log, progress=not no_progress))
 
 

@@ -13,16 +13,17 @@ from typing import Any
 
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..config import RunConfig
+from ..errors import EmoharborError
 from ..kinds import Summary
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.schema import Profile
-from ..simulate.agents import make_user
+from ..simulate.agents import make_user, user_agent
 from ..simulate.conversation import Conversation
 from ..simulate.loop import converse
 from ..simulate.supporter import make_supporter
 from ..store.record import config_part, open_record
-from ..store.run_store import RunStore, call_sink, status_of
+from ..store.run_store import DB_NAME, RunStore, call_sink, status_of
 from ..store.units import Events, Work, ended_in_error, run_stage
 from .plan import Plan
 
