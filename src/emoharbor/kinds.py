@@ -7,6 +7,10 @@ Hooks are ``module:function`` paths, imported when used, so that reading this ta
 - ``export(store) -> {name: rows}``: more tables for ``emoharbor export``;
 - ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges);
 - ``tidy(store) -> rows``: the run's tidy table of results (``emoharbor.load_results``, ``export``).
+
+``not_units`` names the kinds of record a run keeps beside its units (written by a stage itself, not by the
+stage runner: HEART's histories, a stage's summary), which carry no ``status``; every other record is a unit
+and says how it ended.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class RunKind:
     export: str = ""
     rejudge: str = ""
     tidy: str = ""
+    not_units: tuple[str, ...] = ()
 
 
 KINDS = {
@@ -38,18 +43,24 @@ KINDS = {
                 view="emoharbor.report.runs:load_validate", html="emoharbor.report.build:validate_body",
                 export="emoharbor.validate.analysis:export_tables", rejudge="emoharbor.validate.run:rejudge",
                 tidy="emoharbor.results:validate_rows"),
-        RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body", tidy="emoharbor.results:heart_rows"),
+        RunKind("heart", "a HEART run", html="emoharbor.report.build:heart_body", tidy="emoharbor.results:heart_rows",
+                not_units=("history", "load_report", "stage", "human_judgment", "human_import")),
         RunKind("sensitivity", "a sensitivity run (emoharbor sensitivity)", board="emoharbor.sensitivity.report:board",
                 view="emoharbor.sensitivity.report:load", html="emoharbor.sensitivity.report:html",
                 export="emoharbor.sensitivity.report:export", tidy="emoharbor.sensitivity.report:tidy"),
-        RunKind("heart_strategy_check", "a strategy check (emoharbor heart strategy-check)"),
-        RunKind("evolve_refine", "an evolve refine round"),
+        RunKind("heart_strategy_check", "a strategy check (emoharbor heart strategy-check)", not_units=("stage",)),
+        RunKind("evolve_refine", "an evolve refine round", not_units=("stage",)),
     )
 }  # fmt: skip
 
 
 def title(kind: str) -> str:
     return KINDS[kind].title if kind in KINDS else f"a '{kind}' run"
+
+
+def not_units(kind: str) -> frozenset[str]:
+    """The kinds of record a run of ``kind`` keeps that are not units (they carry no status)."""
+    return frozenset(KINDS[kind].not_units) if kind in KINDS else frozenset()
 
 
 def hook(kind: str, part: str) -> Any:

@@ -62,11 +62,11 @@ def emoharbor_rows(store: RunStore) -> list[dict[str, Any]]:
         profiles = {p.id: p for p in resolve_profiles(config_of(store).profiles)}
     except (EmoharborError, ValueError):  # a profile file moved since the run: the attribute columns stay empty
         profiles = {}
-    return assessment_rows(store, dict(store.items("conversation")), profiles)
+    return assessment_rows(store, {d["id"]: d for _, d in store.items("conversation")}, profiles)
 
 
 def validate_rows(store: RunStore) -> list[dict[str, Any]]:
-    replays = dict(store.items("replay"))
+    replays = {d["id"]: d for _, d in store.items("replay")}
     profiles = {str(d["profile_id"]): Profile.model_validate(d["profile"]) for d in replays.values() if "profile" in d}
     return assessment_rows(store, replays, profiles)
 

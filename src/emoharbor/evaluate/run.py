@@ -21,6 +21,7 @@ from ..simulate.chain_user import CHAIN_PROMPTS
 from ..simulate.conversation import Conversation
 from ..simulate.factory import make_supporter, make_user
 from ..simulate.loop import converse
+from ..store.keys import Key
 from ..store.record import config_part, open_run, record_hash, run_record
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
@@ -70,8 +71,14 @@ def config_of(store: RunStore) -> RunConfig:
     return RunConfig.model_validate(own)
 
 
-def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
-    return f"{profile_id}|{supporter}|{repeat}"
+def conversation_key(profile_id: str, supporter: str, repeat: int) -> Key:
+    return (profile_id, supporter, str(repeat))
+
+
+def conversation_id(key: Key) -> str:
+    """A conversation's name in transcripts and records ("profile|supporter|repeat"): shown, never taken apart
+    (the store's key holds the parts)."""
+    return "|".join(key)
 
 
 @dataclass
@@ -108,12 +115,12 @@ async def run_evaluation(
             sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
             profile_of = {p.id: p for p in profiles}
 
-            def talk(key: str) -> Work:
+            def talk(key: Key) -> Work:
                 i, profile, spec, repeat = by_key[key]
 
                 async def work() -> tuple[dict[str, Any], Events]:
-                    conv = Conversation(id=key, profile_id=profile.id, supporter=spec.name, repeat=repeat,
-                                        seed=_seed(cfg, i, repeat))  # fmt: skip
+                    conv = Conversation(id=conversation_id(key), profile_id=profile.id, supporter=spec.name,
+                                        repeat=repeat, seed=_seed(cfg, i, repeat))  # fmt: skip
                     user = make_user(cfg.user_agent, user_model, profile, cfg)
                     supporter = make_supporter(sup_models[spec.name], spec)
                     await converse(conv, user, supporter, max_turns=cfg.max_turns, seed=conv.seed)
@@ -121,10 +128,10 @@ async def run_evaluation(
 
                 return work
 
-            async def assess(key: str, record: dict[str, Any]) -> None:
+            async def assess(key: Key, record: dict[str, Any]) -> None:
                 conv = Conversation.model_validate(record)
                 if conv.status == "ok":
-                    await assess_all(store, conv, judges, models, profile_of[conv.profile_id])
+                    await assess_all(store, key, conv, judges, models, profile_of[conv.profile_id])
 
             units = [(k, talk(k)) for k in by_key]
             workers = conversations_at_once([*cfg.roles.supporter, cfg.roles.user], cfg.concurrency)
@@ -161,9 +168,9 @@ async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True)
         async with ModelPool(sink=call_sink(store)) as pool:
             models = await judge_models(pool, judges)
 
-            async def assess(key: str, record: dict[str, Any]) -> None:
+            async def assess(key: Key, record: dict[str, Any]) -> None:
                 conv = Conversation.model_validate(record)
-                await assess_all(store, conv, judges, models, profiles.get(conv.profile_id))
+                await assess_all(store, key, conv, judges, models, profiles.get(conv.profile_id))
 
             async def stored() -> tuple[dict[str, Any], Events]:  # every unit is stored: only ``then`` runs
                 raise RuntimeError("reassess does not make conversations")

@@ -53,7 +53,8 @@ def emoharbor_pairs(store: RunStore, guard: EvalGuard, *, run: str, min_margin: 
     for judged in records.assessments(store):
         by_conv[judged.conversation].append(judged)
     groups: dict[str, list[tuple[str, dict[str, Any], float]]] = defaultdict(list)
-    for key, c in store.items("conversation"):
+    for _, c in store.items("conversation"):
+        key = str(c["id"])
         counts["conversations"] += 1
         if guard.blocks_record(c):
             counts["held_out"] += 1
