@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from emoharbor.errors import EmoharborError
+from emoharbor.store.migrate import status_format1 as status_of
 from emoharbor.store.record import open_run, outcome_part, read_run
 from emoharbor.store.run_store import RunStore
-from emoharbor.store.migrate import status_format1 as status_of
 from emoharbor.store.units import run_stage
 
 SPEC = {"model": "m", "concurrency": 4, "timeout_s": 10, "max_retries": 2, "price": {"input_per_mtok": 1.0}}
@@ -67,8 +67,8 @@ async def test_the_stage_runner_redoes_errors_and_keeps_unscored(tmp_path: Path)
 
         return w
 
-    first = await run_stage(store, "u", [((k,), work(k, s)) for k, s in (("a", "ok"), ("b", "unscored"), ("c", "error"))],
-                            workers=2, progress=False)  # fmt: skip
+    units = [((k,), work(k, s)) for k, s in (("a", "ok"), ("b", "unscored"), ("c", "error"))]
+    first = await run_stage(store, "u", units, workers=2, progress=False)
     assert first.statuses == {"error": 1, "ok": 1, "unscored": 1} and sorted(made) == ["a", "b", "c"]
     made.clear()
     again = await run_stage(store, "u", [((k,), work(k, "ok")) for k in "abc"], workers=2, progress=False)

@@ -66,7 +66,7 @@ def emoharbor_rows(store: RunStore) -> list[dict[str, Any]]:
 
 
 def validate_rows(store: RunStore) -> list[dict[str, Any]]:
-    replays = {d["id"]: d for _, d in store.items("replay")}
+    replays = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
     profiles = {str(d["profile_id"]): Profile.model_validate(d["profile"]) for d in replays.values() if "profile" in d}
     return assessment_rows(store, replays, profiles)
 

@@ -88,7 +88,7 @@ def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
 def load_validate(store: RunStore, view: RunView, seed: int) -> None:
     from ..validate.analysis import score_rows, validation_table  # the report does not need validate otherwise
 
-    records = {d["id"]: d for _, d in store.items("replay")}
+    records = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
     view.conversations = [Conversation.model_validate(d) for d in records.values()]
     view.assessments = _assessments(store)
     view.extras = {k: d["esconv"] for k, d in records.items()}
