@@ -41,7 +41,7 @@ async def one_run(folder: Path, cache: Path, srv: FakeOpenAIServer, costs: list[
                 return {"status": "error", "termination": "error", "events": events}, events
             return {"status": "ok", "termination": "done", "events": events}, events
 
-        await unit(store, "conversation", "c1", work)
+        await unit(store, "conversation", ("c1",), work)
     return store
 
 

@@ -14,6 +14,8 @@ Key = tuple[str, ...]  # () for a call or event of no unit
 
 def encode_key(key: Key) -> str:
     """A key as the store writes it ("" for the empty key)."""
+    if not isinstance(key, tuple):  # a string would be written as its characters
+        raise TypeError(f"a run store key is a tuple of its parts, not {key!r}")
     return json.dumps(list(key), ensure_ascii=False, separators=(",", ":")) if key else ""
 
 
