@@ -51,7 +51,7 @@ def overview(store: RunStore) -> dict[str, Any]:
         "histories": dict(Counter(d["subset"] for _, d in store.items("history"))),
         "speakers_inferred": sum(1 for _, d in store.items("history") if d["speakers_inferred"]),
         "sources": [d for _, d in store.items("load_report")],
-        "stages": dict(store.items("stage")),
+        "stages": {k[0]: d for k, d in store.items("stage")},  # by stage name, the key's one part
         "candidates": cands,
         "candidates_written_as_the_seeker": dict(as_seeker),
         "judgements": judged,
