@@ -49,11 +49,11 @@ def one(url: str, a: argparse.Namespace, run_dir: Path) -> dict[str, float]:
     wall = time.perf_counter() - t
     peak = peak_rss_mb()  # before the figures below read every call back into memory
     store = RunStore.open_existing(run_dir)
-    convs = [d for _, d in store.items("conversation")]
+    convs = [k for k, _ in store.items("conversation")]
     calls = store.calls()
     longest = 0
-    for c in convs:
-        longest = max(longest, sum(1 for x in calls if x["unit_key"].startswith(c["id"])))
+    for key in convs:  # a conversation's calls and its assessments' (keyed by its parts, then the judge)
+        longest = max(longest, sum(1 for x in calls if x["unit_key"][: len(key)] == key))
     store.close()
     return {
         "wall": wall,

@@ -64,7 +64,7 @@ def replay_record(i: int, rng: random.Random) -> dict[str, Any]:
 def assessment(conv: str, judge: str, saw: str, rng: random.Random) -> dict[str, Any]:
     scores = {k: rng.randint(1, 5) for k in keys()}
     expected = {k: min(5.0, max(1.0, v + rng.uniform(-0.5, 0.5))) for k, v in scores.items()}
-    return {"judge": judge, "conversation": conv, "saw": saw, "unscored": False, "scores": scores, "expected": expected}
+    return {"judge": judge, "conversation": conv, "saw": saw, "status": "ok", "scores": scores, "expected": expected}
 
 
 def synthetic_store(folder: Path, n: int, seed: int = 0) -> RunStore:
@@ -72,9 +72,9 @@ def synthetic_store(folder: Path, n: int, seed: int = 0) -> RunStore:
     store = RunStore.create_or_resume(folder, "validate", {"user": {"model": "bench"}, "max_supporter_turns": 4}, "b")
     for i in range(n):
         rec = replay_record(i, rng)
-        store.put("replay", rec["id"], rec)
+        store.put("replay", (rec["id"],), {"status": "ok", **rec})
         for judge, saw in JUDGES.items():
-            store.put("assessment", f"{rec['id']}|{judge}", assessment(rec["id"], judge, saw, rng))
+            store.put("assessment", (rec["id"], judge), assessment(rec["id"], judge, saw, rng))
     return store
 
 

@@ -482,7 +482,7 @@ def _run_judged_by_user() -> None:
 
 def _run_with_a_conversation() -> None:
     store = RunStore.create_or_resume(Path("emo_run"), "emoharbor", {"roles": {"supporter": [{"name": "a"}]}}, "h")
-    store.put("conversation", "p|a|0", {"id": "p|a|0", "profile_id": "p", "supporter": "a", "status": "ok"})
+    store.put("conversation", ("p", "a", "0"), {"id": "p|a|0", "profile_id": "p", "supporter": "a", "status": "ok"})
     store.close()
 
 

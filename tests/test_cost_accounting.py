@@ -41,7 +41,7 @@ async def one_run(folder: Path, cache: Path, srv: FakeOpenAIServer, costs: list[
                 return {"status": "error", "termination": "error", "events": events}, events
             return {"status": "ok", "termination": "done", "events": events}, events
 
-        await unit(store, "conversation", "c1", work)
+        await unit(store, "conversation", ("c1",), work)
     return store
 
 
@@ -53,10 +53,10 @@ async def test_a_redone_unit_keeps_the_calls_of_its_failed_attempt_and_the_cache
     with FakeOpenAIServer() as srv:
         srv.faults.extend(["500", "ok", "400"])  # the first call is retried once; the second fails for good
         store = await one_run(tmp_path / "run", cache, srv, costs)
-        assert store.get("conversation", "c1")["termination"] == "error"  # type: ignore[index]
+        assert store.get("conversation", ("c1",))["termination"] == "error"  # type: ignore[index]
         store.close()
         store = await one_run(tmp_path / "run", cache, srv, costs)  # done again: the first call from the cache
-        assert store.get("conversation", "c1")["termination"] == "done"  # type: ignore[index]
+        assert store.get("conversation", ("c1",))["termination"] == "done"  # type: ignore[index]
         assert (srv.requests, srv.completed) == (4, 2)
         u = store.usage_by_role()["supporter"]
         # what the server answered: 4 requests (a 500, its retry, a 400, then the redone unit's second call)
@@ -79,7 +79,7 @@ async def test_a_redone_unit_keeps_the_calls_of_its_failed_attempt_and_the_cache
         store.close()
 
 
-def test_a_run_database_from_before_superseded_attempts_still_opens(tmp_path: Path) -> None:
+def test_a_format1_run_database_from_before_superseded_attempts_still_opens(tmp_path: Path) -> None:
     store = RunStore.create_or_resume(tmp_path / "run", "test", {}, "h")
     store.close()
     db = sqlite3.connect(tmp_path / "run" / "run.sqlite")
@@ -89,11 +89,12 @@ def test_a_run_database_from_before_superseded_attempts_still_opens(tmp_path: Pa
         " cost_usd REAL, latency_s REAL, cached INTEGER, retries INTEGER, error TEXT);"
         " INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
         " cost_usd, latency_s, cached, retries, error) VALUES ('c', 'k', 'judge', 'm', '', 3, 4, 0.5, 1, 0, 0, '');"
+        " DELETE FROM meta WHERE key='format_version';"
     )
     db.close()
     store = RunStore.open_existing(tmp_path / "run")
     u = store.usage_by_role()["judge"]
     assert (u["calls"], u["superseded"], u["requests"], u["cost_usd"], u["prompt_tokens"]) == (1, 0, 1, 0.5, 3)
-    store.put("c", "k", {"again": True})
+    store.put("c", ("k",), {"again": True, "status": "ok"})
     assert store.usage_by_role()["judge"]["superseded"] == 1
     store.close()

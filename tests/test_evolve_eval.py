@@ -22,7 +22,7 @@ SCORES: dict[str, list[dict[str, Any]]] = {
     # M0: warmth 3 and 4, memory 2 and unscored; M1: warmth 5 and 4, memory 4 and 4
     "M0": [{"judge": "user", "scores": {"warmth": 3, "memory": 2}},
            {"judge": "user", "scores": {"warmth": 4, "memory": None}},
-           {"judge": "user", "scores": {}, "unscored": True}],
+           {"judge": "user", "scores": {}, "unscored": True, "status": "unscored"}],
     "M1": [{"judge": "user", "scores": {"warmth": 5, "memory": 4}},
            {"judge": "user", "scores": {"warmth": 4, "memory": 4}},
            {"judge": "third_party:j", "scores": {"warmth": 1, "memory": 1}}],
@@ -35,7 +35,7 @@ def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> No
         name = cfg.roles.supporter[0].name
         store = RunStore.create_or_resume(run_dir, "emoharbor", cfg.resolved(), cfg.config_hash())
         for i, rec in enumerate(SCORES[name]):
-            store.put("assessment", f"c{i}|{rec['judge']}", {**rec, "conversation": f"c{i}"})
+            store.put("assessment", (f"c{i}", rec["judge"]), {"status": "ok", **rec, "conversation": f"c{i}"})
         store.close()
 
     mod = types.ModuleType("emoharbor.evaluate")

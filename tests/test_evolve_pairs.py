@@ -35,15 +35,17 @@ def emoharbor_store(folder: Path, profiles: list[str] | None = None) -> Path:
         "p3|good|0": ("p3", "good", turns("hi", "hello")),
     }
     for key, (pid, sup, t) in convs.items():
-        store.put("conversation", key, {"id": key, "profile_id": pid, "supporter": sup, "turns": t})
+        store.put("conversation", tuple(key.split("|")), {"id": key, "profile_id": pid, "supporter": sup, "turns": t,
+                                                          "status": "ok"})  # fmt: skip
     scores = {"p1|good|0": [5, 4, None], "p1|bland|0": [2, 2, 3], "p1|close|0": [4, 4, 4],
               "p2|good|0": [5, 5, 5], "p2|bland|0": [1, 1, 1]}  # fmt: skip
     for key, vals in scores.items():
         dims = dict(zip(["validation", "warmth", "memory"], vals, strict=True))
-        store.put("assessment", f"{key}|user", {"judge": "user", "conversation": key, "scores": dims})
+        store.put("assessment", (*key.split("|"), "user"),
+                  {"judge": "user", "conversation": key, "scores": dims, "status": "ok"})  # fmt: skip
         # a third-party judge that disagrees must not decide the user's preference
-        store.put("assessment", f"{key}|tp", {"judge": "third_party:x", "conversation": key,
-                                              "scores": {d: 6 - (v or 3) for d, v in dims.items()}})  # fmt: skip
+        store.put("assessment", (*key.split("|"), "tp"), {"judge": "third_party:x", "conversation": key, "status": "ok",
+                  "scores": {d: 6 - (v or 3) for d, v in dims.items()}})  # fmt: skip
     store.close()
     return folder
 
@@ -87,15 +89,13 @@ def heart_store(folder: Path) -> Path:
     store = RunStore.create_or_resume(folder, "heart", {}, "h2")
     hist = [{"speaker": "seeker", "text": OPENER}]
     for hid in ("h1", "h2", "h3"):
-        store.put("history", hid, {"id": hid, "subset": "regular", "turns": hist})
+        store.put("history", (hid,), {"id": hid, "subset": "regular", "turns": hist})
         for comp, text in (("human", f"human reply {hid}"), ("m", f"model reply {hid}")):
-            store.put(
-                "candidate", f"{hid}|{comp}", {"history_id": hid, "competitor": comp, "status": "ok", "text": text}
-            )
+            store.put("candidate", (hid, comp), {"history_id": hid, "competitor": comp, "status": "ok", "text": text})
 
     def comp(hid: str, judge: str, order: str, winner: str) -> None:
         verdicts = {"overall": {"winner": winner, "strength": 2, "rationale": ""}}
-        store.put("comparison", f"{hid}|human|m|{judge}|{order}", {"history_id": hid, "a": "human", "b": "m",
+        store.put("comparison", (hid, "human", "m", judge, order), {"history_id": hid, "a": "human", "b": "m",
                   "judge": judge, "order": order, "status": "ok", "verdicts": verdicts})  # fmt: skip
 
     comp("h1", "j1", "ab", "m"), comp("h1", "j1", "ba", "m")  # held in both orders

@@ -20,11 +20,11 @@ async def test_generate_counts_skips_missing_and_empty_replies(tmp_path: Path) -
     assert loaded["regular"]["skipped"] == {"ends_on_supporter": 1} and loaded["regular"]["used"] == 3
     assert loaded["adversarial"]["inferred"] == 2 and loaded["adversarial"]["used"] == 2
     cands = {k: d for k, d in store.items("candidate")}
-    assert cands["regular:0|kind"]["text"] == "That sounds really hard, I'm here for you."  # label stripped
-    assert cands["regular:0|blunt"]["text"] == "Just move on."  # quotes stripped
-    assert cands["regular:1|blunt"]["reason"] == "empty"
-    assert cands["regular:2|human"]["reason"] == "missing"  # a blank human reply
-    assert cands["adversarial:0|human"]["reason"] == "missing"  # the adversarial file has none
+    assert cands[("regular:0", "kind")]["text"] == "That sounds really hard, I'm here for you."  # label stripped
+    assert cands[("regular:0", "blunt")]["text"] == "Just move on."  # quotes stripped
+    assert cands[("regular:1", "blunt")]["reason"] == "empty"
+    assert cands[("regular:2", "human")]["reason"] == "missing"  # a blank human reply
+    assert cands[("adversarial:0", "human")]["reason"] == "missing"  # the adversarial file has none
     ev = store.event_counts()
     assert ev["candidate_empty"] == 1 and ev["human_reply_missing"] == 3
     assert ev["candidate_label_stripped"] == 5 and ev["candidate_quotes_stripped"] == 4
@@ -35,11 +35,13 @@ async def test_judging_both_orders_ratings_and_consistency(tmp_path: Path) -> No
     comps = dict(store.items("comparison"))
     # regular:0 all 3 pairs; regular:1 only kind-human (blunt empty); regular:2 only kind-blunt; adversarial 1 each
     assert len(comps) == 2 * (3 + 1 + 1 + 1 + 1)
-    c = comps["regular:0|human|kind|fair|ab"]
+    c = comps[("regular:0", "human", "kind", "fair", "ab")]
     assert c["first"] == "human" and c["status"] == "ok" and c["verdicts"]["overall"]["winner"] == "kind"
-    assert comps["regular:0|human|kind|fair|ba"]["first"] == "kind"
-    assert c["ids"]["human"] != c["ids"]["kind"] and c["ids"] == comps["regular:0|human|kind|fair|ba"]["ids"]
-    stage = store.get("stage", "judge")
+    assert comps[("regular:0", "human", "kind", "fair", "ba")]["first"] == "kind"
+    assert (
+        c["ids"]["human"] != c["ids"]["kind"] and c["ids"] == comps[("regular:0", "human", "kind", "fair", "ba")]["ids"]
+    )
+    stage = store.get("stage", ("judge",))
     assert stage["pairs_candidate_unusable"] == 8  # two pairs on each history but regular:0 lack a reply
     data = reports.ratings_report(store, config)
     overall = {r["competitor"]: r for r in data["ratings"]
@@ -144,12 +146,12 @@ async def test_with_human_pairs_follow_the_heart_design(tmp_path: Path) -> None:
     table = {"kind": scripted(kind_reply), "blunt": scripted(blunt_reply), "fair": scripted(preferring("here"))}
     await pipeline.generate(store, config, tmp_path, models(table), progress=False)
     summary = await pipeline.judge(store, config, models(table), progress=False)
-    pairs = {k.rsplit("|", 2)[0] for k in store.keys("comparison")}
+    pairs = {k[:3] for k in store.keys("comparison")}
     # regular:0 (human ok): human-kind, human-blunt; regular:1: human-kind (blunt empty);
     # regular:2 and the adversarial histories (no human reply): kind-blunt
     assert pairs == {
-        "regular:0|human|kind", "regular:0|human|blunt", "regular:1|human|kind",
-        "regular:2|kind|blunt", "adversarial:0|kind|blunt", "adversarial:1|kind|blunt",
+        ("regular:0", "human", "kind"), ("regular:0", "human", "blunt"), ("regular:1", "human", "kind"),
+        ("regular:2", "kind", "blunt"), ("adversarial:0", "kind", "blunt"), ("adversarial:1", "kind", "blunt"),
     }  # fmt: skip
     assert summary["pairs"] == 6 and summary["pairs_candidate_unusable"] == 1
 
@@ -161,5 +163,5 @@ async def test_replies_written_as_the_seeker_are_kept_and_counted(tmp_path: Path
     store = pipeline.open_run(tmp_path / "run", config, tmp_path)
     table = {"kind": scripted(kind_reply), "blunt": scripted(lambda m, s: "Seeker: Thanks, that helps.")}
     await pipeline.generate(store, config, tmp_path, models(table), progress=False)
-    assert store.get("candidate", "regular:0|blunt")["text"] == "Seeker: Thanks, that helps."  # type: ignore[index]
+    assert store.get("candidate", ("regular:0", "blunt"))["text"] == "Seeker: Thanks, that helps."  # type: ignore[index]
     assert reports.overview(store)["candidates_written_as_the_seeker"] == {"blunt": 5}

@@ -91,7 +91,7 @@ async def test_labels_and_profiles(tmp_path: Path) -> None:
     # usable candidates: kind x5, blunt x4, human x2 (regular:0 and regular:1)
     assert summary["replies"] == 11 and summary["candidates_unusable"] == 4
     assert summary["replies_by_status"] == {"ok": 9, "unscored": 2}  # the exam history, twice
-    rec = store.get("strategy", "regular:0|human")
+    rec = store.get("strategy", ("regular:0", "human"))
     assert rec is not None and rec["sentences"] == ["I'm sorry, that must be a shock.", "How are you holding up?"]
     assert rec["labels"] == ["Chit Chat", "Chit Chat"]
     assert store.event_counts()["strategy_unlabelled"] == 2
@@ -237,7 +237,7 @@ async def test_accuracy_kappa_and_the_majority_baseline_on_a_hand_made_case(tmp_
     assert conf["Question"]["n"] == 4 and conf["Question"]["Clarification"] == 2  # three spellings of Question
     assert conf["Providing Suggestions"]["Suggest Options"] == 1 and conf["Providing Suggestions"]["Clarification"] == 1
     assert conf["Affirmation and Reassurance"]["n"] == 0  # the refused message is not scored, not guessed
-    rec = store.get("esconv_label", "esconv:1#4")
+    rec = store.get("esconv_label", ("esconv:1#4",))
     assert rec is not None and rec["labels"] == ["Suggest Options", "Reflective Statements"]
     assert rec["esconv_label"] == "Providing Suggestions"
     md = strategy_check.check_md(data)

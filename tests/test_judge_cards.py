@@ -151,8 +151,8 @@ async def test_validate_without_a_user_judge_makes_no_chain_calls_and_judges_see
         assert srv.requests == 1 + 3  # the log-probability check, then one judge call per conversation
         assert all(b["messages"][0]["content"].count("Supporter: ") == 4 for b in judged)  # all 4 turns
         store = RunStore.open_existing(tmp_path / "run")
-        replay = store.get("replay", "mine:0")
-        a = store.get("assessment", "mine:0|third_party_overall:fake")
+        replay = store.get("replay", ("mine:0",))
+        a = store.get("assessment", ("mine:0", "third_party_overall:fake"))
         store.close()
         assert replay is not None and replay["perceived"] is False and len(replay["dialog_turns"]) == 8
         assert a is not None and a["saw"] == "all" and a["supporter_turns_seen"] == 4
@@ -173,9 +173,9 @@ async def test_validate_without_a_user_judge_makes_no_chain_calls_and_judges_see
         assert n == 3 and srv.requests - before == 3 * (2 * 2 + 1)  # appraise + feel per replayed turn, then judge
     store = RunStore.open_existing(tmp_path / "run")
     try:
-        short = store.get("assessment", "mine:1|third_party@replayed:fake")
+        short = store.get("assessment", ("mine:1", "third_party@replayed:fake"))
         assert short is not None and short["saw"] == "replayed" and short["supporter_turns_seen"] == 2
-        assert store.get("replay", "mine:1")["perceived"] is True  # type: ignore[index]
+        assert store.get("replay", ("mine:1",))["perceived"] is True  # type: ignore[index]
         recorded = json.loads(store.meta()["judges"])
         assert set(recorded) == {"third_party_overall:fake", "third_party:fake", "third_party@replayed:fake", "user"}
     finally:

@@ -141,6 +141,7 @@ def replay(i: int, words: int, success: bool, empathy: int) -> dict[str, Any]:
     ]
     return {
         "id": f"s:{i}",
+        "status": "ok",
         "profile_id": f"s-{i}",
         "supporter": "esconv-human",
         "turns": turns,
@@ -171,14 +172,14 @@ def length_store(tmp_path: Path, n: int, unscored: int = 0) -> RunStore:
     success = 0.05 * (words - 32) + signal > 0
     s = RunStore.create_or_resume(tmp_path / "run", "validate", {"user": {"model": "m"}}, "h")
     for i in range(n):
-        s.put("replay", f"s:{i:03d}", replay(i, int(words[i]), bool(success[i]), 1 + int(words[i]) // 12))
+        s.put("replay", (f"s:{i:03d}",), replay(i, int(words[i]), bool(success[i]), 1 + int(words[i]) // 12))
         ok = i < n - unscored
         user = {"judge": "user", "conversation": f"s:{i:03d}", "status": "ok" if ok else "unscored"}
         user["scores"] = {k: float(words[i]) if ok else None for k in keys()}
-        s.put("assessment", f"s:{i:03d}|user", user)
+        s.put("assessment", (f"s:{i:03d}", "user"), user)
         third = {"judge": "third_party:m", "conversation": f"s:{i:03d}", "status": "ok", "saw": "all"}
         third["scores"] = {k: round(float(signal[i]), 3) for k in keys()}
-        s.put("assessment", f"s:{i:03d}|third_party:m", third)
+        s.put("assessment", (f"s:{i:03d}", "third_party:m"), third)
     return s
 
 

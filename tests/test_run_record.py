@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from emoharbor.errors import EmoharborError
+from emoharbor.store.migrate import status_format1 as status_of
 from emoharbor.store.record import open_run, outcome_part, read_run
 from emoharbor.store.run_store import RunStore
-from emoharbor.store.units import run_stage, status_of
+from emoharbor.store.units import run_stage
 
 SPEC = {"model": "m", "concurrency": 4, "timeout_s": 10, "max_retries": 2, "price": {"input_per_mtok": 1.0}}
 
@@ -66,16 +67,16 @@ async def test_the_stage_runner_redoes_errors_and_keeps_unscored(tmp_path: Path)
 
         return w
 
-    first = await run_stage(store, "u", [(k, work(k, s)) for k, s in (("a", "ok"), ("b", "unscored"), ("c", "error"))],
-                            workers=2, progress=False)  # fmt: skip
+    units = [((k,), work(k, s)) for k, s in (("a", "ok"), ("b", "unscored"), ("c", "error"))]
+    first = await run_stage(store, "u", units, workers=2, progress=False)
     assert first.statuses == {"error": 1, "ok": 1, "unscored": 1} and sorted(made) == ["a", "b", "c"]
     made.clear()
-    again = await run_stage(store, "u", [(k, work(k, "ok")) for k in "abc"], workers=2, progress=False)
+    again = await run_stage(store, "u", [((k,), work(k, "ok")) for k in "abc"], workers=2, progress=False)
     assert made == ["c"] and (again.resumed, again.done_now) == (2, 1) and again.statuses == {"ok": 2, "unscored": 1}
     store.close()
 
 
-def test_records_from_before_the_status_field_are_read_by_what_they_hold() -> None:
+def test_format1_records_from_before_the_status_field_are_migrated_by_what_they_hold() -> None:
     failed = {"termination": "error", "events": [["model_error", "down"]]}
     assert status_of(failed) == "error"
     assert status_of({"termination": "error", "events": [["user_unparseable", "x"]]}) == "unscored"

@@ -202,5 +202,5 @@ def test_a_conversation_that_ended_on_a_failed_call_is_done_again(tmp_path: Path
     assert "0 new, 8 already done" in err and "overall" in out
     store = RunStore.open_existing(tmp_path / "r")
     assert all(c["termination"] != "error" for _, c in store.items("conversation"))
-    assert len(store.keys("assessment")) == 16 and store.get("assessment", f"{errors[0]}|user") is not None
+    assert len(store.keys("assessment")) == 16 and store.get("assessment", (*errors[0], "user")) is not None
     store.close()

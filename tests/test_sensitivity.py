@@ -184,7 +184,7 @@ def test_a_run_scores_every_reply_and_the_table_counts_right(
     # the word count: the share is worked out by hand from the stored replies
     store = RunStore.open_existing(tmp_path / "s")
     try:
-        cases = dict(store.items("case"))
+        cases = {k[0]: d for k, d in store.items("case")}
     finally:
         store.close()
     for kind in ("generic", "generic_long"):

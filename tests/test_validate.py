@@ -73,7 +73,7 @@ async def test_table_from_scripted_judges_gives_the_expected_figures(tmp_path: P
     for r in records:
         assert await replay_and_assess(store, r, opts, model, judges, {j.name: model for j in judges})
     data = validation_table(store, n_boot=300)
-    store.put("replay", "late:0", store.get("replay", "mine:0"))  # replayed, not judged yet
+    store.put("replay", ("late:0",), store.get("replay", ("mine:0",)))  # replayed, not judged yet
     flat = score_rows(store)
     store.close()
     assert len(flat) == 15  # 7 conversations x 2 judges, and one row without a judge
@@ -149,9 +149,9 @@ async def test_run_validation_resumes_in_its_store(tmp_path: Path) -> None:
     third = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
     assert (first.units, first.done_now, again.done_now, third.done_now) == (5, 5, 0, 0)
     store = RunStore.open_existing(tmp_path / "run")
-    assert store.keys("replay") == {"mine:0", "mine:1", "mine:2", "failed_mine:0", "failed_mine:1"}
+    assert store.keys("replay") == {("mine:0",), ("mine:1",), ("mine:2",), ("failed_mine:0",), ("failed_mine:1",)}
     assert len(store.keys("assessment")) == 10
-    assert store.get("replay", "failed_mine:1")["esconv"]["from_failed_set"] is True  # type: ignore[index]
+    assert store.get("replay", ("failed_mine:1",))["esconv"]["from_failed_set"] is True  # type: ignore[index]
     assert wall_first > 0 and float(store.meta()["wall_s"]) >= wall_first + 1000  # summed over sessions
     store.close()
 
@@ -168,10 +168,10 @@ async def test_units_that_ended_on_a_failed_model_call_are_done_again(tmp_path: 
         srv.faults.extend(["400", "ok", "ok", "ok", "ok", "400"])
         first = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
         store = RunStore.open_existing(tmp_path / "run")
-        assert store.get("replay", "mine:0")["termination"] == "error"  # type: ignore[index]
-        failed = store.get("assessment", "mine:1|user")
+        assert store.get("replay", ("mine:0",))["termination"] == "error"  # type: ignore[index]
+        failed = store.get("assessment", ("mine:1", "user"))
         assert failed is not None and failed["status"] == "error" and failed["attempts"] == 0
-        assert store.get("assessment", "mine:1|third_party:fake")["status"] == "ok"  # type: ignore[index]
+        assert store.get("assessment", ("mine:1", "third_party:fake"))["status"] == "ok"  # type: ignore[index]
         store.close()
         again = await run_validation(opts, tmp_path / "run", progress=False, cache_path=None)
     assert (first.errors, again.errors, again.done_now) == (1, 0, 1)

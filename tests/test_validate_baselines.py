@@ -54,6 +54,7 @@ def replay(i: int) -> dict[str, Any]:
     empathy, drop = 1 + i % 5, i % 4 - 1
     return {
         "id": f"hand:{i}",
+        "status": "ok",
         "profile_id": f"hand-{i}",
         "supporter": "esconv-human",
         "turns": turns,
@@ -97,9 +98,9 @@ def store(tmp_path: Path) -> RunStore:
     scores, the third-party judge saw the whole dialog."""
     s = RunStore.create_or_resume(tmp_path / "run", "validate", {"user": {"model": "m"}, "max_supporter_turns": 2}, "h")
     for i in range(12):
-        s.put("replay", f"hand:{i}", replay(i))
-        s.put("assessment", f"hand:{i}|user", assessment(i, "user", None, expected=True))
-        s.put("assessment", f"hand:{i}|{THIRD}", assessment(i, THIRD, "all", expected=False))
+        s.put("replay", (f"hand:{i}",), replay(i))
+        s.put("assessment", (f"hand:{i}", "user"), assessment(i, "user", None, expected=True))
+        s.put("assessment", (f"hand:{i}", THIRD), assessment(i, THIRD, "all", expected=False))
     return s
 
 

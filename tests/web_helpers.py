@@ -73,10 +73,10 @@ def heart_run(folder: Path) -> Path:
             speakers = ["seeker" if (len(lines) - 1 - i) % 2 == 0 else "supporter" for i in range(len(lines))]
             h = History(hid, "regular", "test", [Turn(s, t) for s, t in zip(speakers, lines, strict=True)],
                         human_reply=REPLIES["human"][hid])  # fmt: skip
-            store.put("history", hid, h.to_dict())
+            store.put("history", (hid,), h.to_dict())
             for comp in COMPETITORS:
                 text = REPLIES[comp][hid]
-                store.put("candidate", f"{hid}|{comp}", record(h, comp, "ok" if text else "unscored", text))
+                store.put("candidate", (hid, comp), record(h, comp, "ok" if text else "unscored", text))
     finally:
         store.close()
     return folder
@@ -90,9 +90,9 @@ def emoharbor_run(folder: Path) -> Path:
             profile, supporter, _ = key.split("|")
             conv = Conversation(id=key, profile_id=profile, supporter=supporter,
                                 turns=[ConvTurn(speaker=s, text=t) for s, t in turns])  # type: ignore[arg-type]  # fmt: skip
-            store.put("conversation", key, conv.model_dump(mode="json"))
+            store.put("conversation", (profile, supporter, "0"), conv.model_dump(mode="json"))
         broken = Conversation(id="p3|sup-alpha|0", profile_id="p3", supporter="sup-alpha", termination="error")
-        store.put("conversation", broken.id, broken.model_dump(mode="json"))
+        store.put("conversation", ("p3", "sup-alpha", "0"), broken.model_dump(mode="json"))
     finally:
         store.close()
     return folder

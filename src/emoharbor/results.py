@@ -57,11 +57,11 @@ def assessment_rows(store: RunStore, convs: dict[str, dict[str, Any]], profiles:
 def emoharbor_rows(store: RunStore) -> list[dict[str, Any]]:
     from .evaluate import stored_profiles
 
-    return assessment_rows(store, dict(store.items("conversation")), stored_profiles(store))
+    return assessment_rows(store, {d["id"]: d for _, d in store.items("conversation")}, stored_profiles(store))
 
 
 def validate_rows(store: RunStore) -> list[dict[str, Any]]:
-    replays = dict(store.items("replay"))
+    replays = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
     profiles = {str(d["profile_id"]): Profile.model_validate(d["profile"]) for d in replays.values() if "profile" in d}
     return assessment_rows(store, replays, profiles)
 

@@ -32,15 +32,14 @@ def _usage_by_supporter(store: RunStore) -> dict[str, dict[str, dict[str, float]
     attempts done again among them): ``tokens`` and ``cost_usd`` spent, ``cached_tokens`` and
     ``cached_cost_usd`` from the cache."""
     out: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
-    for c in store.calls():
-        parts = (c["unit_key"] or "").split("|")
-        if len(parts) < 3:
+    for c in records.calls(store):
+        if c.unit_kind not in ("conversation", "assessment"):  # keyed (profile, supporter, repeat[, judge])
             continue
-        u = out[parts[1]][c["role"]]
+        u = out[c.unit[1]][c.role]
         u["calls"] += 1
-        pre = "cached_" if c["cached"] else ""
-        u[pre + "tokens"] += (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
-        u[pre + "cost_usd"] += c["cost_usd"] or 0.0
+        pre = "cached_" if c.cached else ""
+        u[pre + "tokens"] += c.tokens
+        u[pre + "cost_usd"] += c.cost_usd
     return out
 
 

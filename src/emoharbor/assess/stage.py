@@ -14,6 +14,7 @@ from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
+from ..store.keys import Key
 from ..store.run_store import RunStore
 from ..store.units import Events, finished, in_workers, unit
 from .cards import CONVERSATION_KINDS, NOT_A_CONVERSATION, JudgeCard, judge_model, load_card
@@ -86,16 +87,17 @@ async def judge_models(pool: ModelPool, judges: list[Judge]) -> dict[str, ChatMo
     return models
 
 
-def assessment_key(conversation: str, judge: str) -> str:
-    return f"{conversation}|{judge}"
+def assessment_key(conversation: Key, judge: str) -> Key:
+    """An assessment's key: its conversation's key (of a conversation or a replay), then the judge."""
+    return (*conversation, judge)
 
 
-def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[str], bool]:
+def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[Key], bool]:
     """``more`` for the stage runner: whether a stored conversation (of ``kind``) that can be judged (it ended
     ``ok``) still lacks a finished assessment by one of ``judges``."""
     done = finished(store, "assessment")
 
-    def more(key: str) -> bool:
+    def more(key: Key) -> bool:
         conv = store.get(kind, key)
         judgeable = conv is not None and conv["status"] == "ok" and conv.get("termination") != "error"
         return judgeable and any(assessment_key(key, j.name) not in done for j in judges)
@@ -105,14 +107,15 @@ def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[str
 
 async def assess_unit(
     store: RunStore,
+    key: Key,
     conv: Conversation,
     judge: Judge,
     model: ChatModel,
     profile: Profile | None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score ``conv`` with ``judge`` (``profile``: the user's, for the kinds that are shown it); ``extra``
-    goes into the record (a validate run says there what the judge saw)."""
+    """Score ``conv`` (stored under ``key``) with ``judge`` (``profile``: the user's, for the kinds that are shown
+    it); ``extra`` goes into the record (a validate run says there what the judge saw)."""
     name = judge.name
 
     async def work() -> tuple[dict[str, Any], Events]:
@@ -126,16 +129,16 @@ async def assess_unit(
             events.append(("expected_unscored", f"{name}: {rec['expected_error'][:160]}"))
         return {**rec, "conversation": conv.id, **(extra or {})}, events
 
-    return await unit(store, "assessment", assessment_key(conv.id, name), work)
+    return await unit(store, "assessment", assessment_key(key, name), work)
 
 
-async def assess_all(store: RunStore, conv: Conversation, judges: list[Judge], models: dict[str, ChatModel],
+async def assess_all(store: RunStore, key: Key, conv: Conversation, judges: list[Judge], models: dict[str, ChatModel],
                      profile: Profile | None, extra: Any = None) -> None:  # fmt: skip
-    """Every judge on one conversation, all at once (a server with several slots answers them together);
-    ``extra(judge)``: (the conversation as that judge sees it, what the record says of that)."""
+    """Every judge on one conversation (stored under ``key``), all at once (a server with several slots answers
+    them together); ``extra(judge)``: (the conversation as that judge sees it, what the record says of that)."""
 
     async def one(j: Judge) -> None:
         seen, more = extra(j) if extra is not None else (conv, None)
-        await assess_unit(store, seen, j, models[j.name], profile, extra=more)
+        await assess_unit(store, key, seen, j, models[j.name], profile, extra=more)
 
     await in_workers(judges, one, len(judges))  # a failure stops the others, their units unfinished

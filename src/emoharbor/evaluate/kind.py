@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 class EmoharborKind(RunKind):
     name = "emoharbor"
     title = "an EmoHarbor run (emoharbor run)"
+    not_units = ("profile",)
 
     def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip

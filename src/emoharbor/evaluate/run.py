@@ -22,8 +22,9 @@ from ..simulate.agents import make_user, user_agent
 from ..simulate.conversation import Conversation
 from ..simulate.loop import converse
 from ..simulate.supporter import make_supporter
+from ..store.keys import Key
 from ..store.record import config_part, open_record
-from ..store.run_store import DB_NAME, RunStore, call_sink, status_of
+from ..store.run_store import DB_NAME, RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, run_stage
 from .plan import Plan
 
@@ -40,11 +41,17 @@ def config_of(store: RunStore) -> RunConfig:
 
 def stored_profiles(store: RunStore) -> dict[str, Profile]:
     """The profiles a run was made with, as it stored them (none in a run made before they were stored)."""
-    return {k: Profile.model_validate(d) for k, d in store.items(PROFILE)}
+    return {d["id"]: Profile.model_validate(d) for _, d in store.items(PROFILE)}
 
 
-def conversation_key(profile_id: str, supporter: str, repeat: int) -> str:
-    return f"{profile_id}|{supporter}|{repeat}"
+def conversation_key(profile_id: str, supporter: str, repeat: int) -> Key:
+    return (profile_id, supporter, str(repeat))
+
+
+def conversation_id(key: Key) -> str:
+    """A conversation's name in transcripts and records ("profile|supporter|repeat"): shown, never taken apart
+    (the store's key holds the parts)."""
+    return "|".join(key)
 
 
 def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
@@ -81,14 +88,14 @@ async def run_evaluation(
     try:
         check_judges(store, judges)
         for p in profiles:  # kept with the run: the report and export read them here, not from the user's files
-            if not store.has(PROFILE, p.id):
-                store.put(PROFILE, p.id, p.model_dump(mode="json"))
+            if not store.has(PROFILE, (p.id,)):
+                store.put(PROFILE, (p.id,), p.model_dump(mode="json"))
         jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
         by_key = {conversation_key(p.id, s.name, r): (i, p, s, r) for i, p, s, r in jobs}
         more = unassessed(store, judges, "conversation")
         stored = {k: d for k, d in store.items("conversation") if k in by_key}  # read once
-        had = sum(1 for d in stored.values() if status_of(d) != "error")  # conversations stored before this run
-        if all(k in stored and status_of(stored[k]) != "error" and not more(k) for k in by_key):  # nothing to do:
+        had = sum(1 for d in stored.values() if d["status"] != "error")  # conversations stored before this run
+        if all(k in stored and stored[k]["status"] != "error" and not more(k) for k in by_key):  # nothing to do:
             store.set_meta("status", "complete")  # no model reached, no server started
             return Summary(UNIT, len(jobs), 0, sum(1 for d in stored.values() if d.get("termination") == "error"))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
@@ -98,12 +105,12 @@ async def run_evaluation(
             sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
             profile_of = {p.id: p for p in profiles}
 
-            def talk(key: str) -> Work:
+            def talk(key: Key) -> Work:
                 i, profile, spec, repeat = by_key[key]
 
                 async def work() -> tuple[dict[str, Any], Events]:
-                    conv = Conversation(id=key, profile_id=profile.id, supporter=spec.name, repeat=repeat,
-                                        seed=_seed(cfg, i, repeat))  # fmt: skip
+                    conv = Conversation(id=conversation_id(key), profile_id=profile.id, supporter=spec.name,
+                                        repeat=repeat, seed=_seed(cfg, i, repeat))  # fmt: skip
                     user = make_user(user_model, profile, cfg.user_agent)
                     supporter = make_supporter(sup_models[spec.name], spec)
                     await converse(conv, user, supporter, max_turns=cfg.max_turns, seed=conv.seed)
@@ -111,10 +118,10 @@ async def run_evaluation(
 
                 return work
 
-            async def assess(key: str, record: dict[str, Any]) -> None:
-                if record.get("status") == "ok":
-                    conv = Conversation.model_validate(record)
-                    await assess_all(store, conv, judges, models, profile_of[conv.profile_id])
+            async def assess(key: Key, record: dict[str, Any]) -> None:
+                conv = Conversation.model_validate(record)
+                if conv.status == "ok":
+                    await assess_all(store, key, conv, judges, models, profile_of[conv.profile_id])
 
             units = [(k, talk(k)) for k in by_key]
             workers = conversations_at_once([*cfg.roles.supporter, cfg.roles.user], cfg.concurrency)
@@ -151,9 +158,9 @@ async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True)
         async with ModelPool(sink=call_sink(store)) as pool:
             models = await judge_models(pool, judges)
 
-            async def assess(key: str, record: dict[str, Any]) -> None:
+            async def assess(key: Key, record: dict[str, Any]) -> None:
                 conv = Conversation.model_validate(record)
-                await assess_all(store, conv, judges, models, profiles.get(conv.profile_id))
+                await assess_all(store, key, conv, judges, models, profiles.get(conv.profile_id))
 
             async def stored() -> tuple[dict[str, Any], Events]:  # every unit is stored: only ``then`` runs
                 raise RuntimeError("reassess does not make conversations")

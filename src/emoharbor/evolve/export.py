@@ -53,7 +53,8 @@ def emoharbor_pairs(store: RunStore, guard: EvalGuard, *, run: str, min_margin: 
     for judged in records.assessments(store):
         by_conv[judged.conversation].append(judged)
     groups: dict[str, list[tuple[str, dict[str, Any], float]]] = defaultdict(list)
-    for key, c in store.items("conversation"):
+    for _, c in store.items("conversation"):
+        key = str(c["id"])
         counts["conversations"] += 1
         if guard.blocks_record(c):
             counts["held_out"] += 1
@@ -92,7 +93,7 @@ def emoharbor_pairs(store: RunStore, guard: EvalGuard, *, run: str, min_margin: 
 def heart_pairs(store: RunStore, guard: EvalGuard, *, run: str, dimension: str = "overall") -> tuple[
         list[PreferencePair], Counter[str]]:  # fmt: skip
     counts: Counter[str] = Counter()
-    histories = {str(h.get("id", k)): h for k, h in store.items("history")}
+    histories = {str(h.get("id", k[0])): h for k, h in store.items("history")}
     texts = {k: c.text for k, c in records.candidates(store).items() if c.status == "ok"}
     verdicts, _, combined = combine_orders(records.comparisons(store))
     counts["one_order_only"] += combined["pairs_one_order_scored"]

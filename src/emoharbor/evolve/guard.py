@@ -77,7 +77,7 @@ def _add_run(guard: EvalGuard, folder: Path) -> None:
     store = RunStore.open_existing(folder)
     try:
         for hid, h in store.items("history"):
-            guard.history_ids.add(str(h.get("id", hid)))
+            guard.history_ids.add(str(h.get("id", hid[0])))
             for t in h.get("turns") or []:
                 if isinstance(t, dict) and t.get("speaker") in SEEKERS:
                     guard.add_text(str(t.get("text", "")))

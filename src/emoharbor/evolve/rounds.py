@@ -24,6 +24,7 @@ from ..models.hf import MODEL_CARD, HFChatModel, load_hf, read_model_card, resol
 from ..models.pool import LazyModels, ModelPool
 from ..models.spec import ModelSpec
 from ..simulate.supporter import supporter_prompt
+from ..store.keys import Key
 from ..store.record import open_run
 from ..store.run_store import call_sink
 from ..store.units import Work, run_stage
@@ -78,7 +79,7 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
     try:
         async with ModelPool(sink=call_sink(store)) as pool:
             judges = LazyModels(pool.get)  # started only if a context is refined now
-            units: list[tuple[str, Work]] = []
+            units: list[tuple[Key, Work]] = []
             for i, ex in enumerate(contexts):
 
                 async def work(ex: ChatExample = ex, i: int = i) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -88,12 +89,12 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
                     return {**rec, "process": me.rank}, events
 
                 if i % me.world_size == me.rank:
-                    units.append((ex.id, work))
+                    units.append(((ex.id,), work))
             await run_stage(store, KIND, units, workers=r.concurrency, progress=progress and me.main, label="refine")
         barrier()  # every share refined
         if not me.main:
             barrier()  # the main process writes the pairs
-            return dict(store.get("stage", "summary") or {})
+            return dict(store.get("stage", ("summary",)) or {})
         records = [r for _, r in store.items(KIND)]
         reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
         pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
@@ -104,7 +105,7 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
         summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
                    "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
-        store.put("stage", "summary", summary)
+        store.put("stage", ("summary",), summary)
         barrier()
         return summary
     finally:

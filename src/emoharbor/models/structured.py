@@ -6,6 +6,7 @@ unscored and count it; they never turn it into a number.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,18 @@ import jsonschema
 from .base import ChatModel, Message, ModelCallError, TokenLogprob, Usage
 
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+@dataclass
+class Reasks:
+    """The re-asks made within one unit of work (``store.units`` sets one per unit, ``ask_json`` counts)."""
+
+    n: int = 0
+
+
+# the re-ask count of the unit of work running in this task: a reply that did not parse and was asked again
+# is recorded with the unit, so a unit that needed it is told apart from one that did not
+reask_count: contextvars.ContextVar[Reasks | None] = contextvars.ContextVar("reask_count", default=None)
 
 
 @dataclass
@@ -83,6 +96,8 @@ async def ask_json(
     convo = list(messages)
     for attempt in range(retries + 1):
         out.attempts = attempt + 1
+        if attempt and (count := reask_count.get()) is not None:
+            count.n += 1
         r = await model.chat(
             convo,
             json_schema=schema,
@@ -115,4 +130,4 @@ async def ask_json(
     return out
 
 
-__all__ = ["ModelCallError", "Structured", "ask_json", "parse_json_object"]
+__all__ = ["ModelCallError", "Reasks", "Structured", "ask_json", "parse_json_object", "reask_count"]

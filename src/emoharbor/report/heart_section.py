@@ -25,7 +25,7 @@ def heart_html(folder: Path) -> str:
         try:
             data = ratings_report(store, config)
             agree = agreement_report(store, config, base)
-            labelled = store.get("stage", "strategies") is not None
+            labelled = store.get("stage", ("strategies",)) is not None
             strat = strategies_report(store, config, base) if labelled else None
             if strat is not None:
                 strat["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], strat["strategies"])

@@ -22,26 +22,30 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..store import records
+from ..store.keys import Key
 from ..store.run_store import RunStore
+
+# where the judge stands in the key of each kind of judgment: an assessment's key is its conversation's, then
+# the judge; a HEART comparison's (history, a, b, judge, order); a sensitivity score's (case, reply kind,
+# scorer), a pair's (case, bad kind, judge, order)
+JUDGE_PART = {"assessment": -1, "comparison": 3, "score": 2, "pair": 2}
 
 
 def _cost(store: RunStore, kind: str) -> dict[str, dict[str, float]]:
-    """Tokens, seconds and calls per judge name, from the calls of ``kind`` units (the judge is the key's
-    part after the conversation: ``conv|judge``; for HEART, ``history|a|b|judge|order``; for a sensitivity
-    run, ``case|reply kind|scorer`` or ``case|bad kind|judge|order``)."""
+    """Tokens, seconds and calls per judge name, from the calls of ``kind`` units (``JUDGE_PART``)."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    timed: dict[str, set[str]] = defaultdict(set)  # the judgments whose calls reached a model
-    for c in store.calls():
-        if c["unit_kind"] != kind or not c["unit_key"]:
+    timed: dict[str, set[Key]] = defaultdict(set)  # the judgments whose calls reached a model
+    for c in records.calls(store):
+        if c.unit_kind != kind or not c.unit:
             continue
-        parts = c["unit_key"].split("|")
-        judge = parts[-2] if kind == "comparison" else parts[2] if kind in ("score", "pair") else parts[-1]
+        judge = c.unit[JUDGE_PART[kind]]
         u = out[judge]
-        u["tokens"] += (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
-        if not c["cached"]:
-            u["seconds"] += c["latency_s"] or 0.0
+        u["tokens"] += c.tokens
+        if not c.cached:
+            u["seconds"] += c.latency_s
             u["model_calls"] += 1
-            timed[judge].add(c["unit_key"])
+            timed[judge].add(c.unit)
     for judge, keys in timed.items():
         out[judge]["timed"] = len(keys)
     return out

@@ -29,6 +29,7 @@ import numpy as np
 from ..reward.score import combine
 from ..reward.settings import RewardSettings
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
+from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
 from .bad import KINDS
 from .run import REAL, USER
@@ -140,18 +141,18 @@ def _share(e: Estimate) -> dict[str, Any]:
 
 
 def scorer_usage(store: RunStore) -> dict[str, dict[str, float]]:
-    """Per scorer (the third part of a unit's key): calls, calls that reached a model, model time, cost."""
+    """Per scorer (the third part of a unit's key: case, reply kind, scorer[, order]): calls, calls that reached a
+    model, model time, cost."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "requests": 0, "model_s": 0.0, "cost_usd": 0.0})
-    for c in store.calls():
-        parts = str(c.get("unit_key") or "").split("|")
-        if c.get("unit_kind") not in ("score", "pair") or len(parts) < 3:
+    for c in stored_calls(store):
+        if c.unit_kind not in ("score", "pair"):
             continue
-        u = out[parts[2]]
+        u = out[c.unit[2]]
         u["calls"] += 1
-        if not c.get("cached"):
+        if not c.cached:
             u["requests"] += 1
-            u["model_s"] += float(c.get("latency_s") or 0)
-            u["cost_usd"] += float(c.get("cost_usd") or 0)
+            u["model_s"] += c.latency_s
+            u["cost_usd"] += c.cost_usd
     return dict(out)
 
 
@@ -164,11 +165,11 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
     out = set()
     for c, d in cases.items():
         kinds = list(d["replies"])
-        need = [f"{c}|{k}|{USER}" for k in kinds] if user else []
+        need = [(c, k, USER) for k in kinds] if user else []
         for name, card in judges.items():
             if card.get("kind") == "reply":
-                need += [f"{c}|{k}|{name}" for k in kinds]
-        pairs = [f"{c}|{k}|{name}|{o}" for name, card in judges.items() if card.get("kind") != "reply"
+                need += [(c, k, name) for k in kinds]
+        pairs = [(c, k, name, o) for name, card in judges.items() if card.get("kind") != "reply"
                  for k in kinds if k != REAL for o in ("ab", "ba")]  # fmt: skip
         if all(k in scored for k in need) and all(k in paired for k in pairs):
             out.add(c)
@@ -178,7 +179,7 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
 def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
     cfg = store.config()
     s = RewardSettings.model_validate(cfg.get("reward") or {})
-    stored = {k: d for k, d in store.items("case")}
+    stored = {d["id"]: d for _, d in store.items("case")}
     done = finished_cases(store, stored)
     cases = {k: d for k, d in stored.items() if k in done}
     kinds = [k for k in KINDS if k in (cfg.get("bad") or KINDS)]

@@ -31,7 +31,7 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     cfg = store.config()
     run = store.folder.name
     s = RewardSettings.model_validate(cfg.get("reward") or {})
-    cases = dict(store.items("case"))
+    cases = {d["id"]: d for _, d in store.items("case")}
     kinds = [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
     words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
     scores = [d for _, d in store.items("score")]

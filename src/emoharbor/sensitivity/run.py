@@ -32,6 +32,7 @@ from ..models.spec import ModelSpec
 from ..reward.score import UserReward
 from ..reward.settings import RewardSettings
 from ..simulate.agents import user_agent
+from ..store.keys import Key
 from ..store.record import open_run
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_workers, progress_bar, unit
@@ -180,7 +181,7 @@ class Item:
     """One scorer on one reply (a pairwise judge: on the real reply against one bad one, in one order)."""
 
     store_kind: str  # score | pair
-    key: str
+    key: Key  # (case, reply kind, scorer), and the order for a pair
     case: Case
     reply_kind: str
     reply: str
@@ -200,12 +201,12 @@ def plan(cases: list[Case], replies: dict[str, dict[str, str]], opts: Sensitivit
             if reply is None:
                 continue
             if opts.user is not None:
-                out.append(Item("score", f"{c.id}|{kind}|{USER}", c, kind, reply, None))
+                out.append(Item("score", (c.id, kind, USER), c, kind, reply, None))
             for j in judges:
                 if j.card.kind == "reply":
-                    out.append(Item("score", f"{c.id}|{kind}|{j.name}", c, kind, reply, j))
+                    out.append(Item("score", (c.id, kind, j.name), c, kind, reply, j))
                 elif kind != REAL:
-                    out += [Item("pair", f"{c.id}|{kind}|{j.name}|{o}", c, kind, reply, j, o) for o in ("ab", "ba")]
+                    out += [Item("pair", (c.id, kind, j.name, o), c, kind, reply, j, o) for o in ("ab", "ba")]
     return out
 
 
@@ -224,11 +225,11 @@ def store_cases(store: RunStore, cases: list[Case], pool: Pool, bad: list[str]) 
     """Each case and its replies, made once and kept: a resumed run reads them back."""
     out = {}
     for c in cases:
-        have = store.get("case", c.id)
+        have = store.get("case", (c.id,))
         if have is None:
             replies = {REAL: c.real, **bad_replies(c, pool, bad)}
             have = {**c.to_dict(), "replies": replies, "suite": suite_version(), "status": "ok"}
-            store.put("case", c.id, have, attempt="", events=[])
+            store.put("case", (c.id,), have, attempt="", events=[])
         out[c.id] = dict(have["replies"])
     return out
 

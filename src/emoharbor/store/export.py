@@ -12,7 +12,7 @@ from .run_store import RunStore
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v for k, v in row.items()}
+    return {k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list, tuple)) else v for k, v in row.items()}
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]], fmt: str) -> Path:

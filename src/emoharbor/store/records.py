@@ -1,7 +1,9 @@
 """Typed records for the nouns of a run at the store boundary (DESIGN.md): an Assessment of a conversation by
-a judge, a Candidate reply to a HEART history, a Comparison of two candidates by a judge in one order.
+a judge, a Candidate reply to a HEART history, a Comparison of two candidates by a judge in one order, and a
+model Call with the key of the unit that made it.
 
-Readers in other packages take these instead of reading the stored dicts by key.
+Readers in other packages take these instead of reading the stored dicts by key. (A conversation is read as
+``simulate.conversation.Conversation``, which the store, below it, does not import.)
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .keys import Key
 from .run_store import RunStore
 
 
@@ -79,6 +82,35 @@ class Comparison:
         return cls(str(d["history_id"]), str(d["a"]), str(d["b"]), str(d["judge"]), str(d["order"]),
                    str(d.get("first", "")), str(d["status"]), dict(d.get("verdicts") or {}), str(d.get("subset", "")),
                    {k: int(v) for k, v in (d.get("words") or {}).items()})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Call:
+    """A model call as the store keeps it: the unit it was made for (``unit_kind`` "" and ``unit`` () for none)
+    and what it cost."""
+
+    unit_kind: str
+    unit: Key
+    role: str
+    cached: bool
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> Call:
+        return cls(str(d["unit_kind"] or ""), tuple(d["unit_key"]), str(d["role"] or ""), bool(d["cached"]),
+                   int(d["prompt_tokens"] or 0), int(d["completion_tokens"] or 0), float(d["cost_usd"] or 0.0),
+                   float(d["latency_s"] or 0.0))  # fmt: skip
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def calls(store: RunStore) -> list[Call]:
+    return [Call.of(d) for d in store.calls()]
 
 
 def assessments(store: RunStore) -> list[Assessment]:

@@ -26,8 +26,10 @@ from typing import Any
 
 from .. import userfiles
 from ..errors import EmoharborError
-from ..kinds import title
+from ..kinds import not_units, title
 from ..models.base import CallRecord
+from .keys import Key, decode_key, encode_key
+from .migrate import FORMAT, migrate
 
 DB_NAME = "run.sqlite"
 SCHEMA = """
@@ -64,36 +66,12 @@ RUN_TABLES = {"meta", "results", "calls", "events", "sqlite_sequence"}
 STATUSES = ("ok", "unscored", "error")  # how a unit ended: see store.units
 
 
-def status_of(record: dict[str, Any]) -> str:
-    """How a stored unit ended. A record written before every unit carried one of ``STATUSES`` is read by what
-    it holds: a conversation or assessment that ended on a failed model call is an ``error``, one whose output
-    did not parse is ``unscored``; so are HEART's missing or empty replies and unlabelled messages, and evolve's
-    dropped contexts (``error`` where a model call failed)."""
-    status = record.get("status")
-    if status in STATUSES:
-        return str(status)
-    if record.get("termination") == "error":
-        return "error" if any(ev[0] == "model_error" for ev in record.get("events", [])) else "unscored"
-    if record.get("unscored"):
-        return "error" if record.get("attempts") == 0 and record.get("error") else "unscored"
-    if status == "dropped":
-        return "error" if record.get("reason") == "model_error" else "unscored"
-    return "unscored" if status in ("missing", "empty", "unlabelled", "no_sentences") else "ok"  # scored, kept
-
-
-# kinds written by the stages themselves, not as units of the stage runner: they carry no status
-NOT_UNITS = frozenset({"history", "load_report", "stage", "human_judgment", "human_import", "profile"})
-
-
-def _read(kind: str, data: str) -> dict[str, Any]:
-    record = dict(json.loads(data))
-    if kind not in NOT_UNITS and record.get("status") not in STATUSES:
-        record["status"] = status_of(record)
-    return record
+def _read(data: str) -> dict[str, Any]:
+    return dict(json.loads(data))
 
 
 # the unit of work running in this task, as (kind, key, attempt): its model calls are tagged with it
-unit_attempt: contextvars.ContextVar[tuple[str, str, str] | None] = contextvars.ContextVar("unit_attempt", default=None)
+unit_attempt: contextvars.ContextVar[tuple[str, Key, str] | None] = contextvars.ContextVar("unit_attempt", default=None)
 
 
 def config_differences(old: Any, new: Any, most: int = 6) -> list[str]:
@@ -130,6 +108,7 @@ class RunStore:
                     "config": json.dumps(resolved, sort_keys=True),
                     "config_hash": config_hash,
                     "created": str(time.time()),
+                    "format_version": str(FORMAT),
                     "status": "running",
                 }.items():
                     db.execute("INSERT INTO meta VALUES (?, ?)", (k, v))
@@ -189,11 +168,12 @@ class RunStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
-            have = {r[1] for r in self.db.execute("PRAGMA table_info(calls)")}
-            if "superseded" not in have:  # a run database from before superseded attempts were kept
-                self.db.execute("ALTER TABLE calls ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0")
-            if "attempt" not in have:  # from before calls were written as they were made
-                self.db.execute("ALTER TABLE calls ADD COLUMN attempt TEXT NOT NULL DEFAULT ''")
+            if has_kind:
+                try:
+                    migrate(self.db, self.folder)
+                except EmoharborError:
+                    self.close()
+                    raise
         except sqlite3.DatabaseError as e:
             self.close()
             raise EmoharborError(
@@ -228,6 +208,11 @@ class RunStore:
     def meta(self) -> dict[str, str]:
         return dict(self._conn().execute("SELECT key, value FROM meta").fetchall())
 
+    def kind(self) -> str:
+        """The kind of run this store holds ("" before it is created)."""
+        row = self._conn().execute("SELECT value FROM meta WHERE key='kind'").fetchone()
+        return "" if row is None else str(row[0])
+
     def config(self) -> dict[str, Any]:
         return dict(json.loads(self.meta()["config"]))
 
@@ -238,7 +223,7 @@ class RunStore:
     def put(
         self,
         kind: str,
-        key: str,
+        key: Key,
         data: dict[str, Any],
         *,
         attempt: str | None = None,
@@ -246,25 +231,31 @@ class RunStore:
     ) -> None:
         """Write one finished unit and its events, atomically (its calls are in the store already, tagged with
         ``attempt``; None: calls of no attempt). A unit written again replaces its record and events; the calls
-        of its earlier attempts are kept, marked superseded, since they were made (and paid for)."""
+        of its earlier attempts are kept, marked superseded, since they were made (and paid for). A unit's record
+        says how it ended (one of ``STATUSES``); only the kinds the run's kind declares ``not_units``
+        (``kinds.py``: records a stage keeps beside its units, such as HEART's histories) carry none."""
+        if data.get("status") not in STATUSES and kind not in not_units(self.kind()):
+            raise RuntimeError(f"{kind} {key}: its record has status {data.get('status')!r}, not one of {STATUSES}")
+        text = encode_key(key)
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
-                (kind, key, json.dumps(data, ensure_ascii=False), time.time()),
+                (kind, text, json.dumps(data, ensure_ascii=False), time.time()),
             )
             db.execute(
                 "UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0 AND attempt!=?",
-                (kind, key, attempt or "-"),
+                (kind, text, attempt or "-"),
             )
-            db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, key))
+            db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, text))
             for ev, detail in events or []:
                 db.execute(
-                    "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)", (kind, key, ev, detail)
+                    "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)", (kind, text, ev, detail)
                 )
 
-    def record_call(self, c: CallRecord, unit: tuple[str, str, str] | None = None) -> None:
+    def record_call(self, c: CallRecord, unit: tuple[str, Key, str] | None = None) -> None:
         """A call as it returns: of the unit attempt ``unit`` (kind, key, attempt), or of no unit."""
-        kind, key, attempt = unit or ("", "", "")
+        kind, unit_key, attempt = unit or ("", (), "")
+        key = encode_key(unit_key)
         with self._tx() as db:
             db.execute(
                 "INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
@@ -273,21 +264,22 @@ class RunStore:
                  c.latency_s, int(c.cached), c.retries, c.error, attempt),
             )  # fmt: skip
 
-    def has(self, kind: str, key: str) -> bool:
-        row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (kind, key)).fetchone()
-        return row is not None
+    def has(self, kind: str, key: Key) -> bool:
+        row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (kind, encode_key(key)))
+        return row.fetchone() is not None
 
-    def keys(self, kind: str) -> set[str]:
-        return {r[0] for r in self._conn().execute("SELECT key FROM results WHERE kind=?", (kind,))}
+    def keys(self, kind: str) -> set[Key]:
+        return {decode_key(r[0]) for r in self._conn().execute("SELECT key FROM results WHERE kind=?", (kind,))}
 
-    def get(self, kind: str, key: str) -> dict[str, Any] | None:
-        row = self._conn().execute("SELECT data FROM results WHERE kind=? AND key=?", (kind, key)).fetchone()
-        return None if row is None else _read(kind, row[0])
+    def get(self, kind: str, key: Key) -> dict[str, Any] | None:
+        cur = self._conn().execute("SELECT data FROM results WHERE kind=? AND key=?", (kind, encode_key(key)))
+        row = cur.fetchone()
+        return None if row is None else _read(row[0])
 
-    def items(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    def items(self, kind: str) -> Iterator[tuple[Key, dict[str, Any]]]:
         cur = self._conn().execute("SELECT key, data FROM results WHERE kind=? ORDER BY key", (kind,))
         for key, data in cur:
-            yield key, _read(kind, data)
+            yield decode_key(key), _read(data)
 
     def kinds(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT kind FROM results ORDER BY kind")]
@@ -324,13 +316,15 @@ class RunStore:
         return {r[0]: int(r[1]) for r in rows}
 
     def calls(self) -> list[dict[str, Any]]:
+        """Every call as stored, its ``unit_key`` decoded (the unit key's parts; () for no unit)."""
         cur = self._conn().execute("SELECT * FROM calls ORDER BY id")
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur]
+        rows = [dict(zip(names, row, strict=True)) for row in cur]
+        return [{**r, "unit_key": decode_key(r["unit_key"])} for r in rows]
 
     def events(self) -> list[dict[str, Any]]:
         cur = self._conn().execute("SELECT unit_kind, unit_key, event, detail FROM events ORDER BY id")
-        return [dict(zip(["unit_kind", "unit_key", "event", "detail"], r, strict=True)) for r in cur]
+        return [{"unit_kind": k, "unit_key": decode_key(u), "event": e, "detail": d} for k, u, e, d in cur]
 
 
 def call_sink(store: RunStore | None) -> Any:

@@ -9,6 +9,9 @@ pairs to count (parse failures, repetition, skips...). Every record says how it 
 - ``error``: a model call failed for good (the endpoint was down, a timeout outlived the retries): the next
   run of the same command does the unit again.
 
+Every record also says in ``reasks`` how many times a reply that did not parse was asked again within the unit
+(``models.structured.ask_json``; 0 when none), so a unit that needed it is told apart from one that did not.
+
 The record and its events are written in one transaction when the unit finishes; its model calls are written
 as they return (``run_store.call_sink``). Units whose stored record is not an ``error`` are skipped, so a
 killed run started again only does what is missing.
@@ -26,7 +29,9 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from .run_store import STATUSES, RunStore, status_of, unit_attempt
+from ..models.structured import Reasks, reask_count
+from .keys import Key
+from .run_store import RunStore, unit_attempt
 
 Events = list[tuple[str, str]]
 Work = Callable[[], Awaitable[tuple[dict[str, Any], Events]]]
@@ -40,28 +45,29 @@ def progress_bar(total: int, done: int, desc: str, *, enabled: bool, unit: str =
     )
 
 
-def finished(store: RunStore, kind: str) -> set[str]:
+def finished(store: RunStore, kind: str) -> set[Key]:
     """The keys of ``kind`` that a resumed run does not do again."""
-    return {k for k, d in store.items(kind) if status_of(d) != "error"}
+    return {k for k, d in store.items(kind) if d["status"] != "error"}
 
 
 async def unit(
-    store: RunStore, kind: str, key: str, work: Work, *, redo_if: Callable[[dict[str, Any]], bool] | None = None
+    store: RunStore, kind: str, key: Key, work: Work, *, redo_if: Callable[[dict[str, Any]], bool] | None = None
 ) -> dict[str, Any]:
     """Do one unit unless the store has it and it did not end in ``error`` (with ``redo_if``: and that does not
-    say the stored record must be done again); write its record and events in one transaction."""
+    say the stored record must be done again); write its record, with its re-asks, and its events in one
+    transaction."""
     have = store.get(kind, key)
-    if have is not None and status_of(have) != "error" and not (redo_if is not None and redo_if(have)):
+    if have is not None and have["status"] != "error" and not (redo_if is not None and redo_if(have)):
         return have
     attempt = uuid.uuid4().hex
-    token = unit_attempt.set((kind, key, attempt))
+    reasks = Reasks()
+    token, counting = unit_attempt.set((kind, key, attempt)), reask_count.set(reasks)
     try:
-        record, events = await work()
-        if record.get("status") not in STATUSES:
-            got = record.get("status")
-            raise RuntimeError(f"unit {kind} {key}: its record has status {got!r}, not one of {STATUSES}")
+        made, events = await work()
+        record = {**made, "reasks": reasks.n}
         store.put(kind, key, record, attempt=attempt, events=events)
     finally:
+        reask_count.reset(counting)
         unit_attempt.reset(token)
     return record
 
@@ -88,21 +94,21 @@ class StageDone:
     statuses: dict[str, int]  # the stage's units by status, after this run
 
 
-def ended_in_error(store: RunStore, kind: str, keys: Iterable[str]) -> int:
+def ended_in_error(store: RunStore, kind: str, keys: Iterable[Key]) -> int:
     """How many of ``keys`` (conversations, replays) ended with termination ``error``: a model call that failed
     for good, or output of the simulated user that did not parse."""
     wanted = set(keys)
     return sum(1 for k, d in store.items(kind) if k in wanted and d.get("termination") == "error")
 
 
-def stage_todo(store: RunStore, kind: str, keys: Sequence[str], more: Callable[[str], bool] | None = None,
-               redo_if: Callable[[dict[str, Any]], bool] | None = None) -> list[str]:  # fmt: skip
+def stage_todo(store: RunStore, kind: str, keys: Sequence[Key], more: Callable[[Key], bool] | None = None,
+               redo_if: Callable[[dict[str, Any]], bool] | None = None) -> list[Key]:  # fmt: skip
     """The keys with work left: not stored, stored as ``error``, ``redo_if`` says so, or ``more`` says the unit
     has follow-on work left (an assessment of a stored conversation)."""
     out = []
     for key in keys:
         have = store.get(kind, key)
-        left = have is None or status_of(have) == "error" or (redo_if is not None and redo_if(have))
+        left = have is None or have["status"] == "error" or (redo_if is not None and redo_if(have))
         if left or (more is not None and more(key)):
             out.append(key)
     return out
@@ -111,13 +117,13 @@ def stage_todo(store: RunStore, kind: str, keys: Sequence[str], more: Callable[[
 async def run_stage(
     store: RunStore,
     kind: str,
-    units: Sequence[tuple[str, Work]],
+    units: Sequence[tuple[Key, Work]],
     *,
     workers: int,
     progress: bool = True,
     label: str = "",
-    then: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
-    more: Callable[[str], bool] | None = None,
+    then: Callable[[Key, dict[str, Any]], Awaitable[None]] | None = None,
+    more: Callable[[Key], bool] | None = None,
     redo_if: Callable[[dict[str, Any]], bool] | None = None,
 ) -> StageDone:
     """Every unit not finished yet, ``workers`` at a time, with a progress bar. ``then(key, record)``: follow-on
@@ -127,10 +133,10 @@ async def run_stage(
     todo = set(stage_todo(store, kind, keys, more, redo_if))
     bar = progress_bar(len(units), len(units) - len(todo), label or kind, enabled=progress, unit=kind)
 
-    async def one(item: tuple[str, Work]) -> None:
+    async def one(item: tuple[Key, Work]) -> None:
         key, work = item
         record = await unit(store, kind, key, work, redo_if=redo_if)
-        if then is not None and status_of(record) != "error":
+        if then is not None and record["status"] != "error":
             await then(key, record)
         bar.update(1)
 
@@ -139,5 +145,5 @@ async def run_stage(
     finally:
         bar.close()
     wanted = set(keys)
-    statuses = Counter(status_of(d) for k, d in store.items(kind) if k in wanted)
+    statuses = Counter(d["status"] for k, d in store.items(kind) if k in wanted)
     return StageDone(len(units), len(units) - len(todo), len(todo), dict(sorted(statuses.items())))

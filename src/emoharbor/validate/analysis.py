@@ -176,7 +176,7 @@ def column_cells(
 def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embedding: bool = True) -> dict[str, Any]:
     """The agreement table of a validate run. ``embedding=False`` leaves the reply-similarity baseline out
     (its rows stay, without values, and a note says so)."""
-    replays = {k: d for k, d in store.items("replay")}
+    replays = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
     ok = {k: d for k, d in replays.items() if d["termination"] != "error"}
     by_judge: Judged = {}
     for a in records.assessments(store):
@@ -341,7 +341,7 @@ def score_rows(store: RunStore, *, embedding: bool = True) -> list[dict[str, Any
     by_conv: dict[str, list[Assessment]] = {}
     for a in records.assessments(store):
         by_conv.setdefault(a.conversation, []).append(a)
-    replays = dict(store.items("replay"))
+    replays = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
     views = views_used([a for per in by_conv.values() for a in per])
     features, _notes = baseline_features(replays, views, embedding=embedding)
     out = []

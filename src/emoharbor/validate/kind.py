@@ -34,7 +34,7 @@ class ValidateKind(RunKind):
         from ..simulate.conversation import Conversation
         from .analysis import score_rows, validation_table
 
-        records = dict(store.items("replay"))
+        records = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
         view.conversations = [Conversation.model_validate(d) for d in records.values()]
         view.assessments = assessments_by_conversation(store)
         view.extras = {k: d["esconv"] for k, d in records.items()}

@@ -32,6 +32,7 @@ from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
 from ..simulate.agents import UserBlock, UserSettings, default_user, perceiving_user, require, user_settings
 from ..simulate.conversation import Conversation, Turn
+from ..store.keys import Key
 from ..store.record import open_run, read_run
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo, unit
@@ -129,7 +130,7 @@ def check_chain_prompts(store: RunStore, settings: UserSettings) -> None:
         if d.get("perceived") and old is not None and old != now:
             changed = sorted(k for k in now if old.get(k) != now[k])
             raise ConfigError(
-                f"{store.folder}: replay {key} was made with other versions of {', '.join(changed)}; a user-kind "
+                f"{store.folder}: replay {key[0]} was made with other versions of {', '.join(changed)}; a user-kind "
                 "judge would read an inner record the current prompts did not make: use a new run folder"
             )
 
@@ -196,21 +197,21 @@ async def assess_replay(store: RunStore, dialog: EsconvDialog, record: dict[str,
     if "dialog_turns" not in record:  # a replay stored before the whole dialog was kept
         record = {**record, "dialog_turns": whole_dialog(dialog)}
     profile = draft_profile(dialog, evaluation_only=True)
-    await assess_all(store, conv, judges, models, profile, extra=lambda j: seen_by(conv, record, j))
+    await assess_all(store, (dialog.id,), conv, judges, models, profile, extra=lambda j: seen_by(conv, record, j))
     return True
 
 
 async def replay_and_assess(store: RunStore, dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatModel,
                             judges: list[Judge], models: dict[str, ChatModel]) -> bool:  # fmt: skip
     """One conversation outside a run's worker pool: replayed (or read back), then rated by every judge."""
-    record = await unit(store, "replay", dialog.id, replay_work(dialog, opts, user_model, needs_chain(judges)))
+    record = await unit(store, "replay", (dialog.id,), replay_work(dialog, opts, user_model, needs_chain(judges)))
     return await assess_replay(store, dialog, record, judges, models)
 
 
 async def run_validation(
     opts: ValidateOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> Summary:
-    dialogs = {d.id: d for d in load_selection(opts)}
+    dialogs: dict[Key, EsconvDialog] = {(d.id,): d for d in load_selection(opts)}  # by its replay's key
     judges = opts.make_judges()
     chain = needs_chain(judges)
     store = open_run(run_dir, KIND, opts.resolved(), inputs=opts.esconv)
@@ -237,7 +238,7 @@ async def run_validation(
             user_model = await pool.get(opts.user, "user") if lives else None
             models = await judge_models(pool, judges)
 
-            async def assess(key: str, record: dict[str, Any]) -> None:
+            async def assess(key: Key, record: dict[str, Any]) -> None:
                 await assess_replay(store, dialogs[key], record, judges, models)
                 record_wall_time()
 

@@ -51,7 +51,7 @@ def conversation_items(folder: Path) -> tuple[list[Item], dict[str, int]]:
     finally:
         store.close()
     items, counts = [], Counter[str]()
-    for key, data in records:
+    for _, data in records:
         try:
             conv = Conversation.model_validate(data)
         except ValidationError:
@@ -63,7 +63,7 @@ def conversation_items(folder: Path) -> tuple[list[Item], dict[str, int]]:
             counts["conversations_without_supporter_turn"] += 1
         else:
             content = {"turns": [{"speaker": t.speaker, "text": t.text} for t in conv.turns]}
-            source = {"conversation_id": key, "supporter": conv.supporter, "profile_id": conv.profile_id}
+            source = {"conversation_id": conv.id, "supporter": conv.supporter, "profile_id": conv.profile_id}
             items.append(Item(new_id("i"), CONVERSATION, False, content, source, None))
     return items, {"conversations": len(items), **counts}
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ... import userfiles
 from ...errors import DataError
+from ...store.keys import Key
 from ..dimensions import DIMENSIONS, OVERALL
 
 REQUIRED = ("history_id", "competitor_a", "competitor_b", "rater", "dimension", "winner")
@@ -129,7 +130,7 @@ def read_human_judgments(
     path: Path, histories: set[str], competitors: list[str]
 ) -> tuple[list[dict[str, Any]], ImportReport]:
     report = ImportReport(source=str(path))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[Key, dict[str, Any]] = {}
     for where, rec in _rows(path):
         report.rows += 1
         try:
@@ -140,11 +141,11 @@ def read_human_judgments(
             continue
         key = human_key(row)
         if key in out:
-            report.skip(where, "duplicate", f"{key} was rated before in this file; the later row is kept")
+            report.skip(where, "duplicate", f"{' '.join(key)} was rated before in this file; the later row is kept")
         out[key] = row
     report.imported = len(out)
     return list(out.values()), report
 
 
-def human_key(row: dict[str, Any]) -> str:
-    return f"{row['history_id']}|{row['a']}|{row['b']}|{row['rater']}|{row['dimension']}"
+def human_key(row: dict[str, Any]) -> Key:
+    return (str(row["history_id"]), str(row["a"]), str(row["b"]), str(row["rater"]), str(row["dimension"]))

@@ -51,7 +51,7 @@ def overview(store: RunStore) -> dict[str, Any]:
         "histories": dict(Counter(d["subset"] for _, d in store.items("history"))),
         "speakers_inferred": sum(1 for _, d in store.items("history") if d["speakers_inferred"]),
         "sources": [d for _, d in store.items("load_report")],
-        "stages": dict(store.items("stage")),
+        "stages": {k[0]: d for k, d in store.items("stage")},  # by stage name, the key's one part
         "candidates": cands,
         "candidates_written_as_the_seeker": dict(as_seeker),
         "judgements": judged,
@@ -85,10 +85,10 @@ def own_models(config: HeartConfig) -> dict[str, list[str]]:
 
 def import_human_judgments(store: RunStore, config: HeartConfig, path: Path) -> ImportReport:
     """Read a CSV/JSONL of human judgments into the run store (idempotent: a row replaces its earlier copy)."""
-    rows, report = read_human_judgments(path, set(store.keys("history")), config.competitors())
+    rows, report = read_human_judgments(path, {k[0] for k in store.keys("history")}, config.competitors())
     for row in rows:
         store.put("human_judgment", human_key(row), row)
-    store.put("human_import", str(path.resolve()), report.to_dict())
+    store.put("human_import", (str(path.resolve()),), report.to_dict())
     return report
 
 
@@ -137,6 +137,6 @@ def strategies_report(store: RunStore, config: HeartConfig, base_dir: Path) -> d
         "replies_by_status": dict(Counter(r["status"] for r in records)),
         "sentences": sum(len(r["sentences"]) for r in records),
         "unlabelled_sentences": sum(1 for r in records for lab in r["labels"] if lab is None),
-        "stage": store.get("stage", "strategies"),
+        "stage": store.get("stage", ("strategies",)),
         "events": {k: v for k, v in store.event_counts().items() if k.startswith(("strategy", "sentences"))},
     }

@@ -19,6 +19,7 @@ from ...config import SupporterSpec
 from ...errors import EmoharborError
 from ...models.pool import GetModel, LazyModels
 from ...store import record
+from ...store.keys import Key
 from ...store.run_store import RunStore
 from ...store.units import Events, StageDone, Work, run_stage
 from ..config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
@@ -68,7 +69,7 @@ def read_run(folder: Path) -> tuple[RunStore, HeartConfig, Path]:
 
 
 def histories(store: RunStore) -> dict[str, History]:
-    return {k: History.from_dict(d) for k, d in store.items("history")}
+    return {h.id: h for h in (History.from_dict(d) for _, d in store.items("history"))}
 
 
 def candidates(store: RunStore) -> dict[tuple[str, str], dict[str, Any]]:
@@ -81,10 +82,10 @@ async def generate(
     """Load the histories into the store, then write every competitor's candidate reply."""
     loaded, reports = load_histories(config, base_dir)
     for h in loaded:
-        if not store.has("history", h.id):
-            store.put("history", h.id, h.to_dict())
+        if not store.has("history", (h.id,)):
+            store.put("history", (h.id,), h.to_dict())
     for r in reports:
-        store.put("load_report", r.name, r.to_dict())
+        store.put("load_report", (r.name,), r.to_dict())
     models = LazyModels(get_model)
     systems = {spec.name: system_prompt(spec, base_dir) for spec in config.candidates}
 
@@ -103,11 +104,11 @@ async def generate(
 
         return work
 
-    units: list[tuple[str, Work]] = []
+    units: list[tuple[Key, Work]] = []
     for h in loaded:
         if config.include_human:
-            units.append((f"{h.id}|{HUMAN}", human_work(h)))
-        units.extend((f"{h.id}|{spec.name}", model_work(h, spec)) for spec in config.candidates)
+            units.append(((h.id, HUMAN), human_work(h)))
+        units.extend(((h.id, spec.name), model_work(h, spec)) for spec in config.candidates)
     done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
     skipped = {r.name: dict(r.skipped) for r in reports if r.skipped}
     return stage_summary(store, "generate", done, "candidates_by_status", histories=len(loaded),
@@ -117,7 +118,7 @@ async def generate(
 def stage_summary(store: RunStore, stage: str, done: StageDone, by_status: str, **counts: Any) -> dict[str, Any]:
     """A stage's counts with what the runner did (done now, resumed, units by status), stored and returned."""
     summary = {**counts, "done_now": done.done_now, "resumed": done.resumed, by_status: done.statuses}
-    store.put("stage", stage, summary)
+    store.put("stage", (stage,), summary)
     return summary
 
 
@@ -183,13 +184,11 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
 
         return work
 
-    units: list[tuple[str, Work]] = []
+    units: list[tuple[Key, Work]] = []  # keyed (history, a, b, judge, order)
     for spec in config.judges:
         for h, a, sa, sb in pairs:
             for order, (first, second) in (("ab", (sa, sb)), ("ba", (sb, sa))):
-                units.append(
-                    (f"{h.id}|{a}|{sb.name}|{spec.name}|{order}", judge_work(spec, h, a, first, second, order))
-                )
+                units.append(((h.id, a, sb.name, spec.name, order), judge_work(spec, h, a, first, second, order)))
     done = await run_stage(store, "comparison", units, workers=config.concurrency, progress=progress)
     return stage_summary(store, "judge", done, "judgements_by_status", pairs=len(pairs), judgements=len(units),
                          **counts)  # fmt: skip
@@ -218,13 +217,13 @@ async def label(
 
         return work
 
-    units: list[tuple[str, Work]] = []
+    units: list[tuple[Key, Work]] = []
     unusable = 0
     for (hid, comp), cand in sorted(candidates(store).items()):
         if cand["status"] != "ok" or hid not in hs:
             unusable += 1
         else:
-            units.append((f"{hid}|{comp}", label_work(hs[hid], cand)))
+            units.append(((hid, comp), label_work(hs[hid], cand)))
     done = await run_stage(store, "strategy", units, workers=config.concurrency, progress=progress)
     return stage_summary(store, "strategies", done, "replies_by_status", replies=len(units),
                          candidates_unusable=unusable)  # fmt: skip

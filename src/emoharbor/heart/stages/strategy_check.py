@@ -165,10 +165,10 @@ async def label_items(
 
         return work
 
-    units = [(item.key, work_for(item)) for item in items]
+    units = [((item.key,), work_for(item)) for item in items]
     done = await run_stage(store, UNIT, units, workers=settings.concurrency, progress=progress)
     summary = {"messages": len(units), "done_now": done.done_now, "resumed": done.resumed}
-    store.put("stage", "strategy_check", summary)
+    store.put("stage", ("strategy_check",), summary)
     return summary
 
 
@@ -238,7 +238,7 @@ def check_report(
     status: Counter[str] = Counter()
     scored: list[tuple[Item, str]] = []
     for item in items:
-        rec = store.get(UNIT, item.key)
+        rec = store.get(UNIT, (item.key,))
         if rec is None:
             status["not_labelled_yet"] += 1
             continue
@@ -272,7 +272,7 @@ def check_report(
         "distribution": [{"strategy": n, "annotators": gold[n], "labeller": pred[n]} for n in shown],
         "confusion": confusion,
         "patterns": label_patterns(records, names),
-        "stage": store.get("stage", "strategy_check"),
+        "stage": store.get("stage", ("strategy_check",)),
     }
 
 

@@ -1,0 +1,110 @@
+"""Bringing a run store up to the format this code writes (``FORMAT``), once, when it is opened.
+
+A store says its format in ``meta.format_version``; one without it is format 1. A store of an older format is
+rewritten in one transaction, so a store is never half migrated; one newer than this code, or older than
+``OLDEST``, is refused with a message naming the folder and both versions. After this, reading a record only
+decodes it: nothing is guessed.
+
+Format 1 -> 2:
+- a unit record's status, which format 1 guessed on every read from what the record held (a conversation
+  that ended on a failed model call is an ``error``, output that did not parse ``unscored``, HEART's missing
+  replies and unlabelled messages, evolve's dropped contexts...), is written into the record;
+- a key's parts, joined with "|" (which names could not hold), become a JSON array, in the results and in
+  the unit keys of the calls and events;
+- the calls get the columns added since the first run stores (``superseded``, ``attempt``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmoharborError
+from ..kinds import not_units
+from .keys import encode_key
+
+# The run format this code writes, and the oldest it brings up to date. Format 1 (no ``format_version``)
+# joined a key's parts with "|" and left a unit's status to be guessed on every read; format 2 keys are JSON
+# arrays (``store.keys``), and every unit record carries its status.
+FORMAT = 2
+OLDEST = 1
+
+
+def format_of(db: sqlite3.Connection, folder: Path) -> int:
+    row = db.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
+    if row is None:
+        return 1
+    try:
+        return int(row[0])
+    except ValueError:
+        raise EmoharborError(f"{folder}: its run format {row[0]!r} is not a number: restore the run folder") from None
+
+
+def migrate(db: sqlite3.Connection, folder: Path) -> None:
+    """Bring the run store ``db`` (of ``folder``) to ``FORMAT``, in one transaction; refuse a newer or too old one."""
+    have = format_of(db, folder)
+    if have > FORMAT:
+        raise EmoharborError(
+            f"{folder} holds a run of format {have}, newer than this emoharbor reads (format {FORMAT}): "
+            "use the emoharbor that wrote it, or a newer one"
+        )
+    if have < OLDEST:
+        raise EmoharborError(
+            f"{folder} holds a run of format {have}, older than this emoharbor can bring up to date (format "
+            f"{OLDEST} to {FORMAT}): read it with an older emoharbor, or run it again"
+        )
+    if have == FORMAT:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if format_of(db, folder) == 1:  # another process may have migrated it while this one waited
+            _from_format1(db)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('format_version', ?)", (str(FORMAT),))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def status_format1(record: dict[str, Any]) -> str:
+    """How a format-1 unit ended, read by what it holds where it carries no status (as format 1 read it)."""
+    status = record.get("status")
+    if status in ("ok", "unscored", "error"):
+        return str(status)
+    if record.get("termination") == "error":
+        return "error" if any(ev[0] == "model_error" for ev in record.get("events", [])) else "unscored"
+    if record.get("unscored"):
+        return "error" if record.get("attempts") == 0 and record.get("error") else "unscored"
+    if status == "dropped":
+        return "error" if record.get("reason") == "model_error" else "unscored"
+    return "unscored" if status in ("missing", "empty", "unlabelled", "no_sentences") else "ok"  # scored, kept
+
+
+def key_format1(text: str) -> str:
+    """A format-1 key ("|"-joined parts; "" for none) as format 2 writes it."""
+    return encode_key(tuple(text.split("|"))) if text else ""
+
+
+def _from_format1(db: sqlite3.Connection) -> None:
+    have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
+    if "superseded" not in have:
+        db.execute("ALTER TABLE calls ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0")
+    if "attempt" not in have:
+        db.execute("ALTER TABLE calls ADD COLUMN attempt TEXT NOT NULL DEFAULT ''")
+    kind = db.execute("SELECT value FROM meta WHERE key='kind'").fetchone()[0]
+    plain = not_units(str(kind))
+    rows = db.execute("SELECT kind, key, data, created FROM results").fetchall()
+    db.execute("DELETE FROM results")
+    for k, key, data, created in rows:
+        record = json.loads(data)
+        if k not in plain:
+            record["status"] = status_format1(record)
+        db.execute(
+            "INSERT INTO results VALUES (?, ?, ?, ?)",
+            (k, key_format1(key), json.dumps(record, ensure_ascii=False), created),
+        )
+    for table in ("calls", "events"):
+        for rowid, key in db.execute(f"SELECT id, unit_key FROM {table}").fetchall():
+            db.execute(f"UPDATE {table} SET unit_key=? WHERE id=?", (key_format1(key or ""), rowid))
