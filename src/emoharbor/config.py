@@ -119,17 +119,16 @@ class RunConfig(BaseModel):
     @field_validator("judges")
     @classmethod
     def _cards(cls, refs: list[str]) -> list[str]:
-        from .assess.cards import CONVERSATION_KINDS, NOT_A_CONVERSATION, load_card  # it imports this module
+        from .assess.cards import load_card  # it imports this module
+        from .assess.judge_kinds import ConversationKind, card_kind
 
         if not refs:
             raise ValueError("no judge cards: the run's conversations would not be rated; give at least one card")
         for ref in refs:
             try:
-                card = load_card(ref)
+                card_kind(load_card(ref), ConversationKind)
             except ConfigError as e:
                 raise ValueError(str(e)) from None
-            if card.kind not in CONVERSATION_KINDS:
-                raise ValueError(f"judge card {ref!r} is {NOT_A_CONVERSATION[card.kind]}")
         return refs
 
     @model_validator(mode="after")
