@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 
 from emoharbor.assess.cards import builtin_names, load_card
 from emoharbor.assess.dimensions import load_rubric
@@ -108,6 +109,18 @@ def test_builtin_cards_load_and_version_by_content(tmp_path: Path) -> None:
     first = load_card(str(path)).version
     prompt.write_text("Rate this: $transcript\n$rubric\n$answer\n")
     assert load_card(str(path)).version != first  # the prompt's text is part of the version
+
+
+def test_a_card_that_leaves_out_its_prompt_and_rubric_gets_its_kinds(tmp_path: Path) -> None:
+    builtin = load_card("third_party")
+    path = tmp_path / "third_party.yaml"
+    path.write_text(yaml.safe_dump(builtin.model_dump(mode="json", exclude={"prompt", "rubric", "model"})))
+    short = load_card(str(path))
+    assert (short.prompt, short.rubric) == ("builtin:third_party_judge", "builtin:support10")
+    assert short.version == builtin.version  # the same card: the same version, so runs made with it resume
+    pair = tmp_path / "pair.yaml"
+    pair.write_text("name: pair\nkind: heart_pairwise\nrubric: no_such_rubric.yaml\n")
+    assert load_card(str(pair)).prompt == "builtin:heart_judge_user"  # a pair kind reads no rubric
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,11 @@
 A new user agent touches: its own module, with one ``register_agent(...)`` line in it. A user's own module is
 named in the config (``user_agent: {agent: MODULE:NAME}``) and imported from there: no other file changes. A
 built-in one (``simulate/rules_user.py``) adds its module's name to ``agents.BUILT_IN``: one line elsewhere.
+
+A new judge kind touches: its own module, with one ``register_judge_kind(...)`` line in it (and the prompt
+file it reads). A card names it (``kind: MODULE:NAME``), and the module is imported from there: no file of
+emoharbor changes. A built-in one (``assess/pair_judge.py``) adds its module's name to
+``judge_kinds.BUILT_IN``: one line elsewhere.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import yaml
 from pydantic import ValidationError
 
 from cli_helpers import run_main
+from emoharbor.assess import judge_kinds
+from emoharbor.assess.cards import load_card
 from emoharbor.config import RunConfig
 from emoharbor.errors import ConfigError, EmoharborError
 from emoharbor.evaluate.run import run_evaluation
@@ -64,10 +71,33 @@ register_agent("echo", EchoSettings, lambda model, profile, s: Echo(s), needs_mo
 """
 
 
+# a judge kind of one's own: a conversation judge shown the supporter's turns only, without the seeker's
+OWN_KIND = """
+from pathlib import Path
+
+from emoharbor.assess.judge import answer_text
+from emoharbor.assess.judge_kinds import ConversationKind, register_judge_kind
+
+
+def supporter_turns(card, conv, profile):
+    p = card.prompt_file()
+    said = "\\n".join(f"Supporter: {t.text}" for t in conv.turns if t.speaker == "supporter")
+    text = p.render(replies=said, rubric=card.rubric_file().prompt_text(), answer=answer_text(card))
+    return [{"role": "user", "content": text}], f"{card.version}+{p.version}"
+
+
+register_judge_kind(ConversationKind(name="supporter_only", shown=("the supporter's turns",),
+                                     prompt=str(Path(__file__).with_name("supporter_only.txt")),
+                                     messages=supporter_turns))
+"""
+OWN_KIND_PROMPT = "Read only what a supporter said, and rate it.\n\n$replies\n\n$rubric\n\n$answer\n"
+
+
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Agents registered by a test stay in the test."""
+    """Agents and judge kinds registered by a test stay in the test."""
     monkeypatch.setattr(agents, "AGENTS", dict(agents.AGENTS))
+    monkeypatch.setattr(judge_kinds, "KINDS", dict(judge_kinds.KINDS))
 
 
 def write_run(path: Path, url: str, user_agent: object, reply: str) -> Path:
@@ -174,3 +204,56 @@ def test_a_run_started_with_the_old_spelling_is_refused_with_the_reason(tmp_path
     RunStore.create_or_resume(tmp_path / "r", "emoharbor", old, "oldhash").close()
     with pytest.raises(EmoharborError, match="started before the simulated user's settings moved into the user_agent"):
         asyncio.run(run_evaluation(RunConfig(), tmp_path / "r", progress=False))
+
+
+def test_a_judge_kind_of_ones_own_is_a_module_named_in_a_card(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, registry: None
+) -> None:
+    (tmp_path / "my_judges.py").write_text(OWN_KIND)
+    (tmp_path / "supporter_only.txt").write_text(OWN_KIND_PROMPT)
+    card = {"name": "supporter_view", "kind": "my_judges:supporter_only", "evidence": False, "max_tokens": 200}
+    (tmp_path / "card.yaml").write_text(yaml.safe_dump(card))  # no prompt, no rubric: the kind's
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_judges", raising=False)
+    try:
+        loaded = load_card(str(tmp_path / "card.yaml"))
+        assert (loaded.prompt, loaded.rubric) == (str(tmp_path / "supporter_only.txt"), "builtin:support10")
+        with FakeOpenAIServer() as srv:
+            cfg = write_run(tmp_path / "c.yaml", srv.base_url, "rules", HEARD)
+            config = yaml.safe_load(cfg.read_text())
+            cfg.write_text(yaml.safe_dump({**config, "judges": [str(tmp_path / "card.yaml")]}))
+            code, _, err = run_main(["run", str(cfg), "--run-dir", str(tmp_path / "r"), "--quiet"], capsys)
+            shown = [b["messages"][0]["content"] for b in srv.bodies]
+        assert code == 0, err
+        _, convs = stored(tmp_path / "r")
+        assert len(convs) == 2 and len(shown) == 2  # the rules user calls no model: every request is the judge's
+        for conv in convs:  # each judge was shown the supporter's turns, and none of the seeker's
+            turns = conv["turns"]  # type: ignore[index]
+            asked = next(s for s in shown if turns[1]["text"] in s)  # type: ignore[index]
+            assert asked.startswith("Read only what a supporter said")
+            assert all(t["text"] not in asked for t in turns if t["speaker"] == "user")  # type: ignore[attr-defined]
+        code, out, err = run_main(["leaderboard", str(tmp_path / "r"), "--judge", "supporter_view:fake",
+                                   "--format", "json"], capsys)  # fmt: skip
+        assert code == 0, err
+        rows = json.loads(out)["rows"]
+        assert [(r["supporter"], r["scored"]) for r in rows] == [("scripted", 2)]
+        store = RunStore.open_existing(tmp_path / "r")
+        try:  # its scores are the leaderboard's
+            scores = [d["scores"] for _, d in store.items("assessment") if d["judge"] == "supporter_view:fake"]
+        finally:
+            store.close()
+        for key, cell in rows[0]["dimensions"].items():
+            assert cell["mean"] == pytest.approx(sum(s[key] for s in scores) / 2)
+    finally:
+        sys.modules.pop("my_judges", None)
+
+
+def test_a_card_of_a_kind_that_rates_replies_is_refused_by_a_run() -> None:
+    with pytest.raises(
+        ValidationError, match="judge card third_party_reply: a judge of one reply, not of a conversation"
+    ):
+        RunConfig.model_validate({"judges": ["third_party_reply"]})
+    with pytest.raises(ConfigError, match="no judge kind 'oracle'"):
+        judge_kinds.judge_kind("oracle")
+    with pytest.raises(ConfigError, match="cannot import no_such_module"):
+        judge_kinds.judge_kind("no_such_module:oracle")

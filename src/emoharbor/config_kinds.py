@@ -72,7 +72,9 @@ def check_config(path: Path, *, models: bool) -> list[str]:
             raise ConfigError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
         if models and card.model is not None:
             check_named_models([("model", card.model)], where)
-        return [_dump(card.model_dump(mode="json")), f"# {kind}; version: {card.version}"]
+        judged = card.judge_kind()
+        return [_dump(card.model_dump(mode="json")), f"# {kind}; version: {card.version}; kind {card.kind}: rates a "
+                f"{judged.rates}, shown {', '.join(judged.shown)}"]  # fmt: skip
     if kind == "profile file":
         profiles = load_profile_file(path)
         return [f"# {kind}: {len(profiles)} valid profiles: {', '.join(p.id for p in profiles)}"]

@@ -1,23 +1,15 @@
 """Judge cards: a judge as a named, versioned thing (YAML), not a model name alone.
 
-A card says what a judge is: its kind (what it is shown), its prompt file, its rubric, how its scores are
-read (``argmax``: the integer it wrote; ``expected``: also the probability-weighted mean over the allowed
-values, see ``expected.py``), what part of a conversation it sees, whether it quotes evidence, and its token
-budget. The model is the card's own (``model:``) or the one the command gives. A card's ``version`` hashes
-all of that with the texts of its prompt and rubric, so a changed card is never mixed into a run that used
-the old one.
+A card says what a judge is: its kind (what it rates and is shown), its prompt file, its rubric, how its
+scores are read (``argmax``: the integer it wrote; ``expected``: also the probability-weighted mean over the
+allowed values, see ``expected.py``), what part of a conversation it sees, whether it quotes evidence, and
+its token budget. The model is the card's own (``model:``) or the one the command gives. A card's
+``version`` hashes all of that with the texts of its prompt and rubric, so a changed card is never mixed
+into a run that used the old one.
 
-Kinds:
-- ``user``: the simulated user itself, after living through the talk (its persona, its inner record, the
-  transcript). In a validate run, only the replayed part has an inner record.
-- ``profile_aware``: the user's persona and the transcript, no inner record: "knowing the person"
-  without "having lived through the talk".
-- ``third_party``: the transcript only.
-- ``heart_pairwise``: HEART's blinded comparison of two next replies.
-- ``reply``: one next reply in its context (the conversation so far), as the sensitivity suite rates it.
-
-``heart_pairwise`` and ``reply`` cards do not rate a conversation: runs and validate refuse them
-(``CONVERSATION_KINDS`` are those that do).
+The kinds are registered objects (``judge_kinds.py``): ``user``, ``profile_aware`` and ``third_party`` rate
+a conversation, ``reply`` one reply, ``heart_pairwise`` a pair of replies; a user's own kind is named
+``module:name``. A card that names no prompt (or no rubric) gets its kind's.
 
 Built-in cards are YAML files in ``assess/cards/``; ``load_card("third_party")`` or a path.
 """
@@ -30,30 +22,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .. import userfiles
 from ..errors import ConfigError, validation_message
 from ..models.spec import ModelSpec
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
+from .judge_kinds import ConversationKind, JudgeKind, judge_kind
 
-Kind = Literal["user", "profile_aware", "third_party", "heart_pairwise", "reply"]
-CONVERSATION_KINDS = ("user", "profile_aware", "third_party")
-NOT_A_CONVERSATION = {  # why a card of another kind cannot rate a conversation, and where it belongs
-    "heart_pairwise": "a HEART pairwise judge: give it to `emoharbor heart judge` or `emoharbor sensitivity`",
-    "reply": "a judge of one reply, not of a conversation: give it to `emoharbor sensitivity`",
-}
 Scoring = Literal["argmax", "expected"]
 Sees = Literal["replayed", "all"]
 CARDS = "cards"
+USER_JUDGE = "user"  # the name of the simulated user judging with its own model
 
 
 class JudgeCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    kind: Kind
+    kind: str  # a registered judge kind (judge_kinds.py), or module:name
     description: str = ""
     prompt: str  # builtin:NAME (a file of emoharbor/prompts) or a path to a text file
     rubric: str = DEFAULT_RUBRIC
@@ -71,12 +59,36 @@ class JudgeCard(BaseModel):
             raise ValueError(f"a card name is a plain word (no '|', ':', '/' or spaces), not {v!r}")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_defaults(cls, data: Any) -> Any:
+        """A card that names no prompt or rubric gets its kind's (an unknown kind is the field's error)."""
+        if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or {"prompt", "rubric"} <= set(data):
+            return data
+        try:
+            kind = judge_kind(data["kind"])
+        except ConfigError:
+            return data
+        return {"prompt": kind.prompt, **({"rubric": kind.rubric} if kind.rubric else {}), **data}
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        try:
+            judge_kind(v)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+        return v
+
     @field_validator("model", mode="before")
     @classmethod
     def _model(cls, v: Any) -> Any:
         return {"model": v} if isinstance(v, str) else v
 
     # -- what the card refers to -----------------------------------------------------------
+    def judge_kind(self) -> JudgeKind:
+        return judge_kind(self.kind)
+
     def prompt_file(self) -> Prompt:
         return _prompt(self.prompt, self.name)
 
@@ -92,15 +104,17 @@ class JudgeCard(BaseModel):
             "card": self.model_dump(mode="json", exclude={"model", "description"}),
             "prompt": self.prompt_file().text,
             "answer": self.answer_prompt().text,
-            "rubric": self.rubric_file().source if self.kind != "heart_pairwise" else "",
+            "rubric": self.rubric_file().source if self.judge_kind().rubric is not None else "",
         }
         blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
         return f"{self.name}@{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
     def judge_id(self, model: str, user_model: str | None = None) -> str:
-        """The judge's name in a run's records: ``user`` for the simulated user judging with its own model,
-        else ``NAME:MODEL`` (``third_party:local:qwen1.5b``)."""
-        if self.kind == "user" and self.name == "user" and model == user_model:
+        """The judge's name in a run's records: ``user`` for the simulated user judging with its own model
+        (the card ``user`` of a kind shown the user's inner record), else ``NAME:MODEL``
+        (``third_party:local:qwen1.5b``)."""
+        kind = self.judge_kind()
+        if isinstance(kind, ConversationKind) and kind.lived and self.name == USER_JUDGE and model == user_model:
             return "user"
         return f"{self.name}:{model}"
 
@@ -137,7 +151,8 @@ def builtin_names() -> list[str]:
 
 def load_card(ref: str) -> JudgeCard:
     """A built-in card by name (``user``, ``profile_aware``, ``third_party``, ``third_party_overall``,
-    ``heart_pairwise``; ``builtin:NAME`` too) or a YAML file. Errors name the file and the field."""
+    ``third_party_reply``, ``heart_pairwise``; ``builtin:NAME`` too) or a YAML file. Errors name the file and
+    the field."""
     name = ref.removeprefix("builtin:")
     if name in builtin_names():
         where = f"builtin:{name}"
@@ -154,7 +169,7 @@ def load_card(ref: str) -> JudgeCard:
     except ValidationError as e:
         raise ConfigError(validation_message(where, e)) from None
     card.prompt_file()  # a missing prompt or rubric file is an error now, not in the middle of a run
-    if card.kind != "heart_pairwise":
+    if card.judge_kind().rubric is not None:
         card.rubric_file()
     return card
 

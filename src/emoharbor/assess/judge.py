@@ -1,8 +1,8 @@
 """Rating a conversation with a judge card: 10 dimension scores (or the card's rubric) with evidence.
 
-What each kind is shown (see ``cards.py``): the user-judge its persona, its state trajectory and the
-transcript; the profile-aware judge the persona and the transcript; the third-party judge the transcript.
-An output that never parses is unscored: every score None, counted. With ``scoring: expected`` the
+What a judge is shown, and so its messages, is its kind's (``judge_kinds.py``; the built-in ones in
+``conversation_judges.py``); here they are asked for the card's rubric and the answer is recorded. An
+output that never parses is unscored: every score None, counted. With ``scoring: expected`` the
 probability-weighted scores are stored beside the written integers (``expected``, ``probs``); a dimension
 whose probabilities cannot be read is None there and counted in ``expected_error``.
 """
@@ -17,46 +17,15 @@ from ..models.base import ChatModel, Message, ModelCallError
 from ..models.expected import expected_scores
 from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
-from ..prompts import load_prompt
 from ..simulate.conversation import Conversation
 from .cards import JudgeCard
-
-USER_JUDGE = "user"
-
-
-def trajectory_text(conv: Conversation) -> str:
-    rows = []
-    for s in conv.states:
-        met = f"; met: {', '.join(s.needs_met)}" if s.needs_met else ""
-        missed = f"; missed: {', '.join(s.needs_missed)}" if s.needs_missed else ""
-        rows.append(f"{s.turn}: intensity {s.intensity}, trust {s.trust}; {s.thought or '-'}{met}{missed}")
-    return "\n".join(rows) or "(no inner record)"
+from .judge_kinds import ConversationKind, card_kind
 
 
 def answer_text(card: JudgeCard) -> str:
     keys = card.rubric_file().keys()
     example = json.dumps(dict.fromkeys(keys, 3))
     return card.answer_prompt().render(keys=", ".join(keys), example=example).strip()
-
-
-def judge_messages(card: JudgeCard, conv: Conversation, profile: Profile | None) -> tuple[list[Message], str]:
-    """The messages a card sends about ``conv``, and the prompt version for the cache key."""
-    p = card.prompt_file()
-    common = {"rubric": card.rubric_file().prompt_text(), "answer": answer_text(card)}
-    if card.kind in ("user", "profile_aware") and profile is None:
-        raise ValueError(f"judge card {card.name} ({card.kind}) needs the user's profile")
-    if card.kind == "user":
-        assert profile is not None
-        system = load_prompt("user_system").render(persona=profile.persona_card(), transcript=conv.transcript("You"))
-        text = p.render(trajectory=trajectory_text(conv), **common)
-        msgs: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": text}]
-    elif card.kind == "profile_aware":
-        assert profile is not None
-        transcript = conv.transcript("Seeker", "Supporter")
-        msgs = [{"role": "user", "content": p.render(persona=profile.persona_card(), transcript=transcript, **common)}]
-    else:
-        msgs = [{"role": "user", "content": p.render(transcript=conv.transcript("Seeker", "Supporter"), **common)}]
-    return msgs, f"{card.version}+{p.version}"
 
 
 def assessment_record(card: JudgeCard, judge: str, got: Structured) -> dict[str, Any]:
@@ -91,7 +60,10 @@ async def judge_conversation(
     card: JudgeCard, model: ChatModel, judge: str, conv: Conversation, profile: Profile | None, seed: int = 0
 ) -> dict[str, Any]:
     """One assessment of ``conv`` by ``card`` on ``model``, recorded under the name ``judge``."""
-    messages, version = judge_messages(card, conv, profile)
+    kind = card_kind(card, ConversationKind)
+    if kind.profile and profile is None:
+        raise ValueError(f"judge card {card.name} ({card.kind}) needs the user's profile")
+    messages, version = kind.messages(card, conv, profile)
     return await ask_card(card, model, judge, messages, version, seed)
 
 

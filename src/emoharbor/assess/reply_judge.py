@@ -1,19 +1,20 @@
-"""Rating one supporter reply in its context with a ``reply`` card: the conversation so far and the reply,
-one score per rubric key (the sensitivity suite's third-party judge of a reply). The record is an
-assessment's (``judge.assessment_record``): written scores, and with ``scoring: expected`` the
-probability-weighted ones."""
+"""Rating one supporter reply in its context with a card of a kind that rates a reply (the built-in ``reply``:
+the conversation so far and the reply, one score per rubric key; the sensitivity suite's third-party judge of
+a reply). The record is an assessment's (``judge.assessment_record``): written scores, and with ``scoring:
+expected`` the probability-weighted ones."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..models.base import ChatModel, Message
+from ..models.base import ChatModel
 from ..simulate.conversation import Turn
 from .cards import JudgeCard
 from .judge import answer_text, ask_card
+from .judge_kinds import Asked, ReplyKind, card_kind, register_judge_kind
 
 
-def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> tuple[list[Message], str]:
+def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> Asked:
     p = card.prompt_file()
     transcript = "\n".join(f"{'Seeker' if t.speaker == 'user' else 'Supporter'}: {t.text}" for t in turns)
     text = p.render(rubric=card.rubric_file().prompt_text(), answer=answer_text(card), transcript=transcript,
@@ -24,5 +25,9 @@ def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> tuple[list
 async def judge_reply(
     card: JudgeCard, model: ChatModel, judge: str, turns: list[Turn], reply: str, seed: int = 0
 ) -> dict[str, Any]:
-    messages, version = reply_messages(card, turns, reply)
+    messages, version = card_kind(card, ReplyKind).messages(card, turns, reply)
     return await ask_card(card, model, judge, messages, version, seed)
+
+
+register_judge_kind(ReplyKind(name="reply", shown=("conversation so far", "reply"), prompt="builtin:reply_judge",
+                              messages=reply_messages))  # fmt: skip

@@ -17,8 +17,9 @@ from ..simulate.conversation import Conversation
 from ..store.keys import Key
 from ..store.run_store import RunStore
 from ..store.units import Events, finished, in_workers, unit
-from .cards import CONVERSATION_KINDS, NOT_A_CONVERSATION, JudgeCard, judge_model, load_card
+from .cards import JudgeCard, judge_model, load_card
 from .judge import check_logprobs, judge_conversation
+from .judge_kinds import ConversationKind, card_kind
 
 
 @dataclass(frozen=True)
@@ -42,15 +43,15 @@ def check_scoring(card: JudgeCard, spec: ModelSpec) -> None:
 
 def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
     """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
-    A user-kind card runs on the simulated user's model unless it names its own."""
+    A card of a kind shown the user's inner record (``user``) runs on the simulated user's model unless it
+    names its own; a card of a kind that does not rate a conversation is refused."""
     out: list[Judge] = []
     for ref in refs:
         card = load_card(ref).with_options(**options)
-        spec = judge_model(card, user if card.kind == "user" else judge)
-        if card.kind not in CONVERSATION_KINDS:
-            raise ConfigError(f"judge card {card.name}: {NOT_A_CONVERSATION[card.kind]}")
+        lived = card_kind(card, ConversationKind).lived
+        spec = judge_model(card, user if lived else judge)
         check_scoring(card, spec)
-        role = "user" if card.kind == "user" and spec == user else "judge"
+        role = "user" if lived and spec == user else "judge"
         out.append(Judge(card, spec, card.judge_id(spec.model, user.model), role))
     names = [j.name for j in out]
     dup = sorted({n for n in names if names.count(n) > 1})

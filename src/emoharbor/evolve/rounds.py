@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import JudgeCard, load_card
+from ..assess.judge_kinds import PairKind
 from ..errors import ConfigError, EmoharborError
 from ..models.adapters import load_lora_adapter
 from ..models.base import ChatModel
@@ -44,9 +45,10 @@ def pair_judge_card(cfg: EvolveConfig) -> JudgeCard | None:
     if not cfg.refine.judge_check:
         return None
     card = load_card(cfg.refine.judge_card)
-    if card.kind != "heart_pairwise":
+    if not isinstance(card.judge_kind(), PairKind):
         ref = cfg.refine.judge_card
-        raise ConfigError(f"refine.judge_card {ref!r} is a {card.kind} card: give a heart_pairwise one")
+        raise ConfigError(f"refine.judge_card {ref!r} is a {card.kind} card: give one of a kind that compares two "
+                          "replies (heart_pairwise)")  # fmt: skip
     return card
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import userfiles
 from ..assess.cards import load_card
+from ..assess.judge_kinds import PairKind
 from ..config import SupporterSpec, plain_name
 from ..errors import ConfigError, EmoharborError, validation_message
 from ..models.spec import ModelSpec
@@ -58,11 +59,12 @@ class JudgeSpec(ModelSpec):
     @model_validator(mode="after")
     def _card_kind(self) -> JudgeSpec:
         try:
-            kind = load_card(self.card).kind
+            card = load_card(self.card)
         except EmoharborError as e:
             raise ValueError(str(e)) from None
-        if kind != "heart_pairwise":
-            raise ValueError(f"judge card {self.card!r} is of kind {kind}, not heart_pairwise")
+        if not isinstance(card.judge_kind(), PairKind):
+            raise ValueError(f"judge card {self.card!r} is of kind {card.kind}, not heart_pairwise nor another "
+                             "kind that compares two replies")  # fmt: skip
         return self
 
 

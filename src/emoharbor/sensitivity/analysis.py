@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..assess.judge_kinds import judge_kind
 from ..reward.score import combine
 from ..reward.settings import RewardSettings
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
@@ -160,16 +161,15 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
     """The cases whose every scorer has rated every reply (unscored counts as done): the table is made of
     those only, so that every scorer and the word count stand on the same items in a run not finished yet."""
     judges = json.loads(store.meta().get("judges", "{}"))
+    rates = {name: judge_kind(card["kind"]).rates for name, card in judges.items()}  # reply or pair
     scored, paired = store.keys("score"), store.keys("pair")
     user = bool(store.config().get("user"))
     out = set()
     for c, d in cases.items():
         kinds = list(d["replies"])
         need = [(c, k, USER) for k in kinds] if user else []
-        for name, card in judges.items():
-            if card.get("kind") == "reply":
-                need += [(c, k, name) for k in kinds]
-        pairs = [(c, k, name, o) for name, card in judges.items() if card.get("kind") != "reply"
+        need += [(c, k, name) for name in judges if rates[name] == "reply" for k in kinds]
+        pairs = [(c, k, name, o) for name in judges if rates[name] == "pair"
                  for k in kinds if k != REAL for o in ("ab", "ba")]  # fmt: skip
         if all(k in scored for k in need) and all(k in paired for k in pairs):
             out.add(c)

@@ -6,9 +6,10 @@ Store kinds (one unit each, resumable, calls cached):
 - ``case`` (key: the case id): the case, its replies by kind (``real`` and each bad kind) and the suite's
   version; no model;
 - ``score`` (key ``case|reply kind|scorer``): ``user``, the simulated user's reaction and reward
-  (``reward.score.Scored``), or a ``reply`` card's assessment of the reply;
-- ``pair`` (key ``case|bad kind|judge|order``): a HEART pairwise judge's verdict on the real reply against
-  the bad one, shown first (``ab``) or second (``ba``), through HEART's own judging.
+  (``reward.score.Scored``), or the assessment of the reply by a card of a kind that rates one (``reply``);
+- ``pair`` (key ``case|bad kind|judge|order``): the verdict of a card of a kind that compares two replies
+  (``heart_pairwise``) on the real reply against the bad one, shown first (``ab``) or second (``ba``),
+  through HEART's own judging.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import load_card
+from ..assess.judge_kinds import ReplyKind
 from ..assess.reply_judge import judge_reply
 from ..assess.stage import Judge, check_judges, check_scoring, judge_models
 from ..errors import ConfigError
@@ -44,7 +46,6 @@ KIND = "sensitivity"
 USER = "user"  # the scorer name of the simulated user's reaction
 REAL = "real"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
-SCORED_KINDS = ("reply", "heart_pairwise")  # the card kinds that rate a reply, not a conversation
 
 
 @dataclass
@@ -97,10 +98,10 @@ class SensitivityOptions:
         out = []
         for ref in self.judges:
             card = load_card(ref).with_options(scoring=self.scoring)
-            if card.kind not in SCORED_KINDS:
+            if card.judge_kind().rates == "conversation":
                 raise ConfigError(
                     f"judge card {card.name} ({card.kind}) rates whole conversations; the suite rates one reply: "
-                    "give a card of kind reply (third_party_reply) or heart_pairwise"
+                    "give a card of a kind that rates one reply (third_party_reply) or compares two (heart_pairwise)"
                 )
             spec = card.model if card.model is not None else self.judge
             check_scoring(card, spec)
@@ -203,7 +204,7 @@ def plan(cases: list[Case], replies: dict[str, dict[str, str]], opts: Sensitivit
             if opts.user is not None:
                 out.append(Item("score", (c.id, kind, USER), c, kind, reply, None))
             for j in judges:
-                if j.card.kind == "reply":
+                if isinstance(j.card.judge_kind(), ReplyKind):
                     out.append(Item("score", (c.id, kind, j.name), c, kind, reply, j))
                 elif kind != REAL:
                     out += [Item("pair", (c.id, kind, j.name, o), c, kind, reply, j, o) for o in ("ab", "ba")]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..assess.judge_kinds import ConversationKind, card_kind
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
@@ -141,7 +142,7 @@ def conversation_seed(seed: int, record_id: str) -> int:
 
 def needs_chain(judges: list[Judge]) -> bool:
     """Whether the simulated user must live through the replayed turns: only a user-kind judge reads that."""
-    return any(j.card.kind == "user" for j in judges)
+    return any(card_kind(j.card, ConversationKind).lived for j in judges)
 
 
 def whole_dialog(dialog: EsconvDialog) -> list[dict[str, str]]:

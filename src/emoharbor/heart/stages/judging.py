@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...assess.cards import JudgeCard
+from ...assess.judge_kinds import Pair, PairKind, card_kind
 from ...models.base import ChatModel, Message, ModelCallError
 from ...models.expected import expected_scores
 from ...models.structured import ask_json
-from ...prompts import load_prompt
 from ..dimensions import OVERALL, describe
 from ..histories import History
 from .candidates import Events, context_line, transcript
@@ -62,26 +62,11 @@ def judge_schema(dimensions: list[str], ids: tuple[str, str]) -> dict[str, Any]:
 def judge_messages(
     history: History, first: Shown, second: Shown, dimensions: list[str], show_situation: bool, card: JudgeCard
 ) -> tuple[list[Message], str]:
-    ids = sorted([first.id, second.id])
-    system = load_prompt("heart_judge_system")
-    user = card.prompt_file()
-    sys_text = system.render(dimensions=describe(dimensions))  # the same for every call: a cacheable prefix
-    user_text = user.render(
-        context=context_line(history, show_situation),
-        transcript=transcript(history),
-        id_first=first.id,
-        reply_first=first.text,
-        id_second=second.id,
-        reply_second=second.text,
-        keys=", ".join(f'"{k}"' for k in verdict_keys(dimensions)),
-        id_one=ids[0],
-        id_two=ids[1],
-    )
-    messages: list[Message] = [
-        {"role": "system", "content": sys_text.strip()},
-        {"role": "user", "content": user_text.strip()},
-    ]
-    return messages, f"{system.version}+{card.version}"
+    """The messages of ``card``'s kind (one that compares a pair) about the two replies on ``history``."""
+    pair = Pair(context=context_line(history, show_situation), transcript=transcript(history),
+                first=(first.id, first.text), second=(second.id, second.text), dimensions=describe(dimensions),
+                keys=verdict_keys(dimensions))  # fmt: skip
+    return card_kind(card, PairKind).messages(card, pair)
 
 
 def read_verdicts(data: dict[str, Any], keys: list[str], by_id: dict[str, str]) -> dict[str, dict[str, Any]]:

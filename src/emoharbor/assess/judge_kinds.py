@@ -1,0 +1,127 @@
+"""Judge kinds, in one registry: a kind is its name, what it rates (a conversation, one reply, or a pair of
+replies), what it is shown, the prompt and rubric a card of that kind gets when it names none, and the
+function that builds its messages. A card (a YAML file) picks its kind with ``kind:``; the code asks the
+kind, never its name: "which kinds rate a conversation?", "build this card's messages".
+
+The built-in kinds register themselves in the modules named in ``BUILT_IN``: ``user``, ``profile_aware`` and
+``third_party`` (conversation_judges.py), ``reply`` (reply_judge.py), ``heart_pairwise`` (pair_judge.py). A
+user's own kind is its own module with one ``register_judge_kind(...)`` line, named in a card as
+``kind: module:name``; the module is imported, it registers ``name``, and the run's recorded card names it
+the same way (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
+
+from ..errors import ConfigError
+from ..models.base import Message
+from ..profiles.schema import Profile
+from ..simulate.conversation import Conversation, Turn
+from .dimensions import DEFAULT_RUBRIC
+
+if TYPE_CHECKING:
+    from .cards import JudgeCard
+
+BUILT_IN = ("conversation_judges", "reply_judge", "pair_judge")  # modules of this package that register a kind
+Rates = Literal["conversation", "reply", "pair"]
+Asked = tuple[list[Message], str]  # the messages, and the prompt version of the call's cache key
+ELSEWHERE: dict[Rates, str] = {  # what a card of a kind is, and where it belongs, when given where it does not
+    "conversation": "a judge of a whole conversation: give it to `emoharbor run`, `assess` or `validate`",
+    "reply": "a judge of one reply, not of a conversation: give it to `emoharbor sensitivity`",
+    "pair": "a HEART pairwise judge: give it to `emoharbor heart judge` or `emoharbor sensitivity`",
+}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """What a pairwise judge is shown: the conversation so far and two next replies under neutral ids."""
+
+    context: str  # a line on the seeker's situation, or ""
+    transcript: str
+    first: tuple[str, str]  # (neutral id, reply)
+    second: tuple[str, str]
+    dimensions: str  # the dimensions to compare on, described
+    keys: list[str]  # the answer's keys: the dimensions and "overall"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeKind:
+    name: str
+    shown: tuple[str, ...]  # what it is shown, in words
+    prompt: str  # the prompt file of a card of this kind that names none (builtin:NAME or a path)
+    rubric: str | None = DEFAULT_RUBRIC  # likewise its rubric; None: it reads no rubric
+    rates: ClassVar[Rates]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationKind(JudgeKind):
+    """Rates a whole conversation: runs, ``assess`` and validate take it."""
+
+    messages: Callable[[JudgeCard, Conversation, Profile | None], Asked]
+    profile: bool = False  # it is shown the user's profile: a conversation without one is refused
+    lived: bool = False  # the simulated user itself, shown its inner record: it runs on the user's model, and
+    # validate replays the conversation through the user for it
+    rates: ClassVar[Rates] = "conversation"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplyKind(JudgeKind):
+    """Rates one next reply in its context (the turns so far): the sensitivity suite takes it."""
+
+    messages: Callable[[JudgeCard, list[Turn], str], Asked]
+    rates: ClassVar[Rates] = "reply"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairKind(JudgeKind):
+    """Compares two next replies (a winner and a strength per dimension): HEART, the sensitivity suite and
+    evolve's judge check take it. Its dimensions come from the run, not from a rubric."""
+
+    messages: Callable[[JudgeCard, Pair], Asked]
+    rubric: str | None = None
+    rates: ClassVar[Rates] = "pair"
+
+
+K = TypeVar("K", bound=JudgeKind)
+KINDS: dict[str, JudgeKind] = {}
+
+
+def register_judge_kind(kind: K) -> K:
+    """Make ``kind`` a kind a card can name (``kind: NAME``)."""
+    KINDS[kind.name] = kind
+    return kind
+
+
+def _load_builtins() -> None:
+    for module in BUILT_IN:  # each registers its kinds when first imported
+        importlib.import_module(f"{__package__}.{module}")
+
+
+def judge_kind(name: str) -> JudgeKind:
+    """The kind ``name``: a built-in one, or ``module:name`` (the module is imported and registers it)."""
+    _load_builtins()
+    if name not in KINDS and ":" in name:
+        module, _, own = name.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ConfigError(f"judge kind {name!r}: cannot import {module} ({e})") from None
+        if own in KINDS:
+            KINDS[name] = KINDS[own]
+    if name not in KINDS:
+        raise ConfigError(
+            f"no judge kind {name!r} (registered: {', '.join(sorted(KINDS))}; a module of your own: MODULE:NAME)"
+        )
+    return KINDS[name]
+
+
+def card_kind(card: JudgeCard, cls: type[K]) -> K:
+    """The kind of ``card``, refused in one line when it does not rate what ``cls`` rates."""
+    kind = judge_kind(card.kind)
+    if not isinstance(kind, cls):
+        raise ConfigError(f"judge card {card.name}: {ELSEWHERE[kind.rates]}")
+    return kind
