@@ -44,7 +44,8 @@ from typing import Any
 import yaml
 
 from emoharbor.models.local import free_port
-from emoharbor.store.run_store import NOT_UNITS, RunStore
+from emoharbor.kinds import not_units
+from emoharbor.store.run_store import RunStore
 
 DEFAULT_MIX = "429,500,hang,reset,invalid_json"
 KEY_ENV = "EMOHARBOR_FAKE_KEY"  # the fake server takes any key: the config names a variable, as for a real API
@@ -211,7 +212,7 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
         )
     store = RunStore.open_existing(run_dir)
     try:
-        stored = sum(1 for k in store.kinds() if k not in NOT_UNITS for _ in store.items(k))
+        stored = sum(1 for k in store.kinds() if k not in not_units("emoharbor") for _ in store.items(k))
         usage = store_figures(store)
     finally:
         store.close()
@@ -392,7 +393,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     with fake_server(work / "ledger-a.jsonl", s) as url:
         config = write_config(work / "config-a.yaml", url, s)
         wall_a = run_to_end(config, work / "A", work / "cache-a", work / "run-a.log")
-    units_a = sum(1 for kind, _ in records(work / "A") if kind not in NOT_UNITS)  # not the run's profiles
+    units_a = sum(1 for kind, _ in records(work / "A") if kind not in not_units("emoharbor"))  # not the run's profiles
     with fake_server(work / "ledger-b.jsonl", s) as url:
         config = write_config(work / "config-b.yaml", url, s)
         t = time.perf_counter()
@@ -405,7 +406,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     session1 = [x for x in lines_b if x["t"] < kill.at and id(x) not in ids]
     return Outcome(
         units_a=units_a,
-        units_b=sum(1 for kind, _ in records(work / "B") if kind not in NOT_UNITS),
+        units_b=sum(1 for kind, _ in records(work / "B") if kind not in not_units("emoharbor")),
         comparison=compare_stores(work / "A", work / "B"),
         kill=kill,
         store_a=figures_of(work / "A"),
