@@ -43,8 +43,8 @@ from typing import Any
 
 import yaml
 
-from emoharbor.models.local import free_port
 from emoharbor.kinds import not_units
+from emoharbor.models.local import free_port
 from emoharbor.store.run_store import RunStore
 
 DEFAULT_MIX = "429,500,hang,reset,invalid_json"
