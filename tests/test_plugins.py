@@ -253,7 +253,7 @@ def test_a_card_of_a_kind_that_rates_replies_is_refused_by_a_run() -> None:
         ValidationError, match="judge card third_party_reply: a judge of one reply, not of a conversation"
     ):
         RunConfig.model_validate({"judges": ["third_party_reply"]})
-    with pytest.raises(ConfigError, match="no judge kind 'oracle'"):
+    with pytest.raises(ConfigError, match="judge kind 'oracle': no such judge kind"):
         judge_kinds.judge_kind("oracle")
     with pytest.raises(ConfigError, match="cannot import no_such_module"):
         judge_kinds.judge_kind("no_such_module:oracle")

@@ -66,7 +66,7 @@ class RunKind:
     title: ClassVar[str] = ""
     not_units: ClassVar[tuple[str, ...]] = ()  # record kinds it keeps that are not units (no status)
 
-    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+    def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
         raise NotImplementedError
 

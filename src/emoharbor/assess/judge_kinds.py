@@ -12,7 +12,6 @@ the same way (docs/extending.md).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 from ..errors import ConfigError
 from ..models.base import Message
 from ..profiles.schema import Profile
+from ..registry import lookup
 from ..simulate.conversation import Conversation, Turn
 from .dimensions import DEFAULT_RUBRIC
 
@@ -96,27 +96,9 @@ def register_judge_kind(kind: K) -> K:
     return kind
 
 
-def _load_builtins() -> None:
-    for module in BUILT_IN:  # each registers its kinds when first imported
-        importlib.import_module(f"{__package__}.{module}")
-
-
 def judge_kind(name: str) -> JudgeKind:
     """The kind ``name``: a built-in one, or ``module:name`` (the module is imported and registers it)."""
-    _load_builtins()
-    if name not in KINDS and ":" in name:
-        module, _, own = name.partition(":")
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise ConfigError(f"judge kind {name!r}: cannot import {module} ({e})") from None
-        if own in KINDS:
-            KINDS[name] = KINDS[own]
-    if name not in KINDS:
-        raise ConfigError(
-            f"no judge kind {name!r} (registered: {', '.join(sorted(KINDS))}; a module of your own: MODULE:NAME)"
-        )
-    return KINDS[name]
+    return lookup(KINDS, name, __package__ or "", BUILT_IN, field="judge kind", what="judge kind")
 
 
 def card_kind(card: JudgeCard, cls: type[K]) -> K:

@@ -19,10 +19,11 @@ class EmoharborKind(RunKind):
     title = "an EmoHarbor run (emoharbor run)"
     not_units = ("profile",)
 
-    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+    def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
-        """The leaderboard by ``judge``: rendered, and its data. A judge the run never used, or a scoring its card
-        does not give, is refused rather than shown as a table of n/a."""
+        """The leaderboard by ``judge`` (None: the simulated user's if the run has it, else its first judge):
+        rendered, and its data. A judge the run never used, or a scoring its card does not give, is refused
+        rather than shown as a table of n/a."""
         import json
 
         from ..assess.leaderboard import leaderboard
@@ -30,6 +31,8 @@ class EmoharborKind(RunKind):
         from ..errors import EmoharborError
 
         cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+        if judge is None:
+            judge = "user" if "user" in cards or not cards else next(iter(cards))
         try:
             data = leaderboard(store, judge, seed=seed, scoring=scoring, baseline=baseline)
         except ValueError as e:

@@ -120,7 +120,7 @@ class SensitivityKind(RunKind):
     name = "sensitivity"
     title = "a sensitivity run (emoharbor sensitivity)"
 
-    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+    def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
         """The sensitivity table (every scorer and kind of bad reply): rendered, and its data."""
         data = sensitivity_table(store, seed=seed)

@@ -11,7 +11,6 @@ user's agent is named ``module:name`` (``mypkg.users:kind_words``): the module i
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
@@ -21,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsA
 from ..errors import ConfigError
 from ..models.base import ChatModel
 from ..profiles.schema import Profile
+from ..registry import lookup
 from .user_agent import PerceivingUser, UserAgent
 
 BUILT_IN = ("chain_user", "simple_user", "rules_user")  # modules of this package that register an agent
@@ -75,28 +75,9 @@ def register_agent(name: str, settings: type[S], make: Callable[[ChatModel | Non
     return agent
 
 
-def _load_builtins() -> None:
-    for module in BUILT_IN:  # each registers itself when first imported
-        importlib.import_module(f"{__package__}.{module}")
-
-
 def user_agent(name: str) -> Agent:
     """The agent ``name``: a built-in one, or ``module:name`` (the module is imported and registers it)."""
-    _load_builtins()
-    if name not in AGENTS and ":" in name:
-        module, _, own = name.partition(":")
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise ConfigError(f"user_agent.agent {name!r}: cannot import {module} ({e})") from None
-        if own in AGENTS:
-            AGENTS[name] = AGENTS[own]
-    if name not in AGENTS:
-        raise ConfigError(
-            f"user_agent.agent {name!r}: no such simulated user (registered: {', '.join(sorted(AGENTS))}; "
-            "a module of your own: MODULE:NAME)"
-        )
-    return AGENTS[name]
+    return lookup(AGENTS, name, __package__ or "", BUILT_IN, field="user_agent.agent", what="simulated user")
 
 
 def user_settings(value: Any) -> UserSettings:

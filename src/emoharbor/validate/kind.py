@@ -19,7 +19,7 @@ class ValidateKind(RunKind):
     name = "validate"
     title = "a validate run"
 
-    def board(self, store: RunStore, fmt: str, *, judge: str = "user", scoring: str = "argmax",
+    def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
         """The validation table (every judge and scoring): rendered, and its data."""
         from .analysis import validation_table
