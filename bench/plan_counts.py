@@ -6,9 +6,10 @@ this process: no model is started or reached).
 
 Counts, for a fresh run, a resume of the finished run and a resume with work left (half the conversations
 and their assessments deleted from the store first): ``load_card`` calls, profile resolutions
-(``resolve_profiles``), input hashing (``input_hashes``), and per stored record JSON decodes (the store's
-``_read``) of conversations and assessments and object decodes (``Conversation.model_validate``) of
-conversations. Run it against another checkout's code with PYTHONPATH=that/src to compare.
+(``resolve_profiles``), input hashing (``input_hashes``), and per stored record JSON decodes (records the
+store's ``get`` and ``items`` return; ``RunStore.field`` reads one field in SQLite and decodes no record) of
+conversations and assessments and object decodes (``Conversation.model_validate``) of conversations. Run it
+against another checkout's code with PYTHONPATH=that/src to compare.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from emoharbor.cli import main
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.simulate.conversation import Conversation
-from emoharbor.store import run_store
+from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import default_reply
 
 # the modules that bind the counted names, imported before they are replaced (one a checkout lacks is skipped)
@@ -53,7 +54,8 @@ def counting(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 @contextlib.contextmanager
 def counters() -> Iterator[None]:
     """Every module's binding of the counted functions (``from .cards import load_card`` copies the name)
-    replaced by a counting one; the store's decoder and ``Conversation.model_validate`` likewise."""
+    replaced by a counting one; the store's record readers (``get``, ``items``: one JSON decode per record
+    returned) and ``Conversation.model_validate`` likewise."""
     for name in MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -62,13 +64,19 @@ def counters() -> Iterator[None]:
         for name, original in originals.items():
             if getattr(mod, name, None) is original:
                 setattr(mod, name, counting(name, original))
-    read = run_store._read
+    get, items = RunStore.get, RunStore.items
 
-    def counted_read(kind: str, data: str) -> dict[str, Any]:
-        counts[f"decode:{kind}"] += 1
-        return read(kind, data)
+    def counted_get(self: RunStore, kind: str, key: Any) -> dict[str, Any] | None:
+        found = get(self, kind, key)
+        counts[f"decode:{kind}"] += found is not None
+        return found
 
-    run_store._read = counted_read  # type: ignore[assignment]
+    def counted_items(self: RunStore, kind: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+        for pair in items(self, kind):
+            counts[f"decode:{kind}"] += 1
+            yield pair
+
+    RunStore.get, RunStore.items = counted_get, counted_items  # type: ignore[method-assign]
     validate = Conversation.model_validate
 
     def counted_validate(obj: Any, *args: Any, **kwargs: Any) -> Conversation:
@@ -119,7 +127,7 @@ def drop_half(run_dir: Path) -> None:
         keys = [k for (k,) in db.execute("SELECT key FROM results WHERE kind='conversation' ORDER BY key")]
         for k in keys[: len(keys) // 2]:
             db.execute("DELETE FROM results WHERE kind='conversation' AND key=?", (k,))
-            db.execute("DELETE FROM results WHERE kind='assessment' AND key LIKE ?", (k + "|%",))
+            db.execute("DELETE FROM results WHERE kind='assessment' AND key LIKE ?", (k[:-1] + ",%",))
 
 
 def main_() -> None:

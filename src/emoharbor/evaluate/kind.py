@@ -25,13 +25,13 @@ class EmoharborKind(RunKind):
         does not give, is refused rather than shown as a table of n/a."""
         import json
 
-        from ..assess.leaderboard import leaderboard
+        from ..assess.leaderboard import RunResults, leaderboard
         from ..assess.render import render
         from ..errors import EmoharborError
 
         cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
         try:
-            data = leaderboard(store, judge, seed=seed, scoring=scoring, baseline=baseline)
+            data = leaderboard(RunResults.read(store), judge, seed=seed, scoring=scoring, baseline=baseline)
         except ValueError as e:
             raise EmoharborError(f"{store.folder}: {e}") from None
         known = sorted(set(cards) | set(data["judges"]))

@@ -30,13 +30,14 @@ class ValidateKind(RunKind):
 
     def view(self, store: RunStore, view: RunView, seed: int) -> None:
         from ..profiles.schema import Profile
-        from ..report.runs import assessments_by_conversation
+        from ..report.runs import by_conversation
         from ..simulate.conversation import Conversation
+        from ..store.records import assessments
         from .analysis import score_rows, validation_table
 
         records = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
         view.conversations = [Conversation.model_validate(d) for d in records.values()]
-        view.assessments = assessments_by_conversation(store)
+        view.assessments = by_conversation(assessments(store))
         view.extras = {k: d["esconv"] for k, d in records.items()}
         view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
         view.validation = validation_table(store, seed=seed)

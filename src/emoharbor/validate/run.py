@@ -221,8 +221,10 @@ async def run_validation(
         if chain:
             check_chain_prompts(store, opts.user_agent)
 
-        def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
-            return chain and not have.get("perceived", True)
+        perceived = store.field("replay", "perceived")  # 1, 0, or None for a replay stored before it was kept
+
+        def not_lived(key: Key) -> bool:  # replayed without the chain, now that a judge needs it
+            return chain and perceived.get(key) == 0
 
         more = unassessed(store, judges, "replay")
         had = len(finished(store, "replay") & set(dialogs))  # replays stored before this run
