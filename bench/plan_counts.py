@@ -8,8 +8,10 @@ Counts, for a fresh run, a resume of the finished run and a resume with work lef
 and their assessments deleted from the store first): ``load_card`` calls, profile resolutions
 (``resolve_profiles``), input hashing (``input_hashes``), and per stored record JSON decodes (records the
 store's ``get`` and ``items`` return; ``RunStore.field`` reads one field in SQLite and decodes no record) of
-conversations and assessments and object decodes (``Conversation.model_validate``) of conversations. Run it
-against another checkout's code with PYTHONPATH=that/src to compare.
+conversations and assessments and object decodes (``Conversation.model_validate``) of conversations. Then, for a
+scripted ``emoharbor validate`` and ``emoharbor sensitivity`` of a few made-up ESConv records (fresh and resumed
+when finished): ``load_card`` calls and ESConv file loads (``load_esconv``). Run it against another checkout's
+code with PYTHONPATH=that/src to compare.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import json
 import sqlite3
 import sys
 import tempfile
@@ -37,9 +40,11 @@ from emoharbor.testing.fake_server import default_reply
 
 # the modules that bind the counted names, imported before they are replaced (one a checkout lacks is skipped)
 MODULES = ("emoharbor.evaluate.run", "emoharbor.evaluate.plan", "emoharbor.preflight", "emoharbor.commands.evaluate",
-           "emoharbor.commands.runs", "emoharbor.report.runs", "emoharbor.results")  # fmt: skip
+           "emoharbor.commands.runs", "emoharbor.report.runs", "emoharbor.results", "emoharbor.validate.run",
+           "emoharbor.validate.kind", "emoharbor.sensitivity.run", "emoharbor.sensitivity.cases",
+           "emoharbor.sensitivity.kind", "emoharbor.commands.report", "emoharbor.commands.sensitivity")  # fmt: skip
 COUNTED = {"load_card": "emoharbor.assess.cards", "resolve_profiles": "emoharbor.profiles.loader",
-           "input_hashes": "emoharbor.store.record"}  # fmt: skip
+           "input_hashes": "emoharbor.store.record", "load_esconv": "emoharbor.data.esconv"}  # fmt: skip
 counts: Counter[str] = Counter()
 
 
@@ -130,6 +135,34 @@ def drop_half(run_dir: Path) -> None:
             db.execute("DELETE FROM results WHERE kind='assessment' AND key LIKE ?", (k[:-1] + ",%",))
 
 
+def invented_esconv(folder: Path, n: int = 3) -> Path:
+    """``n`` made-up conversations in the ESConv layout (three exchanges each, the seeker's survey), long enough
+    to make sensitivity cases."""
+    survey = {"initial_emotion_intensity": "5", "final_emotion_intensity": "3", "empathy": "4", "relevance": "4"}
+    records = [{"experience_type": "Current Experience", "emotion_type": "anxiety", "problem_type": "job crisis",
+                "situation": "My manager said my team may be cut. I cannot sleep.", "survey_score": {"seeker": survey},
+                "dialog": [t for d in range(3) for t in (
+                    {"speaker": "usr", "text": f"I keep worrying about my job and my rent, day {d} of {i}."},
+                    {"speaker": "sys", "text": "That sounds hard; what has been the hardest part of it?"})]}
+               for i in range(n)]  # fmt: skip
+    path = folder / "esconv.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def one_command(argv: list[str]) -> dict[str, float]:
+    """A command that makes a run, as a user types it: its ``load_card`` calls and ESConv file loads."""
+    counts.clear()
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            main(argv)
+    except SystemExit as e:
+        if e.code:
+            raise SystemExit(f"emoharbor {' '.join(argv)} failed:\n{err.getvalue()}") from None
+    return {"load_card calls": counts["load_card"], "ESConv file loads": counts["load_esconv"]}
+
+
 def main_() -> None:
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), counters():
         config = demo_config(Path(tmp))
@@ -137,9 +170,19 @@ def main_() -> None:
         finished = one_run(config)[1]
         drop_half(run_dir)
         left = one_run(config)[1]
-    print(f"{'':42} {'fresh':>8} {'resume, done':>13} {'resume, work left':>18}")
+        esconv = str(invented_esconv(Path(tmp)))
+        scripted = ["--model", "scripted", "--scoring", "argmax"]
+        validate = ["validate", "--esconv", esconv, *scripted, "--run-dir", "v", "--quiet"]  # 3 cards
+        sensitivity = ["sensitivity", "--esconv", esconv, *scripted, "--run-dir", "s", "--quiet"]  # 2 cards
+        commands = {"validate (3 cards, 1 file)": validate, "sensitivity (2 cards, 1 file)": sensitivity}
+        others = {name: (one_command(argv), one_command(argv)) for name, argv in commands.items()}
+    print(f"emoharbor run, the demo config\n{'':42} {'fresh':>8} {'resume, done':>13} {'resume, work left':>18}")
     for name in fresh:
         print(f"{name:42} {fresh[name]:8.2f} {finished[name]:13.2f} {left[name]:18.2f}")
+    for command, (new, again) in others.items():
+        print(f"\nemoharbor {command}\n{'':42} {'fresh':>8} {'resume, done':>13}")
+        for name in new:
+            print(f"{name:42} {new[name]:8.2f} {again[name]:13.2f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..models.spec import ModelSpec
     from ..report.runs import RunView
     from ..store.run_store import RunStore
-    from .run import ValidateOptions
+    from .run import ValidatePlan
 
 
 class ValidateKind(RunKind):
@@ -82,26 +82,18 @@ class ValidateKind(RunKind):
 
         return validate_rows(store)
 
-    def check(self, plan: ValidateOptions, *, new: bool) -> None:
-        """The user's files first (a missing ESConv file is named before any model), then the judges' cards,
-        then (a new run) the models."""
-        from ..errors import ConfigError, EmoharborError
+    def check(self, plan: ValidatePlan, *, new: bool) -> None:
+        """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
         from ..preflight import check_named_models, check_reach
-        from .run import load_selection, needs_chain
 
         if not new:
             return
-        load_selection(plan)
-        try:
-            made = plan.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
-        named = [*([("--model", plan.user)] if needs_chain(made) else []),
-                 *((f"--judge {j.card.name}", j.model) for j in made)]  # fmt: skip
+        named = [*([("--model", plan.opts.user)] if plan.chain else []),
+                 *((f"--judge {j.card.name}", j.model) for j in plan.judges)]  # fmt: skip
         check_named_models(named)
         check_reach([spec for _, spec in named])
 
-    async def execute(self, plan: ValidateOptions, folder: Path, *, progress: bool = True) -> Summary:
+    async def execute(self, plan: ValidatePlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_validation
 
         return await run_validation(plan, folder, progress=progress)
