@@ -47,6 +47,7 @@ from emoharbor.kinds import not_units
 from emoharbor.models.local import free_port
 from emoharbor.store.run_store import RunStore
 
+NOT_UNITS = not_units("emoharbor")  # the records an EmoHarbor run keeps beside its units (its profiles)
 DEFAULT_MIX = "429,500,hang,reset,invalid_json"
 KEY_ENV = "EMOHARBOR_FAKE_KEY"  # the fake server takes any key: the config names a variable, as for a real API
 # USD per million tokens, one price per role (the two supporters share theirs)

@@ -6,9 +6,12 @@ this process: no model is started or reached).
 
 Counts, for a fresh run, a resume of the finished run and a resume with work left (half the conversations
 and their assessments deleted from the store first): ``load_card`` calls, profile resolutions
-(``resolve_profiles``), input hashing (``input_hashes``), and per stored record JSON decodes (the store's
-``_read``) of conversations and assessments and object decodes (``Conversation.model_validate``) of
-conversations. Run it against another checkout's code with PYTHONPATH=that/src to compare.
+(``resolve_profiles``), input hashing (``input_hashes``), and per stored record JSON decodes (records the
+store's ``get`` and ``items`` return; ``RunStore.field`` reads one field in SQLite and decodes no record) of
+conversations and assessments and object decodes (``Conversation.model_validate``) of conversations. Then, for a
+scripted ``emoharbor validate`` and ``emoharbor sensitivity`` of a few made-up ESConv records (fresh and resumed
+when finished): ``load_card`` calls and ESConv file loads (``load_esconv``). Run it against another checkout's
+code with PYTHONPATH=that/src to compare.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import json
 import sqlite3
 import sys
 import tempfile
@@ -31,14 +35,16 @@ from emoharbor.cli import main
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.simulate.conversation import Conversation
-from emoharbor.store import run_store
+from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import default_reply
 
 # the modules that bind the counted names, imported before they are replaced (one a checkout lacks is skipped)
 MODULES = ("emoharbor.evaluate.run", "emoharbor.evaluate.plan", "emoharbor.preflight", "emoharbor.commands.evaluate",
-           "emoharbor.commands.runs", "emoharbor.report.runs", "emoharbor.results")  # fmt: skip
+           "emoharbor.commands.runs", "emoharbor.report.runs", "emoharbor.results", "emoharbor.validate.run",
+           "emoharbor.validate.kind", "emoharbor.sensitivity.run", "emoharbor.sensitivity.cases",
+           "emoharbor.sensitivity.kind", "emoharbor.commands.report", "emoharbor.commands.sensitivity")  # fmt: skip
 COUNTED = {"load_card": "emoharbor.assess.cards", "resolve_profiles": "emoharbor.profiles.loader",
-           "input_hashes": "emoharbor.store.record"}  # fmt: skip
+           "input_hashes": "emoharbor.store.record", "load_esconv": "emoharbor.data.esconv"}  # fmt: skip
 counts: Counter[str] = Counter()
 
 
@@ -53,7 +59,8 @@ def counting(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 @contextlib.contextmanager
 def counters() -> Iterator[None]:
     """Every module's binding of the counted functions (``from .cards import load_card`` copies the name)
-    replaced by a counting one; the store's decoder and ``Conversation.model_validate`` likewise."""
+    replaced by a counting one; the store's record readers (``get``, ``items``: one JSON decode per record
+    returned) and ``Conversation.model_validate`` likewise."""
     for name in MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -62,13 +69,19 @@ def counters() -> Iterator[None]:
         for name, original in originals.items():
             if getattr(mod, name, None) is original:
                 setattr(mod, name, counting(name, original))
-    read = run_store._read
+    get, items = RunStore.get, RunStore.items
 
-    def counted_read(kind: str, data: str) -> dict[str, Any]:
-        counts[f"decode:{kind}"] += 1
-        return read(kind, data)
+    def counted_get(self: RunStore, kind: str, key: Any) -> dict[str, Any] | None:
+        found = get(self, kind, key)
+        counts[f"decode:{kind}"] += found is not None
+        return found
 
-    run_store._read = counted_read  # type: ignore[assignment]
+    def counted_items(self: RunStore, kind: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+        for pair in items(self, kind):
+            counts[f"decode:{kind}"] += 1
+            yield pair
+
+    RunStore.get, RunStore.items = counted_get, counted_items  # type: ignore[method-assign]
     validate = Conversation.model_validate
 
     def counted_validate(obj: Any, *args: Any, **kwargs: Any) -> Conversation:
@@ -119,7 +132,35 @@ def drop_half(run_dir: Path) -> None:
         keys = [k for (k,) in db.execute("SELECT key FROM results WHERE kind='conversation' ORDER BY key")]
         for k in keys[: len(keys) // 2]:
             db.execute("DELETE FROM results WHERE kind='conversation' AND key=?", (k,))
-            db.execute("DELETE FROM results WHERE kind='assessment' AND key LIKE ?", (k + "|%",))
+            db.execute("DELETE FROM results WHERE kind='assessment' AND key LIKE ?", (k[:-1] + ",%",))
+
+
+def invented_esconv(folder: Path, n: int = 3) -> Path:
+    """``n`` made-up conversations in the ESConv layout (three exchanges each, the seeker's survey), long enough
+    to make sensitivity cases."""
+    survey = {"initial_emotion_intensity": "5", "final_emotion_intensity": "3", "empathy": "4", "relevance": "4"}
+    records = [{"experience_type": "Current Experience", "emotion_type": "anxiety", "problem_type": "job crisis",
+                "situation": "My manager said my team may be cut. I cannot sleep.", "survey_score": {"seeker": survey},
+                "dialog": [t for d in range(3) for t in (
+                    {"speaker": "usr", "text": f"I keep worrying about my job and my rent, day {d} of {i}."},
+                    {"speaker": "sys", "text": "That sounds hard; what has been the hardest part of it?"})]}
+               for i in range(n)]  # fmt: skip
+    path = folder / "esconv.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def one_command(argv: list[str]) -> dict[str, float]:
+    """A command that makes a run, as a user types it: its ``load_card`` calls and ESConv file loads."""
+    counts.clear()
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            main(argv)
+    except SystemExit as e:
+        if e.code:
+            raise SystemExit(f"emoharbor {' '.join(argv)} failed:\n{err.getvalue()}") from None
+    return {"load_card calls": counts["load_card"], "ESConv file loads": counts["load_esconv"]}
 
 
 def main_() -> None:
@@ -129,9 +170,19 @@ def main_() -> None:
         finished = one_run(config)[1]
         drop_half(run_dir)
         left = one_run(config)[1]
-    print(f"{'':42} {'fresh':>8} {'resume, done':>13} {'resume, work left':>18}")
+        esconv = str(invented_esconv(Path(tmp)))
+        scripted = ["--model", "scripted", "--scoring", "argmax"]
+        validate = ["validate", "--esconv", esconv, *scripted, "--run-dir", "v", "--quiet"]  # 3 cards
+        sensitivity = ["sensitivity", "--esconv", esconv, *scripted, "--run-dir", "s", "--quiet"]  # 2 cards
+        commands = {"validate (3 cards, 1 file)": validate, "sensitivity (2 cards, 1 file)": sensitivity}
+        others = {name: (one_command(argv), one_command(argv)) for name, argv in commands.items()}
+    print(f"emoharbor run, the demo config\n{'':42} {'fresh':>8} {'resume, done':>13} {'resume, work left':>18}")
     for name in fresh:
         print(f"{name:42} {fresh[name]:8.2f} {finished[name]:13.2f} {left[name]:18.2f}")
+    for command, (new, again) in others.items():
+        print(f"\nemoharbor {command}\n{'':42} {'fresh':>8} {'resume, done':>13}")
+        for name in new:
+            print(f"{name:42} {new[name]:8.2f} {again[name]:13.2f}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from emoharbor.assess.dimensions import group_keys
-from emoharbor.assess.leaderboard import leaderboard
+from emoharbor.assess.leaderboard import RunResults, leaderboard
 from emoharbor.results import write_results
 from emoharbor.store.run_store import RunStore
 
@@ -49,7 +49,7 @@ groups = {
 group_means = pd.DataFrame({g: c.groupby("supporter")["score"].mean() for g, c in groups.items()})
 
 # %% 3. the same means from the leaderboard, compared number by number
-board = leaderboard(store, args.judge)
+board = leaderboard(RunResults.read(store), args.judge)
 checked = mismatched = 0
 for row in board["rows"]:
     sup = row["supporter"]

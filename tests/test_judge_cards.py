@@ -297,18 +297,17 @@ async def test_the_judges_table_over_a_validate_and_an_emoharbor_run(
 
 
 async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
-    from emoharbor.assess.leaderboard import leaderboard
+    from emoharbor.assess.leaderboard import RunResults, leaderboard
     from emoharbor.config import RunConfig
-    from emoharbor.evaluate import run_evaluation
-    from emoharbor.preflight import check_run_config
+    from emoharbor.evaluate import Plan, run_evaluation
 
-    # reading a config opens no card (a stored config is read back without the user's files); preflight does
+    # reading a config opens no card (a stored config is read back without the user's files); its plan does
     missing = RunConfig.model_validate({"judges": ["user", "nope"]})
     with pytest.raises(ConfigError, match=r"^c\.yaml: field 'judges': .*no judge card 'nope'"):
-        check_run_config(missing, "c.yaml", models=False, reach=False)
+        Plan.of(missing, "c.yaml")
     pairwise = RunConfig.model_validate({"judges": ["heart_pairwise"]})
     with pytest.raises(ConfigError, match=r"c\.yaml: field 'judges': .*a HEART pairwise judge: give it to"):
-        check_run_config(pairwise, "c.yaml", models=False, reach=False)
+        Plan.of(pairwise, "c.yaml")
     with FakeOpenAIServer() as srv:
         fake = fake_spec(srv.base_url)
         cfg = RunConfig.model_validate(
@@ -324,8 +323,9 @@ async def test_a_run_config_names_its_judge_cards(tmp_path: Path) -> None:
     try:
         assert {d["judge"] for _, d in store.items("assessment")} == {"third_party_overall:fake"}
         assert "third_party_overall:fake" in store.config()["judge_cards"]
-        board = leaderboard(store, "third_party_overall:fake", scoring="expected")
-        written = leaderboard(store, "third_party_overall:fake")
+        results = RunResults.read(store)
+        board = leaderboard(results, "third_party_overall:fake", scoring="expected")
+        written = leaderboard(results, "third_party_overall:fake")
     finally:
         store.close()
     (row,) = board["rows"]

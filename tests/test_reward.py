@@ -224,3 +224,31 @@ async def test_contexts_from_a_simulated_talk_carry_the_state_the_user_was_in(tm
         assert ctx.turns[-1].speaker == "user" and ctx.turns == conv.turns[: len(ctx.turns)]
         state = conv.states[ctx.turn]  # after ctx.turn supporter replies
         assert (ctx.intensity, ctx.trust) == (state.intensity, state.trust)
+
+
+async def test_a_runs_talks_read_its_stored_profiles_and_an_older_run_says_it_resolves_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from emoharbor.profiles import loader
+    from emoharbor.reward.context import run_talks
+    from emoharbor.testing.fake_server import FakeOpenAIServer
+    from report_helpers import small_run
+
+    with FakeOpenAIServer() as srv:
+        run = await small_run(tmp_path / "eh", srv)
+    resolved = run_talks(run)
+
+    def no_files(specs: list[str]) -> list[Any]:
+        raise AssertionError(f"the user's files were read: {specs}")
+
+    monkeypatch.setattr(loader, "resolve_profiles", no_files)
+    assert run_talks(run) == resolved and resolved  # the stored profiles, not the user's files
+    assert "note:" not in capsys.readouterr().err
+    with sqlite3.connect(run / "run.sqlite") as db:  # as a run made before runs kept their profiles
+        db.execute("DELETE FROM results WHERE kind='profile'")
+    monkeypatch.undo()
+    assert run_talks(run) == resolved  # the builtin bank is unchanged since
+    err = capsys.readouterr().err
+    assert f"note: {run} was made before runs kept their profiles" in err and "builtin:" in err

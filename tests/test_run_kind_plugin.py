@@ -41,7 +41,7 @@ class EchoPlan:
 
 
 def words(store: RunStore) -> Rows:
-    return [{"run": store.folder.name, "prompt": k, "reply": d["reply"], "words": d["words"]}
+    return [{"run": store.folder.name, "prompt": k[0], "reply": d["reply"], "words": d["words"]}
             for k, d in sorted(store.items("echo"))]  # fmt: skip
 
 
@@ -67,10 +67,10 @@ class EchoKind(RunKind):
 
                     return work
 
-                await run_stage(store, "echo", [(p, ask(p)) for p in plan.prompts], workers=2, progress=progress)
+                await run_stage(store, "echo", [((p,), ask(p)) for p in plan.prompts], workers=2, progress=progress)
             store.set_meta("status", "complete")
             n = len(plan.prompts)
-            return Summary("answer", n, n - had, ended_in_error(store, "echo", plan.prompts))
+            return Summary("answer", n, n - had, ended_in_error(store, "echo", [(p,) for p in plan.prompts]))
         finally:
             store.close()
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from . import userfiles
 from .errors import ConfigError, EmoharborError, validation_message
-from .models.spec import ModelSpec
+from .models.spec import ModelSpec, spec_input
 from .simulate.agents import UserBlock, default_user, user_agent
 from .store.record import hash_config
 
@@ -27,10 +27,6 @@ def plain_name(name: str) -> str:
     return name
 
 
-def _coerce_spec(value: Any) -> Any:
-    return {"model": value} if isinstance(value, str) else value
-
-
 class SupporterSpec(ModelSpec):
     name: str = ""
     system_prompt: str | None = None  # text, or @path to a file; None: the built-in default
@@ -38,7 +34,7 @@ class SupporterSpec(ModelSpec):
     @field_validator("name")
     @classmethod
     def _plain_name(cls, name: str) -> str:
-        if "|" in name:  # it is part of the keys of the run's records
+        if "|" in name:  # joined into a conversation's id ("profile|supporter|repeat"), which records match by
             raise ValueError(f"a supporter name must not contain '|': {name!r}")
         return name
 
@@ -54,12 +50,12 @@ class RolesConfig(BaseModel):
     @classmethod
     def _supporters(cls, value: Any) -> Any:
         items = value if isinstance(value, list) else [value]
-        return [_coerce_spec(v) for v in items]
+        return [spec_input(v) for v in items]
 
     @field_validator("user", "judge", mode="before")
     @classmethod
     def _single(cls, value: Any) -> Any:
-        return _coerce_spec(value)
+        return spec_input(value)
 
     @model_validator(mode="after")
     def _names(self) -> RolesConfig:

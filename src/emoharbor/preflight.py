@@ -6,7 +6,6 @@ progress bar."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,7 +44,7 @@ def is_new_run(folder: Path) -> bool:
 def _unique(specs: Iterable[ModelSpec]) -> list[ModelSpec]:
     seen: dict[str, ModelSpec] = {}
     for s in specs:
-        seen.setdefault(json.dumps(s.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True), s)
+        seen.setdefault(s.identity, s)
     return list(seen.values())
 
 
@@ -61,7 +60,7 @@ def check_named_models(models: Iterable[tuple[str, ModelSpec]], where: str = "")
     model given in several fields is checked once."""
     seen: set[str] = set()
     for field, spec in models:
-        key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
+        key = spec.identity
         if key in seen:
             continue
         seen.add(key)

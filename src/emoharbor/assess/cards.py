@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import userfiles
 from ..errors import ConfigError, validation_message
-from ..models.spec import ModelSpec
+from ..models.spec import ModelSpec, spec_input
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
 from .judge_kinds import ConversationKind, JudgeKind, judge_kind
@@ -83,7 +83,7 @@ class JudgeCard(BaseModel):
     @field_validator("model", mode="before")
     @classmethod
     def _model(cls, v: Any) -> Any:
-        return {"model": v} if isinstance(v, str) else v
+        return spec_input(v)
 
     # -- what the card refers to -----------------------------------------------------------
     def judge_kind(self) -> JudgeKind:

@@ -5,6 +5,7 @@ reasons, unscored counts, and tokens and cost per role."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,12 +28,12 @@ def _row_means(scores: list[dict[str, int | None]], dims: list[str] | None = Non
     return out
 
 
-def _usage_by_supporter(store: RunStore) -> dict[str, dict[str, dict[str, float]]]:
+def _usage_by_supporter(calls: list[records.Call]) -> dict[str, dict[str, dict[str, float]]]:
     """Calls, tokens and cost per supporter and role, from the calls of each supporter's units (those of
     attempts done again among them): ``tokens`` and ``cost_usd`` spent, ``cached_tokens`` and
     ``cached_cost_usd`` from the cache."""
     out: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
-    for c in records.calls(store):
+    for c in calls:
         if c.unit_kind not in ("conversation", "assessment"):  # keyed (profile, supporter, repeat[, judge])
             continue
         u = out[c.unit[1]][c.role]
@@ -68,18 +69,39 @@ def differences(convs: list[Conversation], under: dict[str, dict[str, Any] | Non
     return out
 
 
-def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: str = "argmax",
+@dataclass(frozen=True)
+class RunResults:
+    """What an EmoHarbor run's leaderboards are made of, read from its store once (each record decoded once) and
+    shared by every judge's board (the report makes one per judge)."""
+
+    conversations: list[Conversation]
+    assessments: list[records.Assessment]
+    usage: dict[str, dict[str, dict[str, float]]]  # supporter -> role -> calls, tokens, cost
+    supporters: list[str]  # in the run config's order
+    usage_by_role: dict[str, dict[str, float]]
+    events: dict[str, int]
+
+    @classmethod
+    def read(cls, store: RunStore) -> RunResults:
+        order = [str(s.get("name") or "") for s in (store.config().get("roles") or {}).get("supporter") or []]
+        return cls([Conversation.model_validate(d) for _, d in store.items("conversation")],
+                   records.assessments(store), _usage_by_supporter(records.calls(store)), order,
+                   store.usage_by_role(), store.event_counts())  # fmt: skip
+
+
+def leaderboard(results: RunResults, judge: str = "user", seed: int = 0, scoring: str = "argmax",
                 baseline: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """``scoring``: the judge's written integers, or its probability-weighted scores (``expected``; an
-    assessment without them counts as unscored here). ``baseline``: the supporter the others are compared
-    with, pair by pair (default: the run's first supporter)."""
-    convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
-    assessments = {a.conversation: a for a in records.assessments(store) if a.judge == judge}
+    """``judge``'s leaderboard of a run (``RunResults.read(store)``). ``scoring``: the judge's written integers,
+    or its probability-weighted scores (``expected``; an assessment without them counts as unscored here).
+    ``baseline``: the supporter the others are compared with, pair by pair (default: the run's first
+    supporter)."""
+    convs = results.conversations
+    assessments = {a.conversation: a for a in results.assessments if a.judge == judge}
     under = {k: a.under(scoring) for k, a in assessments.items()}
     # the 10 dimensions, or the dimensions of the judge card's own rubric (one, for a one-question card)
     seen = {d for sc in under.values() if sc for d in sc}
     dim_keys = [*keys(), *sorted(seen - set(keys()))]
-    usage = _usage_by_supporter(store)
+    usage = results.usage
     generic, personal = group_keys("generic"), group_keys("personal")
     rows: list[dict[str, Any]] = []
     for sup in sorted({c.supporter for c in convs}):
@@ -113,12 +135,13 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
             }
         )
     rows.sort(key=lambda r: -(r["overall"]["mean"] if r["overall"]["mean"] is not None else -99))
-    order = [str(s.get("name") or "") for s in (store.config().get("roles") or {}).get("supporter") or []]
-    sups = [s for s in order if any(c.supporter == s for c in convs)] or sorted({c.supporter for c in convs})
+    sups = [s for s in results.supporters if any(c.supporter == s for c in convs)] or sorted(
+        {c.supporter for c in convs}
+    )
     base = baseline or (sups[0] if sups else None)
     if base is not None and sups and base not in sups:
         raise ValueError(f"--baseline {base!r} is not a supporter of this run; its supporters: {', '.join(sups)}")
-    judges = sorted({a.judge for a in records.assessments(store)})
+    judges = sorted({a.judge for a in results.assessments})
     return {
         "judge": judge,
         "scoring": scoring,
@@ -127,6 +150,6 @@ def leaderboard(store: RunStore, judge: str = "user", seed: int = 0, scoring: st
         "dimension_keys": dim_keys,
         "judges": judges,
         "rows": rows,
-        "usage_by_role": store.usage_by_role(),
-        "events": store.event_counts(),
+        "usage_by_role": results.usage_by_role,
+        "events": results.events,
     }

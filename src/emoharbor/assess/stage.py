@@ -95,12 +95,13 @@ def assessment_key(conversation: Key, judge: str) -> Key:
 
 def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[Key], bool]:
     """``more`` for the stage runner: whether a stored conversation (of ``kind``) that can be judged (it ended
-    ``ok``) still lacks a finished assessment by one of ``judges``."""
+    ``ok``) still lacks a finished assessment by one of ``judges``. Read once, from the records' statuses and
+    terminations (no record is decoded): it answers for the records stored when it was made."""
     done = finished(store, "assessment")
+    status, termination = store.field(kind, "status"), store.field(kind, "termination")
 
     def more(key: Key) -> bool:
-        conv = store.get(kind, key)
-        judgeable = conv is not None and conv["status"] == "ok" and conv.get("termination") != "error"
+        judgeable = status.get(key) == "ok" and termination.get(key) != "error"
         return judgeable and any(assessment_key(key, j.name) not in done for j in judges)
 
     return more

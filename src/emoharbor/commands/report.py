@@ -15,7 +15,7 @@ from ..errors import EmoharborError
 from ..models.spec import ModelSpec
 from ..overrides import parse_sets, with_sets
 from ..store.record import hash_config
-from ..validate.run import DEFAULT_JUDGES, ValidateOptions
+from ..validate.run import DEFAULT_JUDGES, ValidateOptions, ValidatePlan
 from .core import model_spec
 from .evaluate import board
 from .options import set_option
@@ -178,7 +178,7 @@ def validate(
     )
     opts = with_sets(opts, parse_sets(sets, "user.temperature=0"), "the validate options")
     folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
-    run_kind(kinds.of("validate"), opts, folder, fmt=fmt, progress=not quiet, seed=seed)
+    run_kind(kinds.of("validate"), ValidatePlan.of(opts), folder, fmt=fmt, progress=not quiet, seed=seed)
 
 
 COMMANDS = [report, validate]

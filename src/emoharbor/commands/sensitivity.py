@@ -55,7 +55,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     from ..errors import ConfigError
     from ..overrides import parse_sets, with_sets
     from ..sensitivity.bad import KINDS
-    from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions
+    from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, SensitivityPlan
     from ..store.record import hash_config
     from .runs import run_kind
 
@@ -69,7 +69,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
                               concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
     folder = run_dir or Path("runs") / f"sensitivity-{hash_config(opts.resolved())[:8]}"
-    run_kind(kinds.of("sensitivity"), opts, folder, fmt=fmt, progress=not no_progress, seed=seed)
+    run_kind(kinds.of("sensitivity"), SensitivityPlan.of(opts), folder, fmt=fmt, progress=not no_progress, seed=seed)
 
 
 COMMANDS = [sensitivity]

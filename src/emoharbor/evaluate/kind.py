@@ -26,7 +26,7 @@ class EmoharborKind(RunKind):
         rather than shown as a table of n/a."""
         import json
 
-        from ..assess.leaderboard import leaderboard
+        from ..assess.leaderboard import RunResults, leaderboard
         from ..assess.render import render
         from ..errors import EmoharborError
 
@@ -34,7 +34,7 @@ class EmoharborKind(RunKind):
         if judge is None:
             judge = "user" if "user" in cards or not cards else next(iter(cards))
         try:
-            data = leaderboard(store, judge, seed=seed, scoring=scoring, baseline=baseline)
+            data = leaderboard(RunResults.read(store), judge, seed=seed, scoring=scoring, baseline=baseline)
         except ValueError as e:
             raise EmoharborError(f"{store.folder}: {e}") from None
         known = sorted(set(cards) | set(data["judges"]))

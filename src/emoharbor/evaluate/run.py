@@ -25,7 +25,7 @@ from ..simulate.supporter import make_supporter
 from ..store.keys import Key
 from ..store.record import config_part, open_record
 from ..store.run_store import DB_NAME, RunStore, call_sink
-from ..store.units import Events, Work, ended_in_error, run_stage
+from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
 from .plan import Plan
 
 KIND = "emoharbor"
@@ -93,17 +93,17 @@ async def run_evaluation(
         jobs = [(i, p, s, r) for r in range(cfg.repeats) for i, p in enumerate(profiles) for s in cfg.roles.supporter]
         by_key = {conversation_key(p.id, s.name, r): (i, p, s, r) for i, p, s, r in jobs}
         more = unassessed(store, judges, "conversation")
-        stored = {k: d for k, d in store.items("conversation") if k in by_key}  # read once
-        had = sum(1 for d in stored.values() if d["status"] != "error")  # conversations stored before this run
-        if all(k in stored and stored[k]["status"] != "error" and not more(k) for k in by_key):  # nothing to do:
-            store.set_meta("status", "complete")  # no model reached, no server started
-            return Summary(UNIT, len(jobs), 0, sum(1 for d in stored.values() if d.get("termination") == "error"))
+        had = len(finished(store, "conversation") & set(by_key))  # conversations stored before this run
+        if not stage_todo(store, "conversation", list(by_key), more):  # nothing to do: no server started
+            store.set_meta("status", "complete")
+            return Summary(UNIT, len(jobs), 0, ended_in_error(store, "conversation", by_key))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             agent = user_agent(cfg.user_agent.agent)
             user_model = await pool.get(cfg.roles.user, "user") if agent.needs_model else None
             models = await judge_models(pool, judges)
             sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
             profile_of = {p.id: p for p in profiles}
+            made: dict[Key, Conversation] = {}  # the conversations made now, handed to their assessments as made
 
             def talk(key: Key) -> Work:
                 i, profile, spec, repeat = by_key[key]
@@ -114,12 +114,15 @@ async def run_evaluation(
                     user = make_user(user_model, profile, cfg.user_agent)
                     supporter = make_supporter(sup_models[spec.name], spec)
                     await converse(conv, user, supporter, max_turns=cfg.max_turns, seed=conv.seed)
+                    made[key] = conv
                     return conv.model_dump(mode="json"), [*conv.events, ("termination", conv.termination)]
 
                 return work
 
             async def assess(key: Key, record: dict[str, Any]) -> None:
-                conv = Conversation.model_validate(record)
+                conv = made.pop(key, None)
+                if conv is None:  # stored before this run: decoded here, once
+                    conv = Conversation.model_validate(record)
                 if conv.status == "ok":
                     await assess_all(store, key, conv, judges, models, profile_of[conv.profile_id])
 
@@ -153,7 +156,7 @@ async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True)
         check_judges(store, judges)
         cfg = config_of(store)
         profiles = stored_profiles(store)
-        convs = {k: d for k, d in store.items("conversation") if d["status"] == "ok"}
+        convs = [k for k, status in store.field("conversation", "status").items() if status == "ok"]
         before = len(store.keys("assessment"))
         async with ModelPool(sink=call_sink(store)) as pool:
             models = await judge_models(pool, judges)

@@ -16,7 +16,7 @@ from ..assess.cards import load_card
 from ..assess.judge_kinds import PairKind
 from ..config import SupporterSpec, plain_name
 from ..errors import ConfigError, EmoharborError, validation_message
-from ..models.spec import ModelSpec
+from ..models.spec import ModelSpec, spec_input
 from ..store.record import hash_config
 from .dimensions import DIMENSION_KEYS
 
@@ -47,8 +47,6 @@ class HistorySource(BaseModel):
             raise ValueError("give 'first' or 'sample', not both")
         if not self.name:
             self.name = "esconv" if self.format == "esconv" else self.subset
-        if "|" in self.name:
-            raise ValueError(f"name {self.name!r} must not contain '|'")
         return self
 
 
@@ -68,10 +66,6 @@ class JudgeSpec(ModelSpec):
         return self
 
 
-def _coerce(value: Any) -> Any:
-    return {"model": value} if isinstance(value, str) else value
-
-
 def _name_specs(specs: list[Any], what: str) -> None:
     for i, s in enumerate(specs):
         if not s.name:
@@ -80,9 +74,6 @@ def _name_specs(specs: list[Any], what: str) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"{what} names must be unique; repeated: {dup}")
-    bad = [n for n in names if "|" in n]
-    if bad:
-        raise ValueError(f"{what} names must not contain '|': {bad}")
 
 
 class HeartConfig(BaseModel):
@@ -113,12 +104,12 @@ class HeartConfig(BaseModel):
     @classmethod
     def _specs(cls, value: Any) -> Any:
         items = value if isinstance(value, list) else [value]
-        return [_coerce(v) for v in items]
+        return [spec_input(v) for v in items]
 
     @field_validator("labeller", mode="before")
     @classmethod
     def _one(cls, value: Any) -> Any:
-        return _coerce(value)
+        return spec_input(value)
 
     _name = field_validator("name")(plain_name)
 

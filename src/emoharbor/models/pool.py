@@ -89,7 +89,7 @@ class ModelPool:
         self._models: dict[str, ChatModel] = {}
 
     async def get(self, spec: ModelSpec, role: str) -> RoleModel:
-        key = json.dumps(spec.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
+        key = spec.identity
         model = self._models.get(key)
         if model is None:
             model = await self._build(spec)

@@ -3,6 +3,7 @@ model spec may hold. Building and checking a model from it is ``models.pool``'s.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any, Literal
@@ -12,6 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 DEFAULT_MODEL = "local:qwen1.5b"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def spec_input(value: Any) -> Any:
+    """A model given by its name alone (``judge: local:qwen1.5b``) as the spec it stands for (``{model: NAME}``):
+    the one coercion every config field that holds a model spec runs before validation."""
+    return {"model": value} if isinstance(value, str) else value
 
 
 class Price(BaseModel):
@@ -97,6 +104,12 @@ class ModelSpec(BaseModel):
         if self.backend == "local" and self.json_mode == "json_schema":
             raise ValueError("the embedded model does not take json_schema: use json_object (a grammar) or prompt")
         return self
+
+    @property
+    def identity(self) -> str:
+        """Which model the spec builds, as a key: every setting but a role's own name and prompt (two supporters
+        on one model are one model to build, check and reach)."""
+        return json.dumps(self.model_dump(mode="json", exclude={"name", "system_prompt"}), sort_keys=True)
 
     @property
     def call_timeout_s(self) -> float:

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import kinds
-from ..assess.leaderboard import leaderboard
+from ..assess.leaderboard import RunResults, leaderboard
 from ..evaluate import config_of, stored_profiles
 from ..profiles.schema import Profile
 from ..simulate.agents import user_agent
 from ..simulate.conversation import Conversation
-from ..store import records
 from ..store.records import Assessment
 from ..store.run_store import RunStore
 
@@ -46,9 +45,9 @@ class RunView:
         return sorted(names, key=lambda j: (j != "user", j))
 
 
-def assessments_by_conversation(store: RunStore) -> dict[str, dict[str, Assessment]]:
+def by_conversation(assessments: list[Assessment]) -> dict[str, dict[str, Assessment]]:
     out: dict[str, dict[str, Assessment]] = {}
-    for a in records.assessments(store):
+    for a in assessments:
         out.setdefault(a.conversation, {})[a.judge] = a
     return out
 
@@ -69,10 +68,11 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
 
 
 def load_emoharbor(store: RunStore, view: RunView, seed: int) -> None:
-    view.conversations = [Conversation.model_validate(d) for _, d in store.items("conversation")]
-    view.assessments = assessments_by_conversation(store)
+    results = RunResults.read(store)  # read once: the transcripts, the tables and every judge's leaderboard
+    view.conversations = results.conversations
+    view.assessments = by_conversation(results.assessments)
     for judge in view.judges or ["user"]:
-        view.boards[judge] = leaderboard(store, judge, seed=seed)
+        view.boards[judge] = leaderboard(results, judge, seed=seed)
     cfg = config_of(store)
     if user_agent(cfg.user_agent.agent).reactions:  # the user whose reactions a sensitivity run measures
         view.user_model = cfg.roles.user.model

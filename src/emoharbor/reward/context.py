@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,13 +119,21 @@ def conversation_contexts(c: Conversation, profile: Profile) -> list[RewardConte
 
 
 def run_talks(folder: Path, *kinds: str) -> list[tuple[Conversation, Profile]]:
-    """The talks of an EmoHarbor run folder, each with its user's profile (from the run's config)."""
+    """The talks of an EmoHarbor run folder, each with its user's profile as the run stored it. A run made before
+    runs kept their profiles has none stored: its config's profiles are resolved from the user's files as they
+    are now, and a note on stderr says so."""
+    from ..evaluate.run import stored_profiles
     from ..profiles.loader import resolve_profiles
     from ..store.run_store import RunStore
 
     store = RunStore.open_existing(folder, *kinds)
     try:
-        profiles = {p.id: p for p in resolve_profiles(list(store.config().get("profiles") or []))}
+        profiles = stored_profiles(store)
+        if not profiles:
+            named = list(store.config().get("profiles") or [])
+            note = f"from {', '.join(named)} as they are now, which may differ from what it used"
+            sys.stderr.write(f"note: {folder} was made before runs kept their profiles; its profiles are read {note}\n")
+            profiles = {p.id: p for p in resolve_profiles(named)}
         convs = [Conversation.model_validate(d) for _, d in store.items("conversation")]
     finally:
         store.close()

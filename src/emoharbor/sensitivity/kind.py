@@ -17,7 +17,7 @@ from .render import csv_rows, pct, render_sensitivity, usage_text
 if TYPE_CHECKING:
     from ..report.runs import RunView
     from ..store.run_store import RunStore
-    from .run import SensitivityOptions
+    from .run import SensitivityPlan
 
 
 def tidy(store: RunStore) -> list[dict[str, Any]]:
@@ -139,25 +139,18 @@ class SensitivityKind(RunKind):
     def tidy(self, store: RunStore) -> Rows:
         return tidy(store)
 
-    def check(self, plan: SensitivityOptions, *, new: bool) -> None:
-        """The user's files first (a bad ESConv record is named before any model is reached), the judges'
-        cards, then (a new run) the models."""
-        from ..errors import ConfigError, EmoharborError
+    def check(self, plan: SensitivityPlan, *, new: bool) -> None:
+        """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
         from ..preflight import check_named_models, check_reach
-        from .run import load_cases
 
         if not new:
             return
-        load_cases(plan)
-        try:
-            made = plan.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
-        named = [*([("--model", plan.user)] if plan.user else []), *((f"--judge {j.card.name}", j.model) for j in made)]
+        user = [("--model", plan.opts.user)] if plan.opts.user else []
+        named = [*user, *((f"--judge {j.card.name}", j.model) for j in plan.judges)]
         check_named_models(named)
         check_reach([spec for _, spec in named])
 
-    async def execute(self, plan: SensitivityOptions, folder: Path, *, progress: bool = True) -> Summary:
+    async def execute(self, plan: SensitivityPlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_sensitivity
 
         return await run_sensitivity(plan, folder, progress=progress)

@@ -24,7 +24,7 @@ from ..assess.cards import load_card
 from ..assess.judge_kinds import ReplyKind
 from ..assess.reply_judge import judge_reply
 from ..assess.stage import Judge, check_judges, check_scoring, judge_models
-from ..errors import ConfigError
+from ..errors import ConfigError, EmoharborError
 from ..heart.histories import SEEKER, SUPPORTER, History
 from ..heart.histories import Turn as HeartTurn
 from ..kinds import Summary
@@ -35,7 +35,7 @@ from ..reward.score import UserReward
 from ..reward.settings import RewardSettings
 from ..simulate.agents import user_agent
 from ..store.keys import Key
-from ..store.record import open_run
+from ..store.record import open_record, run_record
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_workers, progress_bar, unit
 from .bad import KINDS, bad_replies, suite_version
@@ -129,6 +129,31 @@ def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
     return cases, pool
 
 
+@dataclass(frozen=True)
+class SensitivityPlan:
+    """What a sensitivity run is to do, built once from its options and passed on: the cases and the pool of
+    texts the bad replies borrow from (each source read once), the judges (each card loaded once), and the run
+    record (the options, the versions of the prompts the simulated user's reactions read, the sources' hashes).
+    Preflight (the kind's ``check``) and the run share it."""
+
+    opts: SensitivityOptions
+    cases: list[Case]
+    pool: Pool
+    judges: list[Judge]
+    record: dict[str, Any]
+
+    @classmethod
+    def of(cls, opts: SensitivityOptions) -> SensitivityPlan:
+        """Read the sources first (a bad record is named before any card or model), then the cards."""
+        cases, pool = load_cases(opts)
+        try:
+            judges = opts.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()  # what it reads
+        return cls(opts, cases, pool, judges, run_record(opts.resolved(), prompts, [*opts.esconv, *opts.heart]))
+
+
 def case_seed(seed: int, case_id: str) -> int:
     return seed + zlib.crc32(case_id.encode())
 
@@ -190,8 +215,8 @@ class Item:
     order: str = ""
 
 
-def plan(cases: list[Case], replies: dict[str, dict[str, str]], opts: SensitivityOptions,
-         judges: list[Judge]) -> list[Item]:  # fmt: skip
+def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: SensitivityOptions,
+             judges: list[Judge]) -> list[Item]:  # fmt: skip
     """Every scorer on every reply, case by case (all of a case's replies, then the next case's): a case's
     replies share its long prompt prefix, which the server's slots then read once, and a run stopped early
     holds every kind of the cases it finished, so its table already covers every kind."""
@@ -236,18 +261,18 @@ def store_cases(store: RunStore, cases: list[Case], pool: Pool, bad: list[str]) 
 
 
 async def run_sensitivity(
-    opts: SensitivityOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
-) -> Summary:
-    judges = opts.make_judges()
-    cases, pool = load_cases(opts)
-    inputs = [*opts.esconv, *opts.heart]
-    prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()  # what it reads
-    store = open_run(run_dir, KIND, opts.resolved(), prompts=prompts, inputs=inputs)
+    plan: SensitivityPlan | SensitivityOptions, run_dir: Path, *, progress: bool = True,
+    cache_path: Path | bool | None = True,
+) -> Summary:  # fmt: skip
+    """Execute ``plan`` in ``run_dir`` (options are planned here first: the library's callers)."""
+    plan = plan if isinstance(plan, SensitivityPlan) else SensitivityPlan.of(plan)
+    opts, cases, pool, judges = plan.opts, plan.cases, plan.pool, plan.judges
+    store = open_record(run_dir, KIND, plan.record)
     try:
         check_judges(store, judges)
         replies = store_cases(store, cases, pool, opts.bad)
         done = {k: finished(store, k) for k in ("score", "pair")}
-        items = plan(cases, replies, opts, judges)
+        items = scorings(cases, replies, opts, judges)
         todo = [i for i in items if i.key not in done[i.store_kind]]
         started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))
         if todo:  # nothing left: no server is started

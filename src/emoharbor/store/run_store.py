@@ -281,6 +281,15 @@ class RunStore:
         for key, data in cur:
             yield decode_key(key), _read(data)
 
+    def field(self, kind: str, name: str) -> dict[Key, Any]:
+        """One scalar top-level field (``status``, ``termination``...) of every record of ``kind``, read by SQLite
+        without decoding the records here (None where a record lacks it; a JSON boolean reads as 1 or 0): what
+        the stage runner needs to know which units are done, without reading each record again."""
+        cur = self._conn().execute(
+            "SELECT key, json_extract(data, ?) FROM results WHERE kind=? ORDER BY key", (f"$.{name}", kind)
+        )
+        return {decode_key(k): v for k, v in cur}
+
     def kinds(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT kind FROM results ORDER BY kind")]
 

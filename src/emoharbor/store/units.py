@@ -46,18 +46,16 @@ def progress_bar(total: int, done: int, desc: str, *, enabled: bool, unit: str =
 
 
 def finished(store: RunStore, kind: str) -> set[Key]:
-    """The keys of ``kind`` that a resumed run does not do again."""
-    return {k for k, d in store.items(kind) if d["status"] != "error"}
+    """The keys of ``kind`` that a resumed run does not do again (their status read, no record decoded)."""
+    return {k for k, status in store.field(kind, "status").items() if status != "error"}
 
 
-async def unit(
-    store: RunStore, kind: str, key: Key, work: Work, *, redo_if: Callable[[dict[str, Any]], bool] | None = None
-) -> dict[str, Any]:
-    """Do one unit unless the store has it and it did not end in ``error`` (with ``redo_if``: and that does not
-    say the stored record must be done again); write its record, with its re-asks, and its events in one
-    transaction."""
-    have = store.get(kind, key)
-    if have is not None and have["status"] != "error" and not (redo_if is not None and redo_if(have)):
+async def unit(store: RunStore, kind: str, key: Key, work: Work, *, redo: bool = False) -> dict[str, Any]:
+    """Do one unit unless the store has it and it did not end in ``error`` (``redo``: the caller says the stored
+    record must be done again); write its record, with its re-asks, and its events in one transaction. A stored
+    record is returned as read (read here once, for the follow-on work that needs it)."""
+    have = None if redo else store.get(kind, key)
+    if have is not None and have["status"] != "error":
         return have
     attempt = uuid.uuid4().hex
     reasks = Reasks()
@@ -98,17 +96,18 @@ def ended_in_error(store: RunStore, kind: str, keys: Iterable[Key]) -> int:
     """How many of ``keys`` (conversations, replays) ended with termination ``error``: a model call that failed
     for good, or output of the simulated user that did not parse."""
     wanted = set(keys)
-    return sum(1 for k, d in store.items(kind) if k in wanted and d.get("termination") == "error")
+    return sum(1 for k, t in store.field(kind, "termination").items() if k in wanted and t == "error")
 
 
 def stage_todo(store: RunStore, kind: str, keys: Sequence[Key], more: Callable[[Key], bool] | None = None,
-               redo_if: Callable[[dict[str, Any]], bool] | None = None) -> list[Key]:  # fmt: skip
-    """The keys with work left: not stored, stored as ``error``, ``redo_if`` says so, or ``more`` says the unit
-    has follow-on work left (an assessment of a stored conversation)."""
+               redo_if: Callable[[Key], bool] | None = None) -> list[Key]:  # fmt: skip
+    """The keys with work left: not stored, stored as ``error``, ``redo_if(key)`` says its record must be done
+    again, or ``more(key)`` says the unit has follow-on work left (an assessment of a stored conversation). Only
+    the records' statuses are read."""
+    status = store.field(kind, "status")
     out = []
     for key in keys:
-        have = store.get(kind, key)
-        left = have is None or have["status"] == "error" or (redo_if is not None and redo_if(have))
+        left = status.get(key) in (None, "error") or (redo_if is not None and redo_if(key))
         if left or (more is not None and more(key)):
             out.append(key)
     return out
@@ -124,18 +123,20 @@ async def run_stage(
     label: str = "",
     then: Callable[[Key, dict[str, Any]], Awaitable[None]] | None = None,
     more: Callable[[Key], bool] | None = None,
-    redo_if: Callable[[dict[str, Any]], bool] | None = None,
+    redo_if: Callable[[Key], bool] | None = None,
 ) -> StageDone:
     """Every unit not finished yet, ``workers`` at a time, with a progress bar. ``then(key, record)``: follow-on
     work on a unit's record that did not end in ``error`` (its assessments), run in the same worker;
-    ``more(key)``: whether a finished unit still has such work left."""
+    ``more(key)``: whether a finished unit still has such work left; ``redo_if(key)``: whether a finished unit
+    must be done again. A stored record is read once, by the unit that hands it to ``then``; the records of
+    units with nothing left are not read at all."""
     keys = [k for k, _ in units]
     todo = set(stage_todo(store, kind, keys, more, redo_if))
     bar = progress_bar(len(units), len(units) - len(todo), label or kind, enabled=progress, unit=kind)
 
     async def one(item: tuple[Key, Work]) -> None:
         key, work = item
-        record = await unit(store, kind, key, work, redo_if=redo_if)
+        record = await unit(store, kind, key, work, redo=redo_if is not None and redo_if(key))
         if then is not None and record["status"] != "error":
             await then(key, record)
         bar.update(1)
@@ -145,5 +146,5 @@ async def run_stage(
     finally:
         bar.close()
     wanted = set(keys)
-    statuses = Counter(d["status"] for k, d in store.items(kind) if k in wanted)
+    statuses = Counter(status for k, status in store.field(kind, "status").items() if k in wanted)
     return StageDone(len(units), len(units) - len(todo), len(todo), dict(sorted(statuses.items())))

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..models.spec import ModelSpec
     from ..report.runs import RunView
     from ..store.run_store import RunStore
-    from .run import ValidateOptions
+    from .run import ValidatePlan
 
 
 class ValidateKind(RunKind):
@@ -30,13 +30,14 @@ class ValidateKind(RunKind):
 
     def view(self, store: RunStore, view: RunView, seed: int) -> None:
         from ..profiles.schema import Profile
-        from ..report.runs import assessments_by_conversation
+        from ..report.runs import by_conversation
         from ..simulate.conversation import Conversation
+        from ..store.records import assessments
         from .analysis import score_rows, validation_table
 
         records = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
         view.conversations = [Conversation.model_validate(d) for d in records.values()]
-        view.assessments = assessments_by_conversation(store)
+        view.assessments = by_conversation(assessments(store))
         view.extras = {k: d["esconv"] for k, d in records.items()}
         view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
         view.validation = validation_table(store, seed=seed)
@@ -81,26 +82,18 @@ class ValidateKind(RunKind):
 
         return validate_rows(store)
 
-    def check(self, plan: ValidateOptions, *, new: bool) -> None:
-        """The user's files first (a missing ESConv file is named before any model), then the judges' cards,
-        then (a new run) the models."""
-        from ..errors import ConfigError, EmoharborError
+    def check(self, plan: ValidatePlan, *, new: bool) -> None:
+        """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
         from ..preflight import check_named_models, check_reach
-        from .run import load_selection, needs_chain
 
         if not new:
             return
-        load_selection(plan)
-        try:
-            made = plan.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
-        named = [*([("--model", plan.user)] if needs_chain(made) else []),
-                 *((f"--judge {j.card.name}", j.model) for j in made)]  # fmt: skip
+        named = [*([("--model", plan.opts.user)] if plan.chain else []),
+                 *((f"--judge {j.card.name}", j.model) for j in plan.judges)]  # fmt: skip
         check_named_models(named)
         check_reach([spec for _, spec in named])
 
-    async def execute(self, plan: ValidateOptions, folder: Path, *, progress: bool = True) -> Summary:
+    async def execute(self, plan: ValidatePlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_validation
 
         return await run_validation(plan, folder, progress=progress)

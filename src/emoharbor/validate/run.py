@@ -24,7 +24,7 @@ from typing import Any
 from ..assess.judge_kinds import ConversationKind, card_kind
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..data.esconv import EsconvDialog, load_esconv
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, EmoharborError
 from ..kinds import Summary
 from ..models.base import ChatModel
 from ..models.pool import ModelPool, conversations_at_once
@@ -34,7 +34,7 @@ from ..prompts import load_prompt
 from ..simulate.agents import UserBlock, UserSettings, default_user, perceiving_user, require, user_settings
 from ..simulate.conversation import Conversation, Turn
 from ..store.keys import Key
-from ..store.record import open_run, read_run
+from ..store.record import open_record, read_run, run_record
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo, unit
 from .replay import SUPPORTER, esconv_facts, plan_replay, replay
@@ -113,6 +113,34 @@ def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
         per_file.append(chosen)
     longest = max((len(c) for c in per_file), default=0)
     return [c[i] for i in range(longest) for c in per_file if i < len(c)]
+
+
+@dataclass(frozen=True)
+class ValidatePlan:
+    """What a validate run is to do, built once from its options and passed on: the chosen ESConv records (each
+    file read once), the judges (each card loaded once), and the run record (the options with the ESConv files'
+    hashes; the prompts a replay reads are recorded in each replay, the judges' in their cards). Preflight (the
+    kind's ``check``) and the run share it."""
+
+    opts: ValidateOptions
+    dialogs: dict[Key, EsconvDialog]  # by its replay's key
+    judges: list[Judge]
+    record: dict[str, Any]
+
+    @property
+    def chain(self) -> bool:
+        """Whether the simulated user lives through the replays (a user-kind judge reads what it perceived)."""
+        return needs_chain(self.judges)
+
+    @classmethod
+    def of(cls, opts: ValidateOptions) -> ValidatePlan:
+        """Read the ESConv files first (a bad record is named before any card or model), then the cards."""
+        dialogs: dict[Key, EsconvDialog] = {(d.id,): d for d in load_selection(opts)}
+        try:
+            judges = opts.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        return cls(opts, dialogs, judges, run_record(opts.resolved(), inputs=opts.esconv))
 
 
 # What a replay through the simulated user reads (its agent's ``reaction_prompts``). Their versions are kept
@@ -210,19 +238,21 @@ async def replay_and_assess(store: RunStore, dialog: EsconvDialog, opts: Validat
 
 
 async def run_validation(
-    opts: ValidateOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
+    plan: ValidatePlan | ValidateOptions, run_dir: Path, *, progress: bool = True, cache_path: Path | bool | None = True
 ) -> Summary:
-    dialogs: dict[Key, EsconvDialog] = {(d.id,): d for d in load_selection(opts)}  # by its replay's key
-    judges = opts.make_judges()
-    chain = needs_chain(judges)
-    store = open_run(run_dir, KIND, opts.resolved(), inputs=opts.esconv)
+    """Execute ``plan`` in ``run_dir`` (options are planned here first: the library's callers)."""
+    plan = plan if isinstance(plan, ValidatePlan) else ValidatePlan.of(plan)
+    opts, dialogs, judges, chain = plan.opts, plan.dialogs, plan.judges, plan.chain
+    store = open_record(run_dir, KIND, plan.record)
     try:
         check_judges(store, judges)
         if chain:
             check_chain_prompts(store, opts.user_agent)
 
-        def not_lived(have: dict[str, Any]) -> bool:  # replayed without the chain, now that a judge needs it
-            return chain and not have.get("perceived", True)
+        perceived = store.field("replay", "perceived")  # 1, 0, or None for a replay stored before it was kept
+
+        def not_lived(key: Key) -> bool:  # replayed without the chain, now that a judge needs it
+            return chain and perceived.get(key) == 0
 
         more = unassessed(store, judges, "replay")
         had = len(finished(store, "replay") & set(dialogs))  # replays stored before this run
