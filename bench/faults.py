@@ -213,7 +213,7 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
         )
     store = RunStore.open_existing(run_dir)
     try:
-        stored = sum(1 for k in store.kinds() if k not in not_units("emoharbor") for _ in store.items(k))
+        stored = sum(1 for k in store.kinds() if k not in NOT_UNITS for _ in store.items(k))
         usage = store_figures(store)
     finally:
         store.close()
@@ -394,7 +394,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     with fake_server(work / "ledger-a.jsonl", s) as url:
         config = write_config(work / "config-a.yaml", url, s)
         wall_a = run_to_end(config, work / "A", work / "cache-a", work / "run-a.log")
-    units_a = sum(1 for kind, _ in records(work / "A") if kind not in not_units("emoharbor"))  # not the run's profiles
+    units_a = sum(1 for kind, _ in records(work / "A") if kind not in NOT_UNITS)  # not the run's profiles
     with fake_server(work / "ledger-b.jsonl", s) as url:
         config = write_config(work / "config-b.yaml", url, s)
         t = time.perf_counter()
@@ -407,7 +407,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     session1 = [x for x in lines_b if x["t"] < kill.at and id(x) not in ids]
     return Outcome(
         units_a=units_a,
-        units_b=sum(1 for kind, _ in records(work / "B") if kind not in not_units("emoharbor")),
+        units_b=sum(1 for kind, _ in records(work / "B") if kind not in NOT_UNITS),
         comparison=compare_stores(work / "A", work / "B"),
         kill=kill,
         store_a=figures_of(work / "A"),
