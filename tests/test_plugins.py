@@ -26,6 +26,7 @@ from emoharbor.assess import judge_kinds
 from emoharbor.assess.cards import load_card
 from emoharbor.config import RunConfig
 from emoharbor.errors import ConfigError, EmoharborError
+from emoharbor.evaluate.plan import Plan
 from emoharbor.evaluate.run import run_evaluation
 from emoharbor.overrides import validated
 from emoharbor.profiles.loader import builtin_profiles
@@ -249,10 +250,9 @@ def test_a_judge_kind_of_ones_own_is_a_module_named_in_a_card(
 
 
 def test_a_card_of_a_kind_that_rates_replies_is_refused_by_a_run() -> None:
-    with pytest.raises(
-        ValidationError, match="judge card third_party_reply: a judge of one reply, not of a conversation"
-    ):
-        RunConfig.model_validate({"judges": ["third_party_reply"]})
+    cfg = RunConfig.model_validate({"judges": ["third_party_reply"]})  # read back from a store: no file opened
+    with pytest.raises(ConfigError, match="judge card third_party_reply: a judge of one reply, not of a conversation"):
+        Plan.of(cfg)  # the run's plan loads the cards and asks their kinds
     with pytest.raises(ConfigError, match="judge kind 'oracle': no such judge kind"):
         judge_kinds.judge_kind("oracle")
     with pytest.raises(ConfigError, match="cannot import no_such_module"):
