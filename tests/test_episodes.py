@@ -143,6 +143,6 @@ def test_the_rollout_masks_the_users_turns_and_keeps_the_policys_tokens(tmp_path
         assert [tok.decode(ids, skip_special_tokens=True).strip() for ids in policy] == talk.replies
         assert [s.reply for s in talk.result.steps] == talk.replies  # the user read what the policy wrote
         users = [s.user for s in talk.result.steps[:-1]]
-        assert len(between) == len(users) and all(u in b and "<|im_start|>user" in b for u, b in zip(users, between,
-                                                                                                     strict=True))  # fmt: skip
+        assert len(between) == len(users)
+        assert all(u in b and "<|im_start|>user" in b for u, b in zip(users, between, strict=True))
         assert all(b.endswith("<|im_start|>assistant\n") for b in between)

@@ -18,7 +18,6 @@ vLLM generation (the same collective calls): docs/evolve.md has the GPU recipe t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -182,7 +181,7 @@ class EpisodeRollout:
     def __call__(self, prompts: list[list[Message]], trainer: Any) -> dict[str, Any]:
         if trainer.use_vllm or trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
             raise EmoharborError("grpo.episodes: the policy's turns are generated in each process (DDP or one "
-                                 "process): turn off use_vllm, FSDP and DeepSpeed (docs/evolve.md, episodes on GPUs)")  # fmt: skip
+                                 "process): turn off use_vllm, FSDP and DeepSpeed (docs/evolve.md)")  # fmt: skip
         loop = trainer.async_loop
 
         def run(coro: Coroutine[Any, Any, T]) -> T:

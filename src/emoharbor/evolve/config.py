@@ -124,7 +124,7 @@ class GrpoSettings(TrainSettings):
         args = effective("grpo", self.train_args)
         if self.episodes.enabled and args.get("use_vllm"):
             raise ValueError("grpo.episodes: the policy's turns are generated in each process, not by TRL's vLLM "
-                             "integration: set grpo.train_args.use_vllm false (docs/evolve.md, episodes on GPUs)")  # fmt: skip
+                             "integration: set grpo.train_args.use_vllm false (docs/evolve.md)")  # fmt: skip
         batch, n = args["per_device_train_batch_size"], args["num_generations"]
         if isinstance(n, int) and n > 0 and batch % n:
             raise ValueError(f"grpo.train_args.per_device_train_batch_size ({batch}) must be a multiple of "

@@ -23,16 +23,17 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from ..episodes.reward_func import EpisodeRewardFunc
+from ..episodes.rollout import EpisodeRollout
 from ..errors import ConfigError, EmoharborError
 from ..models.base import ChatModel
 from ..models.hf import read_model_card, resolve_hf
 from ..profiles.loader import resolve_profiles
 from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts, sample
-from ..episodes.reward_func import EpisodeRewardFunc
-from ..episodes.rollout import EpisodeRollout
 from ..reward.trl_reward import UserRewardFunc
 from ..simulate.agents import user_agent
 from ..simulate.supporter import supporter_prompt
@@ -143,11 +144,13 @@ def trim_rewards(path: Path, step: int) -> None:
 
 
 def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,
-             user: ChatModel | None = None, progress: bool = True) -> dict[str, Any]:  # fmt: skip
+             user: ChatModel | None = None, progress: bool = True,
+             callbacks: Sequence[Any] = ()) -> dict[str, Any]:  # fmt: skip
     """Train the policy (``model_dir``, an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new
     LoRA adapter) into ``out`` against the simulated user, resuming from a checkpoint there; then the
     held-out evaluation of both (``evaluate``). ``user``: a ChatModel in place of ``grpo.user`` (a
-    scripted user in tests; a model already open in a notebook)."""
+    scripted user in tests; a model already open in a notebook). ``callbacks``: transformers callbacks added
+    to the trainer (``episodes.heldout``: a held-out curve during training)."""
     refuse_if_card(out)
     check_machine(cfg)
     g = cfg.grpo
@@ -183,11 +186,14 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     trim_rewards(rewards_file(out, me.rank, log_name), done[-1][0] if done else 0)
     rollout = EpisodeRollout(contexts, system, g.contexts.max_turns, user or g.user, g.reward, g.episodes,
                              seed=g.reward.seed) if episodes else None  # fmt: skip
-    reward = (EpisodeRewardFunc(g.episodes, log=rewards_file(out, me.rank, log_name), rank=me.rank, seed=cfg.seed)
-              if episodes else UserRewardFunc(user or g.user, g.reward, log=rewards_file(out, me.rank), rank=me.rank))  # fmt: skip
+    logged = rewards_file(out, me.rank, log_name)
+    reward = (EpisodeRewardFunc(g.episodes, log=logged, rank=me.rank, seed=cfg.seed) if episodes
+              else UserRewardFunc(user or g.user, g.reward, log=logged, rank=me.rank))  # fmt: skip
     lora = None if src.adapter else lora_config(model, cfg.lora)
-    trainer = GRPOTrainer(model=model, reward_funcs=[cast(Any, reward)], args=args, rollout_func=rollout,
+    trainer = GRPOTrainer(model=model, reward_funcs=[cast(Any, reward)], args=args, rollout_func=cast(Any, rollout),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=lora)  # fmt: skip
+    for c in callbacks:
+        trainer.add_callback(c)
     try:
         report = fit(trainer, out, stage="grpo", log=log)
     finally:

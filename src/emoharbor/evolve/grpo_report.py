@@ -112,7 +112,8 @@ def report_html(out: Path, summary: dict[str, Any], eval_table: str) -> str:
 
     p = _parts(out, summary)
     body = (f"<p>{esc(p['head'])}</p><p>{esc(p['counts'])}</p><h2>Reward per step</h2>"
-            f'<div class="charts">{reward_chart(out, log_of(summary))}</div>{table(CURVE, [[esc(c) for c in r] for r in p["curve"]])}'
+            f'<div class="charts">{reward_chart(out, log_of(summary))}</div>'
+            f'{table(CURVE, [[esc(c) for c in r] for r in p["curve"]])}'
             "<h2>Penalties (replies hitting each, all steps)</h2>"
             + (table(["penalty", "replies"], p["penalties"]) if p["penalties"] else "<p>none</p>")
             + "<h2>Held-out evaluation: before and after, per judge and dimension</h2>"
