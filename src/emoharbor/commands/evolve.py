@@ -144,8 +144,8 @@ def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None
     cfg = _config(config_path, sets)
     check_evolve_config(cfg, str(config_path or "the built-in evolve settings"))  # its files before any model
     summary = run_grpo(cfg, model_dir, out, log=_log, evaluate=not no_eval, progress=not no_progress)
-    t = summary["rewards"]
-    _echo_main(f"grpo: {summary['train']['steps']} steps, {t.get('replies', 0)} replies rewarded ({t.get('ok', 0)} "
+    t, unit = summary["rewards"], summary["unit"]
+    _echo_main(f"grpo: {summary['train']['steps']} steps, {t.get(unit, 0)} {unit} rewarded ({t.get('ok', 0)} "
                f"scored, {t.get('unscored', 0)} unscored, {t.get('error', 0)} errors) in {summary['wall_s']:.0f}s; "
                f"report: {out / REPORT}")  # fmt: skip
 

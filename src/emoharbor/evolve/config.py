@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import userfiles
+from ..episodes.settings import EpisodeSettings
 from ..errors import ConfigError
 from ..models.spec import ModelSpec
 from ..overrides import validated
@@ -116,10 +117,14 @@ class GrpoSettings(TrainSettings):
     reward: RewardSettings = Field(default_factory=RewardSettings)
     # the EmoHarbor run config of the held-out evaluation that ends the stage (before and after, per dimension)
     eval_config: str | None = None
+    episodes: EpisodeSettings = Field(default_factory=EpisodeSettings)  # whole talks with the user (multi-turn)
 
     @model_validator(mode="after")
     def _check(self) -> GrpoSettings:
         args = effective("grpo", self.train_args)
+        if self.episodes.enabled and args.get("use_vllm"):
+            raise ValueError("grpo.episodes: the policy's turns are generated in each process, not by TRL's vLLM "
+                             "integration: set grpo.train_args.use_vllm false (docs/evolve.md)")  # fmt: skip
         batch, n = args["per_device_train_batch_size"], args["num_generations"]
         if isinstance(n, int) and n > 0 and batch % n:
             raise ValueError(f"grpo.train_args.per_device_train_batch_size ({batch}) must be a multiple of "

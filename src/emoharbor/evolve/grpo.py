@@ -8,8 +8,13 @@ starts (``contexts.jsonl``, so a resumed stage trains on the same ones) and pass
 ``holdout`` and the profiles of ``grpo.eval_config``, the held-out evaluation the stage ends with
 (``evolve eval``: the start model and the trained one, per judge and dimension).
 
+With ``grpo.episodes.enabled`` the policy talks whole episodes with the user instead (``emoharbor.episodes``:
+TRL's ``rollout_func`` plays them, the policy writing every supporter turn; the loss is on its tokens only),
+each context's prompt opening ``num_generations`` episodes; the reward is the episode's.
+
 The stage folder holds the adapter and card (as SFT's and DPO's), ``contexts.jsonl``, ``rewards.jsonl``
-(every reward with its step, status, parts and penalties), ``eval/``, ``report.md`` and ``report.html``.
+(every reward with its step, status, parts and penalties) or, with episodes, ``episodes.jsonl`` (every
+episode with its step, reward, turns and the penalties per step), ``eval/``, ``report.md`` and ``report.html``.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from ..episodes.reward_func import EpisodeRewardFunc
+from ..episodes.rollout import EpisodeRollout
 from ..errors import ConfigError, EmoharborError
 from ..models.base import ChatModel
 from ..models.hf import read_model_card, resolve_hf
@@ -51,6 +59,7 @@ from .trainer import (
 
 CONTEXTS = "contexts.jsonl"
 REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.jsonl
+EPISODES = "episodes.jsonl"  # the same, of an episode stage (episodes-rank{r}.jsonl)
 
 
 def eval_profile_ids(cfg: EvolveConfig) -> set[str]:
@@ -120,8 +129,10 @@ def _contexts(cfg: EvolveConfig, out: Path, guard: EvalGuard, user: ChatModel | 
     return [RewardContext.from_dict(json.loads(r)) for r in rows], json.loads(head)["counts"]
 
 
-def rewards_file(out: Path, rank: int) -> Path:
-    return out / (REWARDS if rank == 0 else f"rewards-rank{rank}.jsonl")
+def rewards_file(out: Path, rank: int, log: str = REWARDS) -> Path:
+    """Process ``rank``'s log of the rewards (``REWARDS``) or of the episodes (``EPISODES``)."""
+    stem = log.removesuffix(".jsonl")
+    return out / (log if rank == 0 else f"{stem}-rank{rank}.jsonl")
 
 
 def trim_rewards(path: Path, step: int) -> None:
@@ -133,11 +144,13 @@ def trim_rewards(path: Path, step: int) -> None:
 
 
 def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,
-             user: ChatModel | None = None, progress: bool = True) -> dict[str, Any]:  # fmt: skip
+             user: ChatModel | None = None, progress: bool = True,
+             callbacks: Sequence[Any] = ()) -> dict[str, Any]:  # fmt: skip
     """Train the policy (``model_dir``, an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new
     LoRA adapter) into ``out`` against the simulated user, resuming from a checkpoint there; then the
     held-out evaluation of both (``evaluate``). ``user``: a ChatModel in place of ``grpo.user`` (a
-    scripted user in tests; a model already open in a notebook)."""
+    scripted user in tests; a model already open in a notebook). ``callbacks``: transformers callbacks added
+    to the trainer (``episodes.heldout``: a held-out curve during training)."""
     refuse_if_card(out)
     check_machine(cfg)
     g = cfg.grpo
@@ -167,20 +180,30 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     rows = [{"prompt": c.messages(system, g.contexts.max_turns), "context": c.to_json()} for c in contexts]
     model, tok = load_model(cfg, src, trainable=bool(src.adapter))
     me = processes()
-    reward = UserRewardFunc(user or g.user, g.reward, log=rewards_file(out, me.rank), rank=me.rank)
+    episodes = g.episodes.enabled
+    log_name, unit = (EPISODES, "episodes") if episodes else (REWARDS, "replies")
     done = checkpoints(out)
-    trim_rewards(rewards_file(out, me.rank), done[-1][0] if done else 0)
+    trim_rewards(rewards_file(out, me.rank, log_name), done[-1][0] if done else 0)
+    rollout = EpisodeRollout(contexts, system, g.contexts.max_turns, user or g.user, g.reward, g.episodes,
+                             seed=g.reward.seed) if episodes else None  # fmt: skip
+    logged = rewards_file(out, me.rank, log_name)
+    reward = (EpisodeRewardFunc(g.episodes, log=logged, rank=me.rank, seed=cfg.seed) if episodes
+              else UserRewardFunc(user or g.user, g.reward, log=logged, rank=me.rank))  # fmt: skip
     lora = None if src.adapter else lora_config(model, cfg.lora)
-    trainer = GRPOTrainer(model=model, reward_funcs=[cast(Any, reward)], args=args,
+    trainer = GRPOTrainer(model=model, reward_funcs=[cast(Any, reward)], args=args, rollout_func=cast(Any, rollout),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=lora)  # fmt: skip
+    for c in callbacks:
+        trainer.add_callback(c)
     try:
         report = fit(trainer, out, stage="grpo", log=log)
     finally:
-        asyncio.run_coroutine_threadsafe(reward.aclose(), trainer.async_loop).result()
-    curve = reward_curve(out)  # every process's rewards, those from before a resume included
+        closing = rollout.aclose() if rollout is not None else cast(UserRewardFunc, reward).aclose()
+        asyncio.run_coroutine_threadsafe(closing, trainer.async_loop).result()
+    curve = reward_curve(out, log_name)  # every process's rewards, those from before a resume included
     round_no = int(parent.get("round", 0)) + 1 if parent else 0
-    summary = {"stage": "grpo", "round": round_no, "contexts": counts, "rewards": reward_totals(curve),
-               "curve": curve, "train": report.to_dict(), "wall_s": time.monotonic() - started}  # fmt: skip
+    summary = {"stage": "grpo", "round": round_no, "contexts": counts, "unit": unit,
+               "rewards": reward_totals(curve, unit), "curve": curve, "train": report.to_dict(),
+               "wall_s": time.monotonic() - started}  # fmt: skip
     base_model = parent["base_model"] if parent else cfg.base_model
     card = {"base_model": base_model, "base": parent.get("base") if parent else src.identity, **summary,
             "parent": str(model_dir) if model_dir else None, "config": cfg.resolved()}  # fmt: skip

@@ -1,6 +1,7 @@
 """The report of a GRPO stage: the reward per step (a chart with each step's 95% interval over its completions,
 and a table), the penalties hit, and the held-out evaluation before and after; as Markdown and as one
-self-contained HTML page."""
+self-contained HTML page. An episode stage (``grpo.episodes``) reads its episodes log the same way: one
+completion is an episode, its penalties (the guards against reward hacking among them) counted per reply."""
 
 from __future__ import annotations
 
@@ -18,18 +19,17 @@ REPORT = "report.md"
 REPORT_HTML = "report.html"
 
 
-def read_rewards(out: Path) -> list[dict[str, Any]]:
-    """Every reward of the stage in ``out``, from every process's log."""
-    return [
-        json.loads(ln) for f in sorted(out.glob("rewards*.jsonl")) for ln in f.read_text(encoding="utf-8").splitlines()
-    ]
+def read_rewards(out: Path, log: str = "rewards.jsonl") -> list[dict[str, Any]]:
+    """Every reward of the stage in ``out``, from every process's log (``log``: rank 0's name)."""
+    pattern = log.removesuffix(".jsonl") + "*.jsonl"
+    return [json.loads(ln) for f in sorted(out.glob(pattern)) for ln in f.read_text(encoding="utf-8").splitlines()]
 
 
-def reward_curve(out: Path) -> list[dict[str, Any]]:
+def reward_curve(out: Path, log: str = "rewards.jsonl") -> list[dict[str, Any]]:
     """Per step, from every process's rewards: completions, scored, unscored, errors, the mean reward of the
-    scored ones, and the penalties hit."""
+    scored ones, and the penalties hit (an episode's: once per reply that hit each)."""
     by: dict[int, list[dict[str, Any]]] = {}
-    for r in read_rewards(out):
+    for r in read_rewards(out, log):
         by.setdefault(int(r.get("step") or 0), []).append(r)
     curve = []
     for step, rs in sorted(by.items()):
@@ -42,11 +42,11 @@ def reward_curve(out: Path) -> list[dict[str, Any]]:
     return curve
 
 
-def reward_totals(curve: list[dict[str, Any]]) -> dict[str, int]:
-    """The whole stage's counts: replies, ok (scored), unscored, error, and ``penalty:NAME``."""
+def reward_totals(curve: list[dict[str, Any]], unit: str = "replies") -> dict[str, int]:
+    """The whole stage's counts: ``unit`` (replies, or episodes), ok (scored), unscored, error, and ``penalty:NAME``."""
     totals: Counter[str] = Counter()
     for c in curve:
-        totals.update({"replies": c["completions"], "ok": c["scored"], "unscored": c["unscored"], "error": c["errors"]})
+        totals.update({unit: c["completions"], "ok": c["scored"], "unscored": c["unscored"], "error": c["errors"]})
         totals.update({f"penalty:{k}": v for k, v in c["penalties"].items()})
     return {k: v for k, v in sorted(totals.items()) if v}
 
@@ -59,8 +59,12 @@ def _parts(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
     head = (f"{summary['train']['steps']} steps in {summary['train']['wall_s']:.0f} s (the stage: "
             f"{summary['wall_s']:.0f} s" + (f"; with its evaluation: {whole:.0f} s" if whole else "")
             + f"). Contexts: {sources}.")  # fmt: skip
-    counts = (f"Rewards: {t.get('replies', 0)} replies, {t.get('ok', 0)} scored, {t.get('unscored', 0)} unscored "
+    unit = summary.get("unit", "replies")
+    counts = (f"Rewards: {t.get(unit, 0)} {unit}, {t.get('ok', 0)} scored, {t.get('unscored', 0)} unscored "
               f"(the user's reaction did not parse: no reward), {t.get('error', 0)} model errors.")  # fmt: skip
+    if unit == "episodes":
+        counts += (" Each episode is a whole talk; its penalties are counted per reply, the guards against reward "
+                   "hacking (flattery, ends_early) among them.")  # fmt: skip
     curve = [[str(c["step"]), str(c["completions"]), str(c["scored"]), str(c["unscored"]), str(c["errors"]),
               num(c["mean_reward"], 3), ", ".join(f"{k} {v}" for k, v in c["penalties"].items()) or "-"]
              for c in summary["curve"]]  # fmt: skip
@@ -83,10 +87,14 @@ def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
     ])  # fmt: skip
 
 
-def reward_chart(out: Path, seed: int = 0) -> str:
+def log_of(summary: dict[str, Any]) -> str:
+    return "episodes.jsonl" if summary.get("unit") == "episodes" else "rewards.jsonl"
+
+
+def reward_chart(out: Path, log: str = "rewards.jsonl", seed: int = 0) -> str:
     """The mean reward per step with a bootstrap 95% interval over that step's scored completions."""
     by: dict[int, list[float]] = {}
-    for r in read_rewards(out):
+    for r in read_rewards(out, log):
         if r["reward"] is not None:
             by.setdefault(int(r.get("step") or 0), []).append(float(r["reward"]))
     cells = []
@@ -104,7 +112,8 @@ def report_html(out: Path, summary: dict[str, Any], eval_table: str) -> str:
 
     p = _parts(out, summary)
     body = (f"<p>{esc(p['head'])}</p><p>{esc(p['counts'])}</p><h2>Reward per step</h2>"
-            f'<div class="charts">{reward_chart(out)}</div>{table(CURVE, [[esc(c) for c in r] for r in p["curve"]])}'
+            f'<div class="charts">{reward_chart(out, log_of(summary))}</div>'
+            f'{table(CURVE, [[esc(c) for c in r] for r in p["curve"]])}'
             "<h2>Penalties (replies hitting each, all steps)</h2>"
             + (table(["penalty", "replies"], p["penalties"]) if p["penalties"] else "<p>none</p>")
             + "<h2>Held-out evaluation: before and after, per judge and dimension</h2>"

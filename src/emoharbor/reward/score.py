@@ -19,6 +19,7 @@ from ..models.base import ChatModel, ModelCallError
 from ..simulate.agents import perceiving_user
 from ..simulate.chain_user import FIT
 from ..simulate.conversation import Turn, UserState
+from ..simulate.user_agent import UserStep
 from ..store.units import in_workers
 from .context import RewardContext
 from .penalties import penalties
@@ -67,6 +68,36 @@ def expected_parts(
             "fit": None if f is None else float(f)}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Reaction:
+    """A user's reaction to one reply on the reward's scale: the written parts, the expected ones, and which
+    the reward uses (``used``: relief, trust, fit)."""
+
+    relief: float
+    trust: float
+    fit: float
+    expected: dict[str, float | None] | None
+    readout: str
+    used: tuple[float, float, float]
+
+
+def reaction(step: UserStep, s: RewardSettings) -> Reaction | str:
+    """The reaction in a user's step (``perceive`` or ``react``), or why there is none (a parse failure)."""
+    failed = [f"{k}: {v}" for k, v in step.events if k.startswith("parse_failure")]
+    appraisal = (step.inner or {}).get("appraisal") or {}
+    feeling = (step.inner or {}).get("feeling")
+    if failed or not feeling or appraisal.get("fit") not in FIT:
+        return "; ".join(failed) or "no reaction"
+    relief = feeling["feel_better"] / s.user_agent.intensity_step
+    trust = feeling["trust_change"] / s.user_agent.trust_step
+    fit = FIT[appraisal["fit"]]
+    ex = expected_parts(appraisal, feeling, s)
+    use = s.readout == "expected" and ex is not None and all(v is not None for v in ex.values())
+    r, t, f = (ex["relief"], ex["trust"], ex["fit"]) if use and ex else (relief, trust, fit)
+    return Reaction(relief, trust, fit, ex, "expected" if use else "written", (float(r or 0), float(t or 0),
+                                                                               float(f or 0)))  # fmt: skip
+
+
 class UserReward:
     """``await UserReward(model, settings).score(context, reply)``; ``score_many`` for a batch, at most
     ``settings.concurrency`` at once. ``model`` is any ChatModel (the embedded model, vLLM, an API), or None
@@ -89,20 +120,12 @@ class UserReward:
                 step = await user.perceive(turns, self.s.seed if seed is None else seed)
             except ModelCallError as e:
                 return Scored(ctx.id, reply, "error", None, penalties=hit, error=str(e))
-        failed = [f"{k}: {v}" for k, v in step.events if k.startswith("parse_failure")]
-        appraisal = (step.inner or {}).get("appraisal") or {}
-        feeling = (step.inner or {}).get("feeling")
-        if failed or not feeling or appraisal.get("fit") not in FIT:
-            return Scored(ctx.id, reply, "unscored", None, penalties=hit, error="; ".join(failed) or "no reaction")
-        relief = feeling["feel_better"] / self.s.user_agent.intensity_step
-        trust = feeling["trust_change"] / self.s.user_agent.trust_step
-        fit = FIT[appraisal["fit"]]
-        ex = expected_parts(appraisal, feeling, self.s)
-        use = self.s.readout == "expected" and ex is not None and all(v is not None for v in ex.values())
-        r, t, f = (ex["relief"], ex["trust"], ex["fit"]) if use and ex else (relief, trust, fit)
-        reward = combine(float(r or 0), float(t or 0), float(f or 0), hit, self.s)
-        return Scored(ctx.id, reply, "ok", reward, relief, trust, fit, hit, step.state.thought if step.state else "",
-                      expected=ex, readout="expected" if use else "written")  # fmt: skip
+        parts = reaction(step, self.s)
+        if isinstance(parts, str):
+            return Scored(ctx.id, reply, "unscored", None, penalties=hit, error=parts)
+        return Scored(ctx.id, reply, "ok", combine(*parts.used, hit, self.s), parts.relief, parts.trust, parts.fit,
+                      hit, step.state.thought if step.state else "", expected=parts.expected,
+                      readout=parts.readout)  # fmt: skip
 
     async def score_many(self, items: Sequence[tuple[RewardContext, str]], *, seed: int | None = None,
                          on_scored: Callable[[int, Scored], None] | None = None) -> list[Scored]:  # fmt: skip

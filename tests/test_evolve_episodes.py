@@ -1,0 +1,104 @@
+"""`evolve grpo` with `grpo.episodes` on the CPU: the tiny policy talks whole episodes with the rule-based user
+through TRL's rollout_func, real GRPO steps; the episode log per step, the guards in the report, a SIGKILLed
+stage resumed with no episode lost or counted twice, and two processes under `accelerate launch`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from emoharbor.evolve.config import load_evolve_config
+from emoharbor.evolve.grpo import EPISODES, REPORT, run_grpo
+from evolve_helpers import tiny_model_dir
+from test_evolve_accelerate import launch
+
+
+def settings(model: Path, **args: Any) -> dict[str, Any]:
+    train_args = {"max_steps": 2, "logging_steps": 1, "save_steps": 1, "per_device_train_batch_size": 4,
+                  "num_generations": 4, "max_completion_length": 8, "learning_rate": 1e-3, **args}  # fmt: skip
+    grpo = {"contexts": {"profiles": ["builtin:p00*"], "n": 4}, "train_args": train_args,
+            "reward": {"user_agent": "rules", "max_words": 1},  # too_long: a spread of rewards from random text
+            "episodes": {"enabled": True, "max_turns": 3}}  # fmt: skip
+    return {"base_model": str(model), "device": "cpu", "lora": {"r": 4, "alpha": 8}, "grpo": grpo}
+
+
+def test_grpo_trains_on_whole_episodes(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    cfg = load_evolve_config(None, settings(tiny_model_dir(tmp_path / "tiny")))
+    assert cfg.grpo.episodes.max_turns == 3
+    out = tmp_path / "policy"
+    s = run_grpo(cfg, None, out, log=print, evaluate=False)
+    card = json.loads((out / "evolve_model.json").read_text())
+    assert card["train"]["steps"] == 2 and card["train"]["items"] == 2 * 4 and card["unit"] == "episodes"
+    weights = load_file(str(out / "adapter_model.safetensors"))
+    assert any(float(w.abs().sum()) > 0 for k, w in weights.items() if "lora_B" in k)
+    rows = [json.loads(x) for x in (out / EPISODES).read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1] * 4 + [2] * 4
+    assert all(r["status"] == "ok" and 1 <= r["turns"] <= 3 and r["reward"] is not None for r in rows)
+    assert all(r["trained_on"] == r["reward"] for r in rows)  # no shuffling unless asked
+    # each episode's reward is its steps' record, worked out again from it (final: the change over the talk)
+    r = rows[0]
+    relief, trust = (r["start"][0] - r["end"][0]) / 15, (r["end"][1] - r["start"][1]) / 20
+    hits = len(r["penalties"])
+    assert r["reward"] == pytest.approx(0.5 * relief + 0.3 * trust + 0.2 * r["steps"][-1]["fit"] - hits)
+    assert s["rewards"]["episodes"] == 8 and s["rewards"]["ok"] == 8
+    report = (out / REPORT).read_text()
+    assert "8 episodes, 8 scored" in report and "flattery, ends_early" in report
+
+
+@pytest.mark.slow
+def test_a_killed_episode_stage_resumes_with_no_episode_lost_or_twice(tmp_path: Path) -> None:
+    from emoharbor.evolve.trainer import checkpoints
+
+    (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(settings(tiny_model_dir(tmp_path / "tiny"), max_steps=6,
+                                                                  save_steps=2)))  # fmt: skip
+    out = tmp_path / "policy"
+    cmd = [sys.executable, "-m", "emoharbor.cli", "evolve", "grpo", "--config", "evolve.yaml", "--out", "policy",
+           "--no-eval"]  # fmt: skip
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    with (tmp_path / "first.log").open("w") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 240
+        while not checkpoints(out) or checkpoints(out)[-1][0] < 2:
+            assert proc.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no checkpoint in 240 s"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    killed_at = checkpoints(out)[-1][0]
+    assert 0 < killed_at < 6
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"grpo: resuming from checkpoint-{killed_at}" in done.stderr
+    card = json.loads((out / "evolve_model.json").read_text())
+    assert card["train"]["resumed_from_step"] == killed_at and card["train"]["steps"] == 6
+    steps = [json.loads(x)["step"] for x in (out / EPISODES).read_text().splitlines()]
+    assert steps == sorted(steps) and all(steps.count(k) == 4 for k in range(1, 7))  # none lost, none twice
+    assert (card["rewards"]["episodes"], card["rewards"]["ok"]) == (24, 24)
+
+
+@pytest.mark.slow
+def test_episodes_in_two_processes(tmp_path: Path) -> None:
+    (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(settings(tiny_model_dir(tmp_path / "tiny"), save_steps=5)))
+    launch(tmp_path, "evolve", "grpo", "--config", "evolve.yaml", "--out", "policy", "--no-eval",
+           "--set", "grpo.episodes.max_turns=2")  # fmt: skip
+    out = tmp_path / "policy"
+    card = json.loads((out / "evolve_model.json").read_text())
+    assert card["train"]["world_size"] == 2 and all(r["items"] > 0 for r in card["train"]["ranks"])
+    assert (out / EPISODES).is_file() and (out / "episodes-rank1.jsonl").is_file()
+    assert card["rewards"]["episodes"] == 2 * 2 * 4 and card["config"]["grpo"]["episodes"]["max_turns"] == 2
+    rows = [json.loads(x) for f in (EPISODES, "episodes-rank1.jsonl") for x in (out / f).read_text().splitlines()]
+    assert all(r["turns"] <= 2 for r in rows)
