@@ -145,6 +145,9 @@ def quiet_libraries() -> None:
     import warnings
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault(
+        "TRL_EXPERIMENTAL_SILENCE", "1"
+    )  # rollout_func's "experimental" notice (docs/evolve.md says so)
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl|peft|accelerate)(\.|$)")
     warnings.filterwarnings("ignore", category=UserWarning, module=r"(peft|trl)(\.|$)")
     try:
