@@ -95,11 +95,11 @@ def chat(
     sup = model_spec(SupporterSpec, "--supporter", supporter, base_url, api_key_env, name=supporter,
                      system_prompt=system_prompt)  # fmt: skip
     user = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
-    check_named_models([("--supporter", sup), ("--user", user)])
-    try:
+    try:  # the settings first, then the models (cheap checks first)
         cfg = RunConfig.model_validate({"max_turns": max_turns, "user_agent": user_agent, "seed": seed})
     except ValidationError as e:
         raise ConfigError(validation_message(f"--user-agent {user_agent}", e)) from None
+    check_named_models([("--supporter", sup), ("--user", user)])
     conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
     if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):
         raise EmoharborError(f"the conversation could not start: {conv.error}")
