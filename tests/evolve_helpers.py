@@ -3,6 +3,11 @@ saved as an ordinary Hugging Face model folder, and the path to the shared ESCon
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +70,26 @@ def tiny_model_dir(folder: Path, *, seed: int = 0, hidden: int = 64, layers: int
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def grpo_killed_and_resumed(folder: Path, kill_at: int) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """``evolve grpo`` of ``folder/evolve.yaml`` into ``folder/policy``, SIGKILLed once a checkpoint of step
+    ``kill_at`` or later is written, then run again: the step it was killed at, and the second run."""
+    from emoharbor.evolve.trainer import checkpoints
+
+    out = folder / "policy"
+    cmd = [sys.executable, "-m", "emoharbor.cli", "evolve", "grpo", "--config", "evolve.yaml", "--out", "policy",
+           "--no-eval"]  # fmt: skip
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    with (folder / "first.log").open("w") as err:
+        proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 240
+        while not checkpoints(out) or checkpoints(out)[-1][0] < kill_at:
+            assert proc.poll() is None, (folder / "first.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no checkpoint in 240 s"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    killed_at = checkpoints(out)[-1][0]
+    done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return killed_at, done

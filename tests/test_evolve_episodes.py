@@ -5,11 +5,6 @@ stage resumed with no episode lost or counted twice, and two processes under `ac
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +16,7 @@ pytest.importorskip("peft")
 
 from emoharbor.evolve.config import load_evolve_config
 from emoharbor.evolve.grpo import EPISODES, REPORT, run_grpo
-from evolve_helpers import tiny_model_dir
+from evolve_helpers import grpo_killed_and_resumed, tiny_model_dir
 from test_evolve_accelerate import launch
 
 
@@ -61,26 +56,11 @@ def test_grpo_trains_on_whole_episodes(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_killed_episode_stage_resumes_with_no_episode_lost_or_twice(tmp_path: Path) -> None:
-    from emoharbor.evolve.trainer import checkpoints
-
     (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(settings(tiny_model_dir(tmp_path / "tiny"), max_steps=6,
                                                                   save_steps=2)))  # fmt: skip
     out = tmp_path / "policy"
-    cmd = [sys.executable, "-m", "emoharbor.cli", "evolve", "grpo", "--config", "evolve.yaml", "--out", "policy",
-           "--no-eval"]  # fmt: skip
-    env = {**os.environ, "TQDM_DISABLE": "1"}
-    with (tmp_path / "first.log").open("w") as err:
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        deadline = time.monotonic() + 240
-        while not checkpoints(out) or checkpoints(out)[-1][0] < 2:
-            assert proc.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "no checkpoint in 240 s"
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    killed_at = checkpoints(out)[-1][0]
+    killed_at, done = grpo_killed_and_resumed(tmp_path, 2)
     assert 0 < killed_at < 6
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"grpo: resuming from checkpoint-{killed_at}" in done.stderr
     card = json.loads((out / "evolve_model.json").read_text())

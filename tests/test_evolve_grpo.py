@@ -6,11 +6,6 @@ the held-out evaluation before and after."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +17,7 @@ pytest.importorskip("peft")
 
 from emoharbor.evolve.config import load_evolve_config
 from emoharbor.evolve.grpo import CONTEXTS, REPORT, REWARDS, run_grpo
-from evolve_helpers import esconv_file, tiny_model_dir
+from evolve_helpers import esconv_file, grpo_killed_and_resumed, tiny_model_dir
 from reward_helpers import scripted_user
 from test_evolve_accelerate import launch
 
@@ -125,25 +120,10 @@ def _cli_config(tmp_path: Path, **more: Any) -> Path:
 
 @pytest.mark.slow
 def test_a_killed_grpo_stage_resumes_from_its_checkpoint(tmp_path: Path) -> None:
-    from emoharbor.evolve.trainer import checkpoints
-
     _cli_config(tmp_path, max_steps=8, save_steps=2)
     out = tmp_path / "policy"
-    cmd = [sys.executable, "-m", "emoharbor.cli", "evolve", "grpo", "--config", "evolve.yaml", "--out", "policy",
-           "--no-eval"]  # fmt: skip
-    env = {**os.environ, "TQDM_DISABLE": "1"}
-    with (tmp_path / "first.log").open("w") as err:
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        deadline = time.monotonic() + 240
-        while not checkpoints(out) or checkpoints(out)[-1][0] < 4:
-            assert proc.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "no checkpoint in 240 s"
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    killed_at = checkpoints(out)[-1][0]
+    killed_at, done = grpo_killed_and_resumed(tmp_path, 4)
     assert 0 < killed_at < 8
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"grpo: resuming from checkpoint-{killed_at}" in done.stderr
     card = json.loads((out / "evolve_model.json").read_text())
