@@ -3,6 +3,7 @@ saved as an ordinary Hugging Face model folder, and the path to the shared ESCon
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -72,9 +73,10 @@ def tiny_model_dir(folder: Path, *, seed: int = 0, hidden: int = 64, layers: int
     return folder
 
 
-def grpo_killed_and_resumed(folder: Path, kill_at: int) -> tuple[int, subprocess.CompletedProcess[str]]:
-    """``evolve grpo`` of ``folder/evolve.yaml`` into ``folder/policy``, SIGKILLed once a checkpoint of step
-    ``kill_at`` or later is written, then run again: the step it was killed at, and the second run."""
+def grpo_killed_and_resumed(folder: Path, kill_at: int, steps: int) -> dict[str, Any]:
+    """``evolve grpo`` of ``folder/evolve.yaml`` (``steps`` steps) into ``folder/policy``, SIGKILLed once a
+    checkpoint of step ``kill_at`` or later is written, then run again: the second run resumes from the
+    checkpoint it was killed at and ends with all ``steps``. The model card it wrote."""
     from emoharbor.evolve.trainer import checkpoints
 
     out = folder / "policy"
@@ -91,5 +93,10 @@ def grpo_killed_and_resumed(folder: Path, kill_at: int) -> tuple[int, subprocess
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     killed_at = checkpoints(out)[-1][0]
+    assert 0 < killed_at < steps
     done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return killed_at, done
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"grpo: resuming from checkpoint-{killed_at}" in done.stderr
+    card: dict[str, Any] = json.loads((out / "evolve_model.json").read_text())
+    assert card["train"]["resumed_from_step"] == killed_at and card["train"]["steps"] == steps
+    return card

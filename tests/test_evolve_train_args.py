@@ -73,7 +73,7 @@ def test_emoharbor_sets_exactly_the_keys_it_refuses(
     cfg = load(tmp_path, {"device": "cpu", stage: {"train_args": {"optim": "sgd", "learning_rate": 0.5}}})
     trainer.training_args(stage, cfg, tmp_path, seed=0)
     assert set(seen) == set(train_args.DEFAULTS[stage]) | set(train_args.OWNED[stage]) | {"optim"}
-    assert seen["optim"] == "sgd" and seen["learning_rate"] == 0.5
+    assert seen["optim"] == "sgd" and seen["learning_rate"] == pytest.approx(0.5)
 
 
 def test_a_short_real_sft_step_trains_with_the_given_schedule(tmp_path: Path) -> None:
@@ -159,9 +159,11 @@ def test_the_old_names_still_load_as_trl_keys(tmp_path: Path) -> None:
         "learning_rate": 1e-3, "num_train_epochs": 1, "max_steps": 20, "per_device_train_batch_size": 4,
         "gradient_accumulation_steps": 1, "warmup_steps": 0, "logging_steps": 5, "activation_checkpointing": True,
         "save_steps": 50}  # fmt: skip
-    assert cfg.dpo.train_args["beta"] == 0.2 and "max_steps" not in cfg.dpo.train_args  # null: TRL's default
+    assert (
+        cfg.dpo.train_args["beta"] == pytest.approx(0.2) and "max_steps" not in cfg.dpo.train_args
+    )  # null: TRL's default
     g = cfg.grpo.train_args
-    assert (g["num_generations"], g["max_completion_length"], g["temperature"]) == (2, 64, 0.9)
+    assert (g["num_generations"], g["max_completion_length"], g["temperature"]) == (2, 64, pytest.approx(0.9))
     assert "max_length" not in g and "vllm_server_base_url" not in g  # it never reached TRL; null: TRL's default
     dumped = cfg.resolved()["sft"]
     assert "lr" not in dumped and "batch_size" not in dumped and dumped["train_args"]["learning_rate"] == 1e-3

@@ -139,12 +139,14 @@ class Episode:
         start = (self.ctx.intensity, self.ctx.trust)
         end = (self.user.state.intensity, self.user.state.trust)
         reward = None
-        if self.status == "ok" and self.steps:
+        rewards = [s.reward for s in self.steps]
+        last_fit = self.steps[-1].fit if self.steps else None
+        if self.status == "ok" and self.steps and None not in rewards and last_fit is not None:
             hits = cost([p for s in self.steps for p in s.penalties], self.r, self.s)
             if self.s.reward == "sum":
-                reward = sum(float(s.reward or 0) for s in self.steps)
+                reward = sum(r for r in rewards if r is not None)
             else:
                 u = self.r.user_agent
                 relief, trust = (start[0] - end[0]) / u.intensity_step, (end[1] - start[1]) / u.trust_step
-                reward = combine(relief, trust, float(self.steps[-1].fit or 0), [], self.r) - hits
+                reward = combine(relief, trust, last_fit, [], self.r) - hits
         return EpisodeResult(self.ctx.id, self.status, reward, self.ended, start, end, list(self.steps), self.error)

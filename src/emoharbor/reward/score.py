@@ -13,7 +13,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..models.base import ChatModel, ModelCallError
 from ..simulate.agents import perceiving_user
@@ -93,9 +93,10 @@ def reaction(step: UserStep, s: RewardSettings) -> Reaction | str:
     fit = FIT[appraisal["fit"]]
     ex = expected_parts(appraisal, feeling, s)
     use = s.readout == "expected" and ex is not None and all(v is not None for v in ex.values())
-    r, t, f = (ex["relief"], ex["trust"], ex["fit"]) if use and ex else (relief, trust, fit)
-    return Reaction(relief, trust, fit, ex, "expected" if use else "written", (float(r or 0), float(t or 0),
-                                                                               float(f or 0)))  # fmt: skip
+    used = (relief, trust, fit)
+    if use and ex is not None:  # every expected part is there (``use``)
+        used = (cast(float, ex["relief"]), cast(float, ex["trust"]), cast(float, ex["fit"]))
+    return Reaction(relief, trust, fit, ex, "expected" if use else "written", used)
 
 
 class UserReward:
