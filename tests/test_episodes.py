@@ -48,7 +48,7 @@ async def test_the_rules_user_answers_each_reply_and_the_episode_is_rewarded() -
     assert turns[-1].text.startswith("Hi. I feel anxiety. After nineteen years at Hendley Components")
     s1 = await ep.step(GOOD_1)  # heard (his words), no advice: +15 relief, +20 trust, fit good
     assert (s1.intensity, s1.trust, s1.fit) == (53, 60, 1.0) and s1.reward == pytest.approx(1.0)
-    assert s1.user.startswith("He has three months of severance") and not ep.done
+    assert s1.user.startswith("I have three months of severance") and not ep.done  # his story, as "I"
     s2 = await ep.step(MIXED_2)  # heard, with advice: a little better (+5, +7), fit mixed
     assert (s2.intensity, s2.trust, s2.fit) == (48, 67, 0.0)
     assert s2.reward == pytest.approx(0.5 * 5 / 15 + 0.3 * 7 / 20)

@@ -12,7 +12,8 @@ Heard and not advice nor dismissive: relief (7 on the chain's scale of 1-7, "muc
 heard with advice: a little better (5); advice alone: no different (4); dismissive, or none of the seeker's
 words: worse (2). The appraisal's fit is good, mixed or poor alike, in the chain's record, so the reward
 (``reward.score``) reads it as it reads the chain's. Its messages disclose the profile's story one sentence
-per turn; it ends satisfied when its intensity falls to ``satisfied_below`` (after ``min_turns`` replies)
+per turn, retold in the first person (``first_person``: "I was let go", not "Darnell was let go"); it ends
+satisfied when its intensity falls to ``satisfied_below`` (after ``min_turns`` replies)
 and disengages when trust falls to ``disengage_below``.
 """
 
@@ -25,7 +26,9 @@ from pydantic import Field
 from ..models.base import ChatModel
 from ..profiles.schema import Profile
 from .agents import ReactionSettings, register_agent
+from .chain_user import story_facts
 from .conversation import Decision, Turn, UserState
+from .first_person import first_person
 from .user_agent import UserStep
 
 WORD = re.compile(r"[a-z']+")
@@ -76,7 +79,7 @@ class RulesUser:
     def __init__(self, profile: Profile, settings: RulesSettings) -> None:
         self.profile = profile
         self.s = settings
-        self.facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", profile.situation.story.strip()) if s.strip()]
+        self.facts = [first_person(fact, profile) for fact in story_facts(profile)]  # in the seeker's voice
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=settings.initial_trust)
 
     def initial_state(self) -> UserState:
