@@ -54,6 +54,20 @@ def test_grpo_trains_on_whole_episodes(tmp_path: Path) -> None:
     assert "8 episodes, 8 scored" in report and "flattery, ends_early" in report
 
 
+def test_grpo_on_episodes_rewarded_by_a_judge(tmp_path: Path) -> None:
+    from test_episode_judge import RATING, SCORES
+
+    base = settings(tiny_model_dir(tmp_path / "tiny"), max_steps=1)
+    base["grpo"]["episodes"] |= {"reward": "judge", "judge_model": {"model": "scripted", "replies": [RATING]}}
+    out = tmp_path / "policy"
+    s = run_grpo(load_evolve_config(None, base), None, out, log=print, evaluate=False)
+    rows = [json.loads(x) for x in (out / EPISODES).read_text().splitlines()]
+    assert len(rows) == 4 and s["rewards"]["ok"] == 4
+    for r in rows:  # the user-judge's rating of each talk, (mean - 3) / 2, less every penalty and guard hit
+        assert r["judge"]["judge"] == "user" and list(r["judge"]["scores"].values()) == SCORES
+        assert r["reward"] == pytest.approx((sum(SCORES) / len(SCORES) - 3) / 2 - len(r["penalties"]))
+
+
 @pytest.mark.slow
 def test_a_killed_episode_stage_resumes_with_no_episode_lost_or_twice(tmp_path: Path) -> None:
     (tmp_path / "evolve.yaml").write_text(yaml.safe_dump(settings(tiny_model_dir(tmp_path / "tiny"), max_steps=6,

@@ -167,5 +167,10 @@ def check_evolve_config(cfg: EvolveConfig, where: str) -> None:
         supporter_prompt(cfg.system_prompt)
     except ConfigError as e:
         raise ConfigError(f"{where}: field 'system_prompt': {e}") from None
+    if cfg.grpo.episodes.reward == "judge":  # its card (a file is read now) and its model
+        try:
+            cfg.grpo.episode_judge()
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
     if cfg.grpo.eval_config:
         check_run_config(Plan.of(load_config(cfg.grpo.eval_config), cfg.grpo.eval_config), models=False, reach=False)

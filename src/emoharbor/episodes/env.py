@@ -9,17 +9,18 @@ episode is done and why: the user ended satisfied, disengaged, a safety escalati
 Each step's reply is checked by the reward's penalties (``reward.penalties``) and the guards (``guards``);
 its own reward is the reaction weighted as ``grpo.reward`` weighs one reply's, minus what it hit. The
 episode's reward (``EpisodeSettings.reward``): ``final`` the change over the whole talk (intensity drop over
-``intensity_step``, trust change over ``trust_step``, the last reply's fit, weighted likewise) or ``sum`` the
-steps' rewards added up; both minus every penalty and guard hit, per step. A reaction that does not parse
-(or a user that cannot write its message) leaves the episode ``unscored`` (no reward); a model call that
-fails for good, ``error``.
+``intensity_step``, trust change over ``trust_step``, the last reply's fit, weighted likewise), ``sum`` the
+steps' rewards added up, or ``judge`` a judge card's rating of the whole talk once it ends (``judged``: -1..1,
+recorded with the episode); all minus every penalty and guard hit, per step. A reaction that does not parse
+(or a user that cannot write its message, or a judge's rating that does not parse) leaves the episode
+``unscored`` (no reward); a model call that fails for good, ``error``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..models.base import ModelCallError
 from ..reward.context import RewardContext
@@ -30,6 +31,9 @@ from ..simulate.conversation import Turn, UserState
 from ..simulate.user_agent import PerceivingUser, UserSimulationError
 from .guards import guard_hits
 from .settings import EpisodeSettings
+
+if TYPE_CHECKING:
+    from .judged import EpisodeJudge
 
 Status = Literal["ok", "unscored", "error"]
 GUARDS = ("flattery", "ends_early")
@@ -55,11 +59,14 @@ class EpisodeResult:
     context: str
     status: Status
     reward: float | None
-    ended: str  # user_ended_satisfied | user_disengaged | safety_escalation | max_turns | unscored | error
+    # user_ended_satisfied | user_disengaged | safety_escalation | max_turns | unscored | error (a step stopped
+    # it; a judge that gave no rating leaves how the talk ended here, and its status in ``status``)
+    ended: str
     start: tuple[int, int]  # intensity, trust
     end: tuple[int, int]
     steps: list[Step]
     error: str = ""
+    judge: dict[str, Any] | None = None  # reward judge: the judge's rating of the talk (its scores; "score" -1..1)
 
     def penalties(self) -> list[str]:
         """Every penalty and guard hit, once per step that hit it."""
@@ -76,9 +83,13 @@ def cost(hit: Sequence[str], reward: RewardSettings, settings: EpisodeSettings) 
 
 class Episode:
     def __init__(self, ctx: RewardContext, user: PerceivingUser, reward: RewardSettings, settings: EpisodeSettings,
-                 *, seed: int = 0) -> None:  # fmt: skip
-        self.ctx, self.user, self.r, self.s, self.seed = ctx, user, reward, settings, seed
+                 *, seed: int = 0, judge: EpisodeJudge | None = None) -> None:  # fmt: skip
+        if settings.reward == "judge" and judge is None:
+            raise ValueError("grpo.episodes.reward: judge: the episode needs its judge (episodes.judged)")
+        self.ctx, self.user, self.r, self.s, self.seed, self.judge = ctx, user, reward, settings, seed, judge
         self.turns: list[Turn] = []
+        self.states: list[UserState] = []  # the user's, from the start: what a judge of kind user is shown
+        self.rating: dict[str, Any] | None = None
         self.steps: list[Step] = []
         self.done = False
         self.ended = ""
@@ -89,6 +100,7 @@ class Episode:
         """The talk so far, ending on the user's message the first reply answers; the user in its state there."""
         self.turns = [Turn(speaker=t.speaker, text=t.text) for t in self.ctx.turns]
         self.user.state = UserState(turn=self.ctx.turn, intensity=self.ctx.intensity, trust=self.ctx.trust)
+        self.states, self.rating = [self.user.state.model_copy()], None
         self.steps, self.done, self.ended, self.status, self.error = [], False, "", "ok", ""
         return list(self.turns)
 
@@ -117,6 +129,7 @@ class Episode:
         step.relief, step.trust_change, step.fit = parts.relief, parts.trust, parts.fit
         step.reward = combine(*parts.used, [], self.r) - cost(hit, self.r, self.s)
         self.steps.append(step)
+        self.states.append(state.model_copy())
         if step.user:
             self.turns.append(Turn(speaker="user", text=step.user))
         if said.safety_escalation:
@@ -127,7 +140,16 @@ class Episode:
             self.done, self.ended = True, "user_disengaged"
         elif last:
             self.done, self.ended = True, "max_turns"
+        if self.done and self.judge is not None and self.s.reward == "judge":
+            await self._rate()
         return step
+
+    async def _rate(self) -> None:
+        """The judge's rating of the talk that just ended; the episode is unscored (or an error) without one."""
+        assert self.judge is not None
+        self.rating = await self.judge.rate(self.ctx, list(self.turns), list(self.states), self.ended, self.seed)
+        if self.rating["status"] != "ok":
+            self.status, self.error = self.rating["status"], str(self.rating["error"])
 
     def _stop(self, step: Step, status: Status, error: str) -> Step:
         self.steps.append(step)
@@ -145,8 +167,12 @@ class Episode:
             hits = cost([p for s in self.steps for p in s.penalties], self.r, self.s)
             if self.s.reward == "sum":
                 reward = sum(r for r in rewards if r is not None)
+            elif self.s.reward == "judge":
+                assert self.rating is not None and self.rating["score"] is not None
+                reward = float(self.rating["score"]) - hits
             else:
                 u = self.r.user_agent
                 relief, trust = (start[0] - end[0]) / u.intensity_step, (end[1] - start[1]) / u.trust_step
                 reward = combine(relief, trust, last_fit, [], self.r) - hits
-        return EpisodeResult(self.ctx.id, self.status, reward, self.ended, start, end, list(self.steps), self.error)
+        return EpisodeResult(self.ctx.id, self.status, reward, self.ended, start, end, list(self.steps), self.error,
+                             self.rating)  # fmt: skip

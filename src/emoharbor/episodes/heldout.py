@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models.base import ChatModel
 from ..reward.context import RewardContext
@@ -18,12 +18,16 @@ from .env import Episode
 from .rollout import generate_with, play
 from .settings import EpisodeSettings
 
+if TYPE_CHECKING:
+    from .judged import EpisodeJudge
+
 
 def held_out_episodes(model: Any, tok: Any, contexts: list[RewardContext], system: str, reward: RewardSettings,
-                      settings: EpisodeSettings, *, user: ChatModel | None = None, samples: int = 4,
-                      max_new_tokens: int = 64, temperature: float = 1.0) -> list[dict[str, Any]]:  # fmt: skip
+                      settings: EpisodeSettings, *, user: ChatModel | None = None, judge: EpisodeJudge | None = None,
+                      samples: int = 4, max_new_tokens: int = 64,
+                      temperature: float = 1.0) -> list[dict[str, Any]]:  # fmt: skip
     """``samples`` episodes per context with ``model`` (sampled at ``temperature``): each one's record, with
-    its replies."""
+    its replies. ``judge``: the judge of ``reward: judge`` (``judged.open_judge``)."""
     from transformers import GenerationConfig
 
     eos = [tok.eos_token_id]
@@ -31,7 +35,7 @@ def held_out_episodes(model: Any, tok: Any, contexts: list[RewardContext], syste
                               eos_token_id=eos, pad_token_id=tok.pad_token_id)  # fmt: skip
     chosen = [c for c in contexts for _ in range(samples)]
     episodes = [Episode(c, perceiving_user(user, c.profile, reward.user_agent, "held-out episodes"), reward, settings,
-                        seed=reward.seed) for c in chosen]  # fmt: skip
+                        seed=reward.seed, judge=judge) for c in chosen]  # fmt: skip
     was_training = model.training
     model.eval()
     try:

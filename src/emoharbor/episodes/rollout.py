@@ -3,11 +3,12 @@
 TRL hands it this process's prompts (each context's prompt, repeated ``num_generations`` times); for each the
 policy writes every supporter turn (the chat template of the talk so far, one turn of at most
 ``max_completion_length`` tokens, sampled with the trainer's generation settings) and the user agent answers
-(``env.Episode``), until the episode is done. What it returns: ``prompt_ids`` (the first prompt),
-``completion_ids`` (the whole talk after it: the policy's turns as it wrote them, token for token, and between
-them the template's tokens and the user's messages), ``env_mask`` (1 on the policy's tokens, 0 on the rest:
-TRL multiplies it into the loss mask), ``logprobs`` None (in-process generation), and ``episode`` (each
-episode's record and reward as JSON), which TRL passes to the reward function (``reward_func``).
+(``env.Episode``), until the episode is done (with ``reward: judge``, a judge then rates the talk). What it
+returns: ``prompt_ids`` (the first prompt), ``completion_ids`` (the whole talk after it: the policy's turns as
+it wrote them, token for token, and between them the template's tokens and the user's messages), ``env_mask``
+(1 on the policy's tokens, 0 on the rest: TRL multiplies it into the loss mask), ``logprobs`` None
+(in-process generation), and ``episode`` (each episode's record and reward as JSON), which TRL passes to the
+reward function (``reward_func``).
 
 The policy generates in this process (``trainer.model``; every active episode's turn in one batch). Under
 DDP each process plays its own episodes; FSDP and ZeRO-3 gather the weights for each ``generate`` in every
@@ -21,7 +22,7 @@ import asyncio
 import json
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import EmoharborError
 from ..models.base import ChatModel, Message
@@ -31,6 +32,10 @@ from ..reward.settings import RewardSettings
 from ..simulate.agents import perceiving_user, user_agent
 from .env import Episode, EpisodeResult, Step
 from .settings import EpisodeSettings
+
+if TYPE_CHECKING:
+    from ..assess.stage import Judge
+    from .judged import EpisodeJudge
 
 T = TypeVar("T")
 Generate = Callable[[list[list[int]]], list[list[int]]]  # token ids of each prompt -> the ids of one turn each
@@ -147,35 +152,52 @@ def trainer_generate(trainer: Any) -> Generate:
 class EpisodeRollout:
     """TRL's ``rollout_func``: ``contexts`` are the training set's (each prompt is one of theirs, as
     ``RewardContext.messages(system, max_context_turns)`` made it); ``user`` the simulated user's model (a spec
-    opened on the trainer's event loop, a ChatModel, or None for an agent that calls none)."""
+    opened on the trainer's event loop, a ChatModel, or None for an agent that calls none). ``judge``: the
+    judge of ``reward: judge`` (``judged.episode_judge``), its spec opened likewise, or ``judge_model`` (a
+    ChatModel in its place)."""
 
     def __init__(self, contexts: list[RewardContext], system: str, max_context_turns: int,
                  user: ModelSpec | ChatModel | None, reward: RewardSettings, settings: EpisodeSettings, *,
-                 seed: int = 0) -> None:  # fmt: skip
+                 seed: int = 0, judge: Judge | None = None, judge_model: ChatModel | None = None) -> None:  # fmt: skip
         self.by_prompt: dict[str, RewardContext] = {}
         for c in contexts:  # two contexts with the same words are one prompt: the first is played
             self.by_prompt.setdefault(prompt_key(c.messages(system, max_context_turns)), c)
         needs = user_agent(reward.user_agent.agent).needs_model
         self.user, self.r, self.s, self.seed = user if needs else None, reward, settings, seed
+        self.judge, self.judge_model = judge, judge_model
         self._pool: Any = None
         self._model: ChatModel | None = None
+        self._judge: EpisodeJudge | None = None
 
-    async def _user_model(self) -> ChatModel | None:
-        if self._model is None and isinstance(self.user, ModelSpec):
+    def _opened_pool(self) -> Any:
+        if self._pool is None:
             from ..models.pool import ModelPool
 
             self._pool = ModelPool(cache_path=True)
-            self._model = await self._pool.get(self.user, "user")
+        return self._pool
+
+    async def _user_model(self) -> ChatModel | None:
+        if self._model is None and isinstance(self.user, ModelSpec):
+            self._model = await self._opened_pool().get(self.user, "user")
         return self._model or (self.user if isinstance(self.user, ChatModel) else None)
 
-    def episodes(self, prompts: list[list[Message]], model: ChatModel | None) -> list[Episode]:
+    async def _episode_judge(self) -> EpisodeJudge | None:
+        if self._judge is None and self.judge is not None:
+            from .judged import open_judge
+
+            pool = None if self.judge_model is not None else self._opened_pool()
+            self._judge = await open_judge(self.judge, pool, self.judge_model)
+        return self._judge
+
+    def episodes(self, prompts: list[list[Message]], model: ChatModel | None,
+                 judge: EpisodeJudge | None = None) -> list[Episode]:  # fmt: skip
         out = []
         for p in prompts:
             ctx = self.by_prompt.get(prompt_key(p))
             if ctx is None:
                 raise EmoharborError("episodes: a prompt that is none of the stage's contexts reached the rollout")
             user = perceiving_user(model, ctx.profile, self.r.user_agent, "an episode")
-            out.append(Episode(ctx, user, self.r, self.s, seed=self.seed))
+            out.append(Episode(ctx, user, self.r, self.s, seed=self.seed, judge=judge))
         return out
 
     def __call__(self, prompts: list[list[Message]], trainer: Any) -> dict[str, Any]:
@@ -187,8 +209,9 @@ class EpisodeRollout:
         def run(coro: Coroutine[Any, Any, T]) -> T:
             return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
-        talks = play(prompts, self.episodes(prompts, run(self._user_model())), trainer.processing_class,
-                     trainer_generate(trainer), run, trainer.eos_token_ids)  # fmt: skip
+        episodes = self.episodes(prompts, run(self._user_model()), run(self._episode_judge()))
+        talks = play(prompts, episodes, trainer.processing_class, trainer_generate(trainer), run,
+                     trainer.eos_token_ids)  # fmt: skip
         return {"prompt_ids": [t.prompt_ids for t in talks], "completion_ids": [t.completion_ids for t in talks],
                 "logprobs": None, "env_mask": [t.env_mask for t in talks],
                 "episode": [json.dumps(t.result.to_dict(), ensure_ascii=False) for t in talks]}  # fmt: skip
@@ -196,4 +219,4 @@ class EpisodeRollout:
     async def aclose(self) -> None:
         if self._pool is not None:
             await self._pool.aclose()
-            self._pool = self._model = None
+            self._pool = self._model = self._judge = None

@@ -6,7 +6,7 @@ docs/evolve.md). A training stage's TRL options are its ``train_args``, by TRL's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +17,9 @@ from ..models.spec import ModelSpec
 from ..overrides import validated
 from ..reward.settings import RewardSettings
 from .train_args import check_train_args, effective, from_old_names, new_key
+
+if TYPE_CHECKING:
+    from ..assess.stage import Judge
 
 
 class _Strict(BaseModel):
@@ -122,6 +125,11 @@ class GrpoSettings(TrainSettings):
     @model_validator(mode="after")
     def _check(self) -> GrpoSettings:
         args = effective("grpo", self.train_args)
+        if self.episodes.reward == "judge" and not self.episodes.judge.endswith((".yaml", ".yml")):
+            try:  # a built-in card now; a card file once its path is resolved (preflight, the stage)
+                self.episode_judge()
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
         if self.episodes.enabled and args.get("use_vllm"):
             raise ValueError("grpo.episodes: the policy's turns are generated in each process, not by TRL's vLLM "
                              "integration: set grpo.train_args.use_vllm false (docs/evolve.md)")  # fmt: skip
@@ -130,6 +138,13 @@ class GrpoSettings(TrainSettings):
             raise ValueError(f"grpo.train_args.per_device_train_batch_size ({batch}) must be a multiple of "
                              f"num_generations ({n}): each context's completions are compared together")  # fmt: skip
         return self
+
+    def episode_judge(self) -> Judge:
+        """The judge of ``episodes.reward: judge``; a ConfigError in one line when it has no model or is not a
+        judge of a conversation."""
+        from ..episodes.judged import episode_judge
+
+        return episode_judge(self.episodes, self.user, self.reward.user_agent.agent)
 
 
 class EvolveConfig(_Strict):
@@ -177,6 +192,8 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
     ctx.runs, ctx.esconv = [fix(p) for p in ctx.runs], [fix(p) for p in ctx.esconv]
     ctx.heart = [fix(p) for p in ctx.heart]
     ctx.profiles = [p if p.startswith("builtin:") else fix(p) for p in ctx.profiles]
+    if cfg.grpo.episodes.judge.endswith((".yaml", ".yml")):
+        cfg.grpo.episodes.judge = fix(cfg.grpo.episodes.judge)
     if cfg.grpo.eval_config:
         cfg.grpo.eval_config = fix(cfg.grpo.eval_config)
     if cfg.sft.general_data:

@@ -10,11 +10,13 @@ starts (``contexts.jsonl``, so a resumed stage trains on the same ones) and pass
 
 With ``grpo.episodes.enabled`` the policy talks whole episodes with the user instead (``emoharbor.episodes``:
 TRL's ``rollout_func`` plays them, the policy writing every supporter turn; the loss is on its tokens only),
-each context's prompt opening ``num_generations`` episodes; the reward is the episode's.
+each context's prompt opening ``num_generations`` episodes; the reward is the episode's (``episodes.reward``:
+the change over the talk, the replies' rewards summed, or a judge card's rating of the talk).
 
 The stage folder holds the adapter and card (as SFT's and DPO's), ``contexts.jsonl``, ``rewards.jsonl``
 (every reward with its step, status, parts and penalties) or, with episodes, ``episodes.jsonl`` (every
-episode with its step, reward, turns and the penalties per step), ``eval/``, ``report.md`` and ``report.html``.
+episode with its step, reward, turns and the penalties per step, and the judge's rating with ``reward:
+judge``), ``eval/``, ``report.md`` and ``report.html``.
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     if evaluate and not g.eval_config:
         raise ConfigError("grpo.eval_config is not set: give the EmoHarbor run config (held-out profiles, the user "
                           "judge and a third-party judge) that the stage ends with, or pass --no-eval")  # fmt: skip
+    judge = g.episode_judge() if g.episodes.enabled and g.episodes.reward == "judge" else None
     say = main_log(log)
     started = time.monotonic()
     parent = read_model_card(model_dir) if model_dir is not None else None
@@ -184,8 +187,10 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     log_name, unit = (EPISODES, "episodes") if episodes else (REWARDS, "replies")
     done = checkpoints(out)
     trim_rewards(rewards_file(out, me.rank, log_name), done[-1][0] if done else 0)
+    judge_model = user if judge is not None and judge.model == g.user else None  # the user's, given in its place
     rollout = EpisodeRollout(contexts, system, g.contexts.max_turns, user or g.user, g.reward, g.episodes,
-                             seed=g.reward.seed) if episodes else None  # fmt: skip
+                             seed=g.reward.seed, judge=judge,
+                             judge_model=judge_model) if episodes else None  # fmt: skip
     logged = rewards_file(out, me.rank, log_name)
     reward = (EpisodeRewardFunc(g.episodes, log=logged, rank=me.rank, seed=cfg.seed) if episodes
               else UserRewardFunc(user or g.user, g.reward, log=logged, rank=me.rank))  # fmt: skip
