@@ -47,14 +47,14 @@ def episode_judge(settings: EpisodeSettings, user: ModelSpec, agent: str) -> Jud
 
 
 def judge_score(record: dict[str, Any], judge: Judge) -> float | None:
-    """The rating's score on -1..1 (the module's mapping); None when it has none."""
+    """The rating's score on -1..1 (the module's mapping); None when it has none or misses a dimension."""
     values = judge.card.rubric_file().values()
     low, high = min(values), max(values)
     scores = record.get("expected") if judge.card.scoring == "expected" else record.get("scores")
-    got = [float(v) for v in (scores or {}).values() if v is not None]
-    if record.get("status") != "ok" or not got:
+    got = list((scores or {}).values())
+    if record.get("status") != "ok" or not got or None in got:  # a dimension left unread: no mean of the rest
         return None
-    return (sum(got) / len(got) - (low + high) / 2) / ((high - low) / 2)
+    return (sum(float(v) for v in got) / len(got) - (low + high) / 2) / ((high - low) / 2)
 
 
 @dataclass(frozen=True)
