@@ -8,6 +8,11 @@ above the first's), and the trained policy's replies on two held-out profiles be
 
     python bench/episodes_learning.py --work runs/episodes-bench                # SmolLM2-135M (the smollm2 GGUF)
     python bench/episodes_learning.py --work /tmp/eb --policy tiny --steps 2 --every 1   # a smoke run
+    python bench/episodes_learning.py --work runs/episodes-chain --user chain --arms reward   # the embedded user
+
+``--user chain``: the same recipe with the simulated user of every command (the Appraiser, Feeler and
+Expresser on the embedded model, ``grpo.user``'s default), for the training episodes and the held-out ones;
+``--arms reward`` leaves out the control.
 
 Resumable: each run is an `evolve grpo` stage in WORK/reward and WORK/shuffled (a killed one resumes from its
 checkpoint, every ``--every`` steps), its held-out curve in heldout.jsonl beside it; a finished run is not
@@ -17,7 +22,6 @@ run again. It prints its expected run time before it starts (estimates for this 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -28,16 +32,19 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the tiny model of the tests
 
-# seconds on the 2-core development machine, by estimate (tiny: measured on a smoke run): one GRPO step of
-# 4 episodes of up to 3 turns, and one held-out measurement (profiles x samples episodes)
-STEP_S = {"tiny": 2.0, "smollm2": 45.0}
-EPISODE_S = {"tiny": 0.2, "smollm2": 6.0}
+# seconds on the 2-core development machine: one GRPO step of 4 episodes of up to 3 turns, and one held-out
+# episode (smollm2: from the run of docs/evolve.md, 17 s a step and 3 s an episode at 2 turns; tiny: a smoke run)
+STEP_S = {"tiny": 2.0, "smollm2": 25.0}
+EPISODE_S = {"tiny": 0.2, "smollm2": 4.0}
+USER_S = {"rules": 0.0, "chain": 12.0}  # one reaction of the user, on top (the embedded model, 2 threads)
 
 
 def arguments() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--policy", choices=["smollm2", "tiny"], default="smollm2")
+    p.add_argument("--user", choices=["rules", "chain"], default="rules", help="the simulated user (the environment)")
+    p.add_argument("--arms", default="reward,shuffled", help="the runs: reward, shuffled (the control), or both")
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--every", type=int, default=10, help="held-out measurement every N steps")
     p.add_argument("--lr", type=float, default=2e-4)
@@ -57,23 +64,35 @@ def config(a: argparse.Namespace, base: str, holdout: Path, shuffle: bool) -> di
     return {"base_model": base, "device": "cpu", "seed": a.seed, "holdout": [str(holdout)],
             "lora": {"r": 8, "alpha": 16},
             "grpo": {"contexts": {"profiles": ["builtin:*"], "n": a.train_contexts}, "train_args": train_args,
-                     "reward": {"user_agent": "rules"},
+                     "reward": {"user_agent": a.user},
                      "episodes": {"enabled": True, "max_turns": a.max_turns, "shuffle_rewards": shuffle}}}  # fmt: skip
 
 
 def estimate(a: argparse.Namespace, heldout: int) -> float:
     points = a.steps // a.every + 2
-    return 2 * (a.steps * STEP_S[a.policy] + points * heldout * a.samples * EPISODE_S[a.policy])
+    user = a.max_turns * USER_S[a.user]  # the user's reactions in one episode (a batch's run one after another)
+    step = STEP_S[a.policy] + 4 * user
+    episode = EPISODE_S[a.policy] + user
+    return len(arms(a)) * (a.steps * step + points * heldout * a.samples * episode)
+
+
+def arms(a: argparse.Namespace) -> list[tuple[str, bool]]:
+    table = {"reward": False, "shuffled": True}
+    names = [x.strip() for x in a.arms.split(",") if x.strip()]
+    if not names or any(n not in table for n in names):
+        raise SystemExit(f"--arms: a comma-separated list of {', '.join(table)}; got {a.arms!r}")
+    return [(n, table[n]) for n in names]
 
 
 def main() -> None:
     a = arguments()
-    from emoharbor.episodes.heldout import held_out_callback, read_curve
+    from emoharbor.episodes.heldout import UserLoop, held_out_callback, read_curve
     from emoharbor.evolve.config import load_evolve_config
-    from emoharbor.evolve.grpo import run_grpo
+    from emoharbor.evolve.grpo import EPISODES, run_grpo
     from emoharbor.models.hf import MODEL_CARD
     from emoharbor.profiles.loader import resolve_profiles
     from emoharbor.reward.context import openings
+    from emoharbor.simulate.agents import user_agent
     from emoharbor.simulate.supporter import supporter_prompt
 
     a.work.mkdir(parents=True, exist_ok=True)
@@ -87,25 +106,54 @@ def main() -> None:
     held = resolve_profiles([a.heldout])
     holdout = a.work / "holdout.yaml"
     holdout.write_text(yaml.safe_dump({"profiles": [p.id for p in held]}), encoding="utf-8")
-    print(f"expected run time: about {estimate(a, len(held)) / 60:.0f} min ({a.policy}, {a.steps} steps x 2 runs, "
-          f"{len(held)} held-out profiles x {a.samples} episodes every {a.every} steps)", flush=True)  # fmt: skip
+    runs = arms(a)
+    print(f"expected run time: about {estimate(a, len(held)) / 60:.0f} min ({a.policy} with the {a.user} user, "
+          f"{a.steps} steps x {len(runs)} runs, {len(held)} held-out profiles x {a.samples} episodes every "
+          f"{a.every} steps)", flush=True)  # fmt: skip
     curves: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for arm, shuffle in (("reward", False), ("shuffled", True)):
+    for arm, shuffle in runs:
         out = a.work / arm
         curve = out / "heldout.jsonl"
         if not (out / MODEL_CARD).is_file():
             cfg = load_evolve_config(None, config(a, base, holdout, shuffle))
-            contexts, failed = asyncio.run(openings(held, None, seed=cfg.seed, settings=cfg.grpo.reward.user_agent))
-            assert not failed
-            system = supporter_prompt(cfg.system_prompt).text.strip()
-            out.mkdir(parents=True, exist_ok=True)
-            callback = held_out_callback(curve, a.every, contexts, system, cfg.grpo.reward, cfg.grpo.episodes,
-                                         samples=a.samples, max_new_tokens=a.tokens)  # fmt: skip
-            started = time.monotonic()
-            run_grpo(cfg, None, out, log=lambda line: print(line, flush=True), evaluate=False, callbacks=[callback])
-            print(f"{arm}: {time.monotonic() - started:.0f} s", flush=True)
+            agent = cfg.grpo.reward.user_agent
+            user = UserLoop(cfg.grpo.user if user_agent(agent.agent).needs_model else None)
+            try:
+                # the held-out openings are the user's (written once: a resumed run reads the same from the cache)
+                contexts, failed = user.run(openings(held, user.model, seed=cfg.seed, settings=agent))
+                if failed:
+                    print(f"{failed} held-out openings did not parse: those profiles are left out", flush=True)
+                system = supporter_prompt(cfg.system_prompt).text.strip()
+                out.mkdir(parents=True, exist_ok=True)
+                callback = held_out_callback(curve, a.every, contexts, system, cfg.grpo.reward, cfg.grpo.episodes,
+                                             user=user, samples=a.samples, max_new_tokens=a.tokens)  # fmt: skip
+                started = time.monotonic()
+                run_grpo(cfg, None, out, log=lambda line: print(line, flush=True), evaluate=False,
+                         callbacks=[callback])  # fmt: skip
+                print(f"{arm}: {time.monotonic() - started:.0f} s", flush=True)
+            finally:
+                user.close()
         curves[arm] = read_curve(curve)
+        training_curve(arm, out / EPISODES, a.every)
     report(curves)
+
+
+def training_curve(arm: str, log: Path, every: int) -> None:
+    """The training episodes' mean reward per ``every`` steps (the reward each was given, before any shuffle)."""
+    import json
+
+    from emoharbor.stats.bootstrap import bootstrap_ci
+
+    rows = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()] if log.is_file() else []
+    blocks: dict[int, list[float]] = {}
+    for r in rows:
+        if r["reward"] is not None:
+            blocks.setdefault((r["step"] - 1) // every, []).append(r["reward"])
+    print(f"\n{arm}: training episodes' mean reward per {every} steps ({len(rows)} episodes, "
+          f"{sum(r['reward'] is None for r in rows)} unscored)")  # fmt: skip
+    for b, rewards in sorted(blocks.items()):
+        ci = bootstrap_ci(rewards, seed=0).fmt(3)
+        print(f"  steps {b * every + 1:>3}-{(b + 1) * every:<3} {ci} (n {len(rewards)})")
 
 
 def report(curves: dict[str, dict[int, list[dict[str, Any]]]]) -> None:

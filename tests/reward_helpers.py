@@ -39,6 +39,7 @@ def scripted_user(react: Callable[[str], tuple[str, int, int]] | None = None, *,
         if "better" in props:
             return garbage or json.dumps({"thought": "they listened", "better": digit(better, 15),
                                           "trust": digit(trust, 20)})  # fmt: skip
-        return json.dumps({"message": "I have been so tired since the layoff, I can't sleep."})
+        said = {"message": "I have been so tired since the layoff, I can't sleep."}
+        return json.dumps(said | ({"decision": "continue"} if "decision" in props else {}))  # the Expresser's
 
     return ScriptedModel(reply)

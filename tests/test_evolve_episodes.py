@@ -91,3 +91,68 @@ def test_episodes_in_two_processes(tmp_path: Path) -> None:
     assert card["rewards"]["episodes"] == 2 * 2 * 4 and card["config"]["grpo"]["episodes"]["max_turns"] == 2
     rows = [json.loads(x) for f in (EPISODES, "episodes-rank1.jsonl") for x in (out / f).read_text().splitlines()]
     assert all(r["turns"] <= 2 for r in rows)
+
+
+def test_the_held_out_curve_plays_each_measured_step_once(tmp_path: Path) -> None:
+    """The bench's held-out callback: before the first step and every ``every`` steps (and at the last) it
+    plays the held-out episodes with the policy as it stands; a step already in the file is not played again
+    (a resumed run goes on with its curve)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from emoharbor.episodes.heldout import held_out_callback, read_curve
+    from emoharbor.profiles.loader import resolve_profiles
+    from emoharbor.reward.context import openings
+
+    cfg = load_evolve_config(None, settings(tiny_model_dir(tmp_path / "tiny")))
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "tiny")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "tiny")
+    agent = cfg.grpo.reward.user_agent
+    contexts, failed = asyncio.run(openings(resolve_profiles(["builtin:p09[0-1]*"]), None, seed=0, settings=agent))
+    assert failed == 0 and len(contexts) == 2
+    path = tmp_path / "heldout.jsonl"
+    cb = held_out_callback(path, 2, contexts, "Be kind.", cfg.grpo.reward, cfg.grpo.episodes, samples=3,
+                           max_new_tokens=6)  # fmt: skip
+    kw = {"model": model, "processing_class": tok}
+    for step in (0, 1, 2, 3, 2):  # 1 and 3 are not measured (3 is not the last); 2 comes back after a resume
+        state = SimpleNamespace(is_world_process_zero=True, global_step=step, max_steps=4)
+        (cb.on_train_begin if step == 0 else cb.on_step_end)(None, state, None, **kw)
+    curve = read_curve(path)
+    assert sorted(curve) == [0, 2] and len(path.read_text().splitlines()) == 2
+    for eps in curve.values():
+        assert sorted(e["context"] for e in eps) == sorted(c.id for c in contexts for _ in range(3))
+        assert all(e["status"] == "ok" and e["reward"] is not None and e["steps"] for e in eps)
+
+
+def test_a_user_on_its_own_loop_serves_one_measurement_after_another() -> None:
+    """A user agent that calls a model (the chain user) runs on ``UserLoop``'s loop, which outlives each
+    measurement: two held-out plays in a row (``asyncio.run`` per play would close the loop the model's client
+    was made on)."""
+    from emoharbor.episodes.env import Episode
+    from emoharbor.episodes.heldout import UserLoop
+    from emoharbor.episodes.settings import EpisodeSettings
+    from emoharbor.profiles.loader import resolve_profiles
+    from emoharbor.reward.context import RewardContext
+    from emoharbor.reward.settings import RewardSettings
+    from emoharbor.simulate.agents import perceiving_user
+    from emoharbor.simulate.conversation import Turn
+    from reward_helpers import scripted_user
+
+    profile = resolve_profiles(["builtin:p090*"])[0]
+    ctx = RewardContext("open:p", "profile", profile, [Turn(speaker="user", text="I lost my job.")], 70, 40, 0, "p")
+    loop, model = UserLoop(None), scripted_user()
+    try:
+        for _ in range(2):
+            ep = Episode(ctx, perceiving_user(model, profile, RewardSettings().user_agent, "test"), RewardSettings(),
+                         EpisodeSettings(max_turns=2))  # fmt: skip
+            ep.reset()
+            steps = [loop.run(ep.step("What worries you most about it?"))]
+            while not ep.done:
+                steps.append(loop.run(ep.step("What would help tonight?")))
+            assert 1 <= len(steps) <= 2 and all(s.relief is not None for s in steps)
+            assert ep.result().status == "ok" and ep.result().reward is not None
+    finally:
+        loop.close()
+    assert loop.loop.is_closed() and not loop.thread.is_alive()
