@@ -128,8 +128,8 @@ def test_the_held_out_curve_plays_each_measured_step_once(tmp_path: Path) -> Non
 
 def test_a_user_on_its_own_loop_serves_one_measurement_after_another() -> None:
     """A user agent that calls a model (the chain user) runs on ``UserLoop``'s loop, which outlives each
-    measurement: two held-out plays in a row (``asyncio.run`` per play would close the loop the model's client
-    was made on)."""
+    measurement: two held-out plays in a row on the one loop (``asyncio.run`` per play would close the loop an
+    embedded model's HTTP client was made on; a scripted model stands in for it here)."""
     from emoharbor.episodes.env import Episode
     from emoharbor.episodes.heldout import UserLoop
     from emoharbor.episodes.settings import EpisodeSettings
