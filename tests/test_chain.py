@@ -243,6 +243,41 @@ async def test_repetition_is_detected_retried_and_recorded() -> None:
     assert events.count("user_repetition") == 2
 
 
+SLIP = "I'm glad to hear you're feeling better. Let me know if you need anything."
+OWN = "I still can't sleep before my shifts."
+
+
+def said(message: str) -> str:
+    return json.dumps({"message": message, "decision": "continue"})
+
+
+async def test_a_message_in_the_supporters_voice_is_asked_again_once_with_both_texts_recorded_at_its_turn() -> None:
+    script = ChainScript(express=lambda n: said(SLIP if n == 0 else OWN))
+    model = ScriptedModel(script)
+    user = ChainUser(model, PROFILE, ChainSettings())
+    conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"), user, supporter(model),
+                          max_turns=1, seed=1)  # fmt: skip
+    assert conv.turns[-1].text == OWN
+    assert ("user_broke_character_retried", f"{SLIP} => {OWN}") in conv.events
+    assert "user_broke_character" not in [ev for ev, _ in conv.events]  # the second answer is in character
+    marks = (conv.turns[-1].inner or {})["events"]
+    assert ["user_broke_character_retried", f"{SLIP} => {OWN}"] in marks
+    nudged = [m[-1]["content"] for m in model.calls if role_of(m) == "express"][-1]
+    assert f'"{SLIP}"' in nudged and "You are not the supporter" in nudged
+
+
+async def test_a_second_answer_no_better_is_kept_and_marked() -> None:
+    conv = await talk(ChainScript(express=said(SLIP)), max_turns=1)
+    names = [ev for ev, _ in conv.events]
+    assert conv.turns[-1].text == SLIP
+    assert names.count("user_broke_character_retried") == 1 and names.count("user_broke_character") == 1
+
+
+async def test_an_opening_in_the_supporters_voice_is_asked_again() -> None:
+    conv = await talk(ChainScript(open=lambda n: json.dumps({"message": SLIP if n == 0 else OWN})), max_turns=1)
+    assert conv.turns[0].text == OWN and ("user_broke_character_retried", f"{SLIP} => {OWN}") in conv.events
+
+
 def test_text_checks() -> None:
     assert repeats("I feel so stuck at work.", ["i feel so stuck at work"])
     assert not repeats("My sister says quit.", ["I feel so stuck at work."])

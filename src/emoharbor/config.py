@@ -81,8 +81,9 @@ class RunConfig(BaseModel):
     concurrency: int = Field(default=32, ge=1)
     # the simulated user: its agent and the agent's own settings (roles.user is its model)
     user_agent: UserBlock = Field(default_factory=default_user)
-    # judge cards (built-in names or YAML paths): the user-judge and a third-party judge by default
-    judges: list[str] = Field(default_factory=lambda: ["user", "third_party"])
+    # judge cards (built-in names, YAML paths, or {card: REF, FIELD: VALUE} for a card with fields changed): the
+    # user-judge and a third-party judge by default
+    judges: list[str | dict[str, Any]] = Field(default_factory=lambda: ["user", "third_party"])
 
     _name = field_validator("name")(plain_name)
 
@@ -113,9 +114,9 @@ class RunConfig(BaseModel):
 
     @field_validator("judges")
     @classmethod
-    def _cards(cls, refs: list[str]) -> list[str]:
+    def _cards(cls, refs: list[str | dict[str, Any]]) -> list[str | dict[str, Any]]:
         # no file is read here (a stored config is read back without touching the user's files): the cards
-        # are loaded and their kinds checked where the run is built (evaluate.run_judges, in preflight)
+        # are loaded and their kinds checked where the run is planned (evaluate.plan.Plan.of, make_judges)
         if not refs:
             raise ValueError("no judge cards: the run's conversations would not be rated; give at least one card")
         return refs

@@ -174,5 +174,25 @@ def load_card(ref: str) -> JudgeCard:
     return card
 
 
+CardEntry = str | dict[str, Any]  # a card as a run config names it
+
+
+def card_of(entry: CardEntry) -> JudgeCard:
+    """A card as a run config's ``judges`` names it: a built-in name or a YAML file (``load_card``), or a
+    mapping ``{card: REF, FIELD: VALUE, ...}``: that card with those fields changed, keeping its name
+    (``{card: user, evidence: false}`` is still the simulated user's judge). A changed field changes the
+    card's version, so its records never mix with the unchanged card's."""
+    if isinstance(entry, str):
+        return load_card(entry)
+    ref, changes = entry.get("card"), {k: v for k, v in entry.items() if k != "card"}
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(f"a judge given as a mapping names its card ({{card: user, evidence: false}}), not {entry!r}")
+    base = load_card(ref)
+    try:
+        return JudgeCard.model_validate({**base.model_dump(exclude_unset=True), **changes})
+    except ValidationError as e:
+        raise ConfigError(validation_message(f"card {ref} as changed", e)) from None
+
+
 def judge_model(card: JudgeCard, default: ModelSpec) -> ModelSpec:
     return card.model if card.model is not None else default

@@ -4,7 +4,7 @@ rated by each judge as one unit of the run store (kind ``assessment``, key ``con
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from ..simulate.conversation import Conversation
 from ..store.keys import Key
 from ..store.run_store import RunStore
 from ..store.units import Events, finished, in_workers, unit
-from .cards import JudgeCard, judge_model, load_card
+from .cards import CardEntry, JudgeCard, card_of, judge_model
 from .judge import check_logprobs, judge_conversation
 from .judge_kinds import ConversationKind, card_kind
 
@@ -41,13 +41,13 @@ def check_scoring(card: JudgeCard, spec: ModelSpec) -> None:
         )
 
 
-def make_judges(refs: list[str], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
+def make_judges(refs: Sequence[CardEntry], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
     """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
     A card of a kind shown the user's inner record (``user``) runs on the simulated user's model unless it
     names its own; a card of a kind that does not rate a conversation is refused."""
     out: list[Judge] = []
     for ref in refs:
-        card = load_card(ref).with_options(**options)
+        card = card_of(ref).with_options(**options)
         lived = card_kind(card, ConversationKind).lived
         spec = judge_model(card, user if lived else judge)
         check_scoring(card, spec)

@@ -62,7 +62,13 @@ def print_conversation(store: RunStore) -> None:
         state = (t.inner or {}).get("state")
         if state:
             click.echo(f"    [inner: intensity {state['intensity']}, trust {state['trust']}; {state['thought']}]")
-    click.echo(f"# ended: {conv.termination} after {conv.wall_s:.0f} s\n")
+        for name, detail in (t.inner or {}).get("events", []):
+            click.echo(f"    [event {name}: {detail}]")
+    click.echo(f"# ended: {conv.termination} after {conv.wall_s:.0f} s")
+    counts = store.event_counts()
+    if counts:
+        click.echo("# events in the whole run: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    click.echo("")
 
 
 def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str, show_one: bool = False) -> None:

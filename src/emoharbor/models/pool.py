@@ -22,6 +22,11 @@ from .spec import ModelSpec
 CallSink = Callable[[CallRecord], None]
 
 
+def prompt_name(version: str) -> str:
+    """The prompt file's name in a prompt version ("user_feel@3f2a..." -> "user_feel")."""
+    return version.partition("@")[0]
+
+
 class RoleModel:
     """A model as one role uses it: every call is recorded with the role's name."""
 
@@ -54,7 +59,7 @@ class RoleModel:
             if self.sink:
                 u = e.usage
                 self.sink(CallRecord(self.role, self.name, e.endpoint, u.prompt_tokens, u.completion_tokens, u.cost_usd,
-                                     0.0, False, e.retries, str(e)))  # fmt: skip
+                                     0.0, False, e.retries, str(e), prompt=prompt_name(prompt_version)))  # fmt: skip
             raise
         if self.sink:
             u = r.usage
@@ -69,6 +74,8 @@ class RoleModel:
                     r.latency_s,
                     r.cached,
                     r.retries,
+                    timings=r.timings,
+                    prompt=prompt_name(prompt_version),
                 )
             )
         return r

@@ -12,6 +12,7 @@ from ..simulate.coherence import total_coherence
 from ..tables import num
 from .html import esc, note, table
 from .runs import RunView
+from .timings import timings_html
 
 
 def termination_table(view: RunView) -> str:
@@ -71,10 +72,10 @@ def coherence_table(view: RunView) -> str:
 
 
 def usage_table(view: RunView) -> str:
-    if not view.usage_by_role:
+    if not view.usage_by_step:
         return note("no model calls recorded")
     rows = []
-    for role, u in view.usage_by_role.items():
+    for role, u in view.usage_by_step.items():
         cached_tokens = u.get("cached_prompt_tokens", 0.0) + u.get("cached_completion_tokens", 0.0)
         rows.append(
             [
@@ -147,6 +148,8 @@ def health_html(view: RunView) -> str:
         coherence_table(view),
         "<h3>Tokens, cost, retries and errors per role</h3>",
         usage_table(view),
+        "<h3>Where the model's time went (the server's timings)</h3>",
+        timings_html(view.timings_by_step),
         "<h3>Events (parse failures, repetitions, retries, ...)</h3>",
         events_table(view),
     ]

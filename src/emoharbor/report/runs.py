@@ -25,7 +25,8 @@ class RunView:
     assessments: dict[str, dict[str, Assessment]] = field(default_factory=dict)  # conversation -> judge -> record
     profiles: dict[str, Profile] = field(default_factory=dict)
     boards: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> leaderboard
-    usage_by_role: dict[str, dict[str, float]] = field(default_factory=dict)
+    usage_by_step: dict[str, dict[str, float]] = field(default_factory=dict)
+    timings_by_step: dict[str, dict[str, float]] = field(default_factory=dict)  # the server's own (embedded model)
     events: dict[str, int] = field(default_factory=dict)
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)  # conversation -> the replay's ESConv facts
     notes: list[str] = field(default_factory=list)
@@ -58,7 +59,8 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
     try:
         meta = store.meta()
         view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
-        view.usage_by_role = store.usage_by_role()
+        view.usage_by_step = store.usage_by_step()
+        view.timings_by_step = store.timings_by_step()
         view.events = store.event_counts()
         if kinds.has(view.kind, "view"):
             kinds.of(view.kind).view(store, view, seed)

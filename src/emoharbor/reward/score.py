@@ -20,7 +20,7 @@ from ..simulate.agents import perceiving_user
 from ..simulate.chain_user import FIT
 from ..simulate.conversation import Turn, UserState
 from ..simulate.user_agent import UserStep
-from ..store.units import in_workers
+from ..store.units import in_groups
 from .context import RewardContext
 from .penalties import penalties
 from .settings import RewardSettings
@@ -130,17 +130,13 @@ class UserReward:
 
     async def score_many(self, items: Sequence[tuple[RewardContext, str]], *, seed: int | None = None,
                          on_scored: Callable[[int, Scored], None] | None = None) -> list[Scored]:  # fmt: skip
-        """Every reply scored, in the order given. They are started round-robin over the contexts (the first
-        reply of each context, then the second, ...): replies to one context share its long prompt prefix,
-        and a server keeps a prefix per slot, so replies to the same context sent together would each read
-        it anew (on the embedded server with 4 slots, 20 replies to 5 contexts took 5 min 16 s started in
-        context order, 4 min 45 s round-robin). ``on_scored(index, scored)``, if given, is called as each reply
-        is done (in the order they finish; ``index`` into ``items``): to show progress or save it as it comes."""
-        rank: dict[str, int] = {}
-        order = []
-        for i, (c, _) in enumerate(items):
-            order.append((rank.get(c.id, 0), i))
-            rank[c.id] = rank.get(c.id, 0) + 1
+        """Every reply scored, in the order given. The replies to one context are scored one after another
+        by one worker (``settings.concurrency`` workers, each on a context of its own): they share the
+        context's long prompt prefix, which a server keeps per slot, so the first reads it and the rest reuse
+        it; sent together, each would land on another slot and read it anew (on the embedded server with
+        4 slots, four replies to one context read about 1,000 prompt tokens each). ``on_scored(index,
+        scored)``, if given, is called as each reply is done (in the order they finish; ``index`` into
+        ``items``): to show progress or save it as it comes."""
         out: dict[int, Scored] = {}
 
         async def one(i: int) -> None:
@@ -148,7 +144,7 @@ class UserReward:
             if on_scored is not None:
                 on_scored(i, out[i])
 
-        await in_workers([i for _, i in sorted(order)], one, self.s.concurrency)
+        await in_groups(range(len(items)), lambda i: items[i][0].id, one, self.s.concurrency)
         return [out[i] for i in range(len(items))]
 
 

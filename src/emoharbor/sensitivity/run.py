@@ -37,7 +37,7 @@ from ..simulate.agents import user_agent
 from ..store.keys import Key
 from ..store.record import open_record, run_record
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, finished, in_workers, progress_bar, unit
+from ..store.units import Events, Work, finished, in_groups, progress_bar, unit
 from .bad import KINDS, bad_replies, suite_version
 from .calibration import record  # the user's measured sensitivity, quoted by other runs' health
 from .cases import Case, Pool, esconv_cases, heart_cases, run_cases, select
@@ -217,9 +217,9 @@ class Item:
 
 def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: SensitivityOptions,
              judges: list[Judge]) -> list[Item]:  # fmt: skip
-    """Every scorer on every reply, case by case (all of a case's replies, then the next case's): a case's
-    replies share its long prompt prefix, which the server's slots then read once, and a run stopped early
-    holds every kind of the cases it finished, so its table already covers every kind."""
+    """Every scorer on every reply, case by case (all of a case's replies, then the next case's): a run stopped
+    early holds every kind of the cases it finished, so its table already covers every kind. The run scores
+    one case's replies by one scorer in a row (``same_prefix``), so a server slot reads the case once."""
     out: list[Item] = []
     for c in cases:
         for kind in [REAL, *opts.bad]:
@@ -234,6 +234,11 @@ def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: Sensit
                 elif kind != REAL:
                     out += [Item("pair", (c.id, kind, j.name, o), c, kind, reply, j, o) for o in ("ab", "ba")]
     return out
+
+
+def same_prefix(item: Item) -> tuple[str, str]:
+    """The items whose prompts share the case's long prefix: one case, one scorer."""
+    return item.case.id, item.judge.name if item.judge is not None else USER
 
 
 def work_of(item: Item, reward: UserReward | None, models: dict[str, ChatModel], seed: int) -> Work:
@@ -291,7 +296,7 @@ async def run_sensitivity(
                     bar.update(1)
 
                 try:
-                    await in_workers(todo, one, opts.concurrency)
+                    await in_groups(todo, same_prefix, one, opts.concurrency)
                 finally:
                     bar.close()
                     record(store)  # stopped or not: the finished cases' figures (a resumed run writes it anew)

@@ -32,10 +32,18 @@ from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from .agents import ReactionSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
-from .text_checks import clean_message, repeats, user_text_events
+from .text_checks import breaks_character, clean_message, repeats, user_text_events
 from .user_agent import UserSimulationError, UserStep
 
-CHAIN_PROMPTS = ("user_system", "user_open", "user_appraise", "user_feel", "user_express")  # what the chain reads
+CHAIN_PROMPTS = (
+    "user_system",
+    "user_open",
+    "user_appraise",
+    "user_feel",
+    "user_express",
+    "user_nudge_repeat",
+    "user_nudge_character",
+)  # what the chain reads
 REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what ``perceive`` reads
 
 
@@ -167,6 +175,7 @@ class ChainUser:
         self.p_system = load_prompt("user_system")
         self.p_open, self.p_appraise = load_prompt("user_open"), load_prompt("user_appraise")
         self.p_feel, self.p_express = load_prompt("user_feel"), load_prompt("user_express")
+        self.p_repeat, self.p_character = load_prompt("user_nudge_repeat"), load_prompt("user_nudge_character")
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """The persona and the conversation first, the same for every agent of the chain (a long shared
@@ -185,21 +194,13 @@ class ChainUser:
     async def open(self, seed: int) -> UserStep:
         may_share, keep_back = self._disclosure()
         prompt = self.p_open.render(intensity=self.state.intensity, may_share=may_share, keep_back=keep_back)
-        r = await ask_json(
-            self.model,
-            self.messages([], prompt),
-            OPEN_SCHEMA,
-            seed=seed,
-            prompt_version=self.p_open.version,
-            max_tokens=self.s.max_tokens,
-        )
         step = UserStep(text="", inner={"opening": True})
-        if r.data is None:
-            step.events.append(("parse_failure:open", r.error))
+        data = await self._message(self.messages([], prompt), OPEN_SCHEMA, seed, self.p_open.version, [], step, "open")
+        if data is None:
             step.text = f"Hi. I'm feeling {self.profile.emotional_state.emotion} and could use someone to talk to."
             step.events.append(("opening_from_profile", "the opening message was written from the profile"))
         else:
-            step.text = clean_message(str(r.data["message"]))
+            step.text = clean_message(str(data["message"]))
         self._check_text(step, [])
         return step
 
@@ -285,7 +286,11 @@ class ChainUser:
             end_rule=end_rule,
         )
         earlier = [t.text for t in turns if t.speaker == "user"]
-        expr = await self._express(self.messages(turns, pe), seed, earlier, step)
+        expr = await self._message(self.messages(turns, pe), EXPRESS_SCHEMA, seed, self.p_express.version, earlier,
+                                   step, "express")  # fmt: skip
+        if expr is None:
+            why = step.events[-1][1]  # the parse failure's own words
+            raise UserSimulationError(f"the Expresser gave no usable message: {why}", step.events)
         decision: Decision = expr["decision"]
         step.text = clean_message(str(expr["message"]))
         if decision != "continue" and self.state.turn < self.s.min_turns:
@@ -296,29 +301,32 @@ class ChainUser:
         self._check_text(step, earlier)
         return step
 
-    async def _express(self, msgs: list[Message], seed: int, earlier: list[str], step: UserStep) -> dict[str, Any]:
-        """The Expresser's output; one more try when it repeats an earlier message."""
-        for attempt in range(2):
-            r = await ask_json(
-                self.model,
-                msgs,
-                EXPRESS_SCHEMA,
-                seed=seed + 100 * attempt,
-                prompt_version=self.p_express.version,
-                max_tokens=self.s.max_tokens,
-            )
-            if r.data is None:
-                step.events.append(("parse_failure:express", r.error))
-                raise UserSimulationError(
-                    f"the Expresser gave no usable message after {r.attempts} tries: {r.error}", step.events
-                )
-            if attempt == 0 and repeats(clean_message(str(r.data["message"])), earlier):
-                step.events.append(("user_repetition_retried", str(r.data["message"])[:80]))
-                nudge = msgs[-1]["content"] + "\nYou already said that. Say something new."
-                msgs = [msgs[0], {"role": "user", "content": nudge}]
-                continue
+    async def _message(self, msgs: list[Message], schema: dict[str, Any], seed: int, version: str,
+                       earlier: list[str], step: UserStep, what: str) -> dict[str, Any] | None:  # fmt: skip
+        """The Opener's or the Expresser's answer (None when it does not parse). A message that repeats an
+        earlier one, or speaks as the supporter ("glad you're feeling better", "let me know if you need
+        anything"), is asked for once more with a short nudge; the event keeps both texts. The second answer
+        is kept whatever it says: if it is no better, the message's own checks mark it (``_check_text``)."""
+        r = await ask_json(self.model, msgs, schema, seed=seed, prompt_version=version, max_tokens=self.s.max_tokens)
+        if r.data is None:
+            step.events.append((f"parse_failure:{what}", r.error))
+            return None
+        first = clean_message(str(r.data["message"]))
+        if repeats(first, earlier):
+            event, nudge = "user_repetition_retried", self.p_repeat.render()
+        elif breaks_character(first):
+            event, nudge = "user_broke_character_retried", self.p_character.render(said=first[:200])
+        else:
             return r.data
-        raise AssertionError("unreachable: the second try always returns")
+        asked = [msgs[0], {"role": "user", "content": msgs[-1]["content"] + "\n" + nudge.strip()}]
+        again = await ask_json(self.model, asked, schema, seed=seed + 100, prompt_version=version,
+                               max_tokens=self.s.max_tokens)  # fmt: skip
+        if again.data is None:  # the first answer stands, and its checks mark it
+            step.events.append((f"parse_failure:{what}", again.error))
+            step.events.append((event, f"{first[:240]} => (the second answer did not parse)"))
+            return r.data
+        step.events.append((event, f"{first[:240]} => {clean_message(str(again.data['message']))[:240]}"))
+        return again.data
 
     def _check_text(self, step: UserStep, earlier: list[str]) -> None:
         step.events.extend(user_text_events(step.text, earlier, self.profile.name))

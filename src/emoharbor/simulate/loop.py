@@ -16,6 +16,8 @@ def _user_turn(step: UserStep) -> Turn:
     if step.state is not None:
         inner["state"] = step.state.model_dump()
     inner["decision"] = step.decision
+    if step.events:  # where each event happened: the printed transcript marks it at this message
+        inner["events"] = [list(e) for e in step.events]
     return Turn(speaker="user", text=step.text, inner=inner)
 
 
@@ -39,7 +41,8 @@ async def converse(
         for i in range(max_turns):
             reply, events = await supporter.reply(conv.turns, seed=seed + i)
             conv.events.extend(events)
-            conv.turns.append(Turn(speaker="supporter", text=reply))
+            marks = {"events": [list(e) for e in events]} if events else None  # shown where they happened
+            conv.turns.append(Turn(speaker="supporter", text=reply, inner=marks))
             step = await user.react(conv.turns, seed=seed + 1000 + i)
             conv.events.extend(step.events)
             if step.state is not None:

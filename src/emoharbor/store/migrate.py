@@ -12,6 +12,11 @@ Format 1 -> 2:
 - a key's parts, joined with "|" (which names could not hold), become a JSON array, in the results and in
   the unit keys of the calls and events;
 - the calls get the columns added since the first run stores (``superseded``, ``attempt``).
+
+Format 2 -> 3:
+- the calls get the server's own timings (``prompt_evaluated``, ``prompt_reused``, ``prompt_ms``,
+  ``generated_ms``: llama.cpp's ``timings``) and the prompt file each was made from (``prompt``), NULL for
+  the calls made before: nobody recorded them.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from .keys import encode_key
 
 # The run format this code writes, and the oldest it brings up to date. Format 1 (no ``format_version``)
 # joined a key's parts with "|" and left a unit's status to be guessed on every read; format 2 keys are JSON
-# arrays (``store.keys``), and every unit record carries its status.
-FORMAT = 2
+# arrays (``store.keys``), and every unit record carries its status; format 3 calls carry the server's timings.
+FORMAT = 3
 OLDEST = 1
 
 
@@ -59,8 +64,11 @@ def migrate(db: sqlite3.Connection, folder: Path) -> None:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        if format_of(db, folder) == 1:  # another process may have migrated it while this one waited
+        now = format_of(db, folder)  # another process may have migrated it while this one waited
+        if now == 1:
             _from_format1(db)
+        if now <= 2:
+            _from_format2(db)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('format_version', ?)", (str(FORMAT),))
     except BaseException:
         db.execute("ROLLBACK")
@@ -85,6 +93,17 @@ def status_format1(record: dict[str, Any]) -> str:
 def key_format1(text: str) -> str:
     """A format-1 key ("|"-joined parts; "" for none) as format 2 writes it."""
     return encode_key(tuple(text.split("|"))) if text else ""
+
+
+TIMING_COLUMNS = {"prompt_evaluated": "INTEGER", "prompt_reused": "INTEGER", "prompt_ms": "REAL",
+                  "generated_ms": "REAL", "prompt": "TEXT"}  # fmt: skip
+
+
+def _from_format2(db: sqlite3.Connection) -> None:
+    have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
+    for name, sql_type in TIMING_COLUMNS.items():
+        if name not in have:
+            db.execute(f"ALTER TABLE calls ADD COLUMN {name} {sql_type}")
 
 
 def _from_format1(db: sqlite3.Connection) -> None:

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, role TEXT, model TEXT,
     endpoint TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL,
     latency_s REAL, cached INTEGER, retries INTEGER, error TEXT, superseded INTEGER NOT NULL DEFAULT 0,
-    attempt TEXT NOT NULL DEFAULT '');
+    attempt TEXT NOT NULL DEFAULT '', prompt_evaluated INTEGER, prompt_reused INTEGER, prompt_ms REAL,
+    generated_ms REAL, prompt TEXT);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, event TEXT, detail TEXT);
 """
@@ -259,9 +260,12 @@ class RunStore:
         with self._tx() as db:
             db.execute(
                 "INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
-                " cost_usd, latency_s, cached, retries, error, attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " cost_usd, latency_s, cached, retries, error, attempt, prompt, prompt_evaluated, prompt_reused,"
+                " prompt_ms, generated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (kind, key, c.role, c.model, c.endpoint, c.prompt_tokens, c.completion_tokens, c.cost_usd,
-                 c.latency_s, int(c.cached), c.retries, c.error, attempt),
+                 c.latency_s, int(c.cached), c.retries, c.error, attempt, c.prompt,
+                 *((t.prompt_evaluated, t.prompt_reused, t.prompt_ms, t.generated_ms) if (t := c.timings) else
+                   (None,) * 4)),
             )  # fmt: skip
 
     def has(self, kind: str, key: Key) -> bool:
@@ -318,6 +322,27 @@ class RunStore:
             .fetchall()
         )
         cols = USAGE_COLUMNS
+        return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
+
+    def timings_by_step(self) -> dict[str, dict[str, float]]:
+        """Per role and prompt file ("user: user_appraise"), over the calls whose server reported its timings
+        (the embedded model's): ``calls``,
+        ``prompt_tokens`` (what the calls' prompts held), ``prompt_evaluated`` (read afresh) and
+        ``prompt_reused`` (from the server's KV cache), ``prompt_s``, ``completion_tokens`` (generated),
+        ``generated_s`` and ``latency_s`` (the calls' wall time, waiting for a slot included). Calls of
+        superseded attempts count: their time was spent."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT role || CASE WHEN COALESCE(prompt, '') = '' THEN '' ELSE ': ' || prompt END AS step, COUNT(*),"
+                " SUM(prompt_tokens), SUM(prompt_evaluated), SUM(prompt_reused), SUM(prompt_ms) / 1000.0,"
+                " SUM(completion_tokens), SUM(generated_ms) / 1000.0, SUM(latency_s)"
+                " FROM calls WHERE prompt_ms IS NOT NULL GROUP BY step ORDER BY step"
+            )
+            .fetchall()
+        )
+        cols = ("calls", "prompt_tokens", "prompt_evaluated", "prompt_reused", "prompt_s", "completion_tokens",
+                "generated_s", "latency_s")  # fmt: skip
         return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
 
     def event_counts(self) -> dict[str, int]:

@@ -23,7 +23,7 @@ import asyncio
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -84,6 +84,23 @@ async def in_workers(items: Iterable[T], work: Callable[[T], Awaitable[None]], w
             tg.create_task(worker())
 
 
+async def in_groups(items: Iterable[T], group: Callable[[T], Hashable], work: Callable[[T], Awaitable[None]],
+                    workers: int) -> None:  # fmt: skip
+    """``work`` on every item, ``workers`` groups at a time; the items of one group (``group(item)``) one after
+    another, in their order, by one worker. Items that share a long prompt prefix (the replies to one context
+    scored by one scorer) so reach a server one after another, and the slot that read the prefix for the first
+    reuses it for the rest; run side by side, each would land on a slot of its own and read it anew."""
+    groups: dict[Hashable, list[T]] = {}
+    for item in items:
+        groups.setdefault(group(item), []).append(item)
+
+    async def in_turn(members: list[T]) -> None:
+        for item in members:
+            await work(item)
+
+    await in_workers(list(groups.values()), in_turn, workers)
+
+
 @dataclass
 class StageDone:
     units: int  # in the stage
@@ -124,9 +141,12 @@ async def run_stage(
     then: Callable[[Key, dict[str, Any]], Awaitable[None]] | None = None,
     more: Callable[[Key], bool] | None = None,
     redo_if: Callable[[Key], bool] | None = None,
+    group: Callable[[Key], Hashable] | None = None,
 ) -> StageDone:
-    """Every unit not finished yet, ``workers`` at a time, with a progress bar. ``then(key, record)``: follow-on
-    work on a unit's record that did not end in ``error`` (its assessments), run in the same worker;
+    """Every unit not finished yet, ``workers`` at a time, with a progress bar; with ``group``, the units of one
+    group (their prompts share a long prefix) one after another by one worker (``in_groups``).
+    ``then(key, record)``: follow-on work on a unit's record that did not end in ``error`` (its assessments),
+    run in the same worker;
     ``more(key)``: whether a finished unit still has such work left; ``redo_if(key)``: whether a finished unit
     must be done again. A stored record is read once, by the unit that hands it to ``then``; the records of
     units with nothing left are not read at all."""
@@ -141,8 +161,13 @@ async def run_stage(
             await then(key, record)
         bar.update(1)
 
+    left = [u for u in units if u[0] in todo]
     try:
-        await in_workers([u for u in units if u[0] in todo], one, workers)
+        if group is None:
+            await in_workers(left, one, workers)
+        else:
+            by = group
+            await in_groups(left, lambda u: by(u[0]), one, workers)
     finally:
         bar.close()
     wanted = set(keys)

@@ -118,6 +118,7 @@ class FakeOpenAIServer:
         reply: Reply = default_reply,
         *,
         logprobs: bool = True,
+        timings: bool = False,
         fault_rate: float = 0.0,
         fault_mix: tuple[str, ...] | list[str] = DEFAULT_MIX,
         seed: int = 0,
@@ -127,6 +128,8 @@ class FakeOpenAIServer:
         self.latency_s = latency_s
         self.reply = reply
         self.logprobs = logprobs
+        self.timings = timings  # answer with llama.cpp's ``timings`` (prompt tokens evaluated and reused, ms)
+        self._last_prompt: list[str] = []  # the words of the last prompt: what a one-slot KV cache would hold
         self.faults: deque[str] = deque()
         unknown = [f for f in fault_mix if f not in FAULTS]
         if unknown or not 0.0 <= fault_rate <= 1.0 or (fault_rate > 0 and not fault_mix):
@@ -299,21 +302,33 @@ class FakeOpenAIServer:
         if req.get("logprobs") and self.logprobs:
             choice["logprobs"] = logprobs_of(text, int(req.get("top_logprobs") or 0))
         usage = {"prompt_tokens": pt, "completion_tokens": len(text.split()), "total_tokens": pt + len(text.split())}
-        await _send(
-            send,
-            200,
-            json.dumps(
-                {
-                    "id": f"fake-{self.requests}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": req.get("model", "fake"),
-                    "choices": [choice],
-                    "usage": usage,
-                }
-            ),
-        )
+        body: dict[str, Any] = {
+            "id": f"fake-{self.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.get("model", "fake"),
+            "choices": [choice],
+            "usage": usage,
+        }
+        if self.timings:
+            body["timings"] = self._timings(req, usage["completion_tokens"])
+        await _send(send, 200, json.dumps(body))
         self._bill(arrival, req, digest, fault, 200, usage)
+
+    def _timings(self, req: dict[str, Any], generated: int) -> dict[str, Any]:
+        """llama.cpp's ``timings`` as one slot would give them: the words this prompt shares, from its start,
+        with the last one are reused (``cache_n``), the rest evaluated (``prompt_n``), 1 ms a word read and
+        2 ms a word written."""
+        words = [w for m in req.get("messages", []) for w in str(m.get("content", "")).split()]
+        same = 0
+        for a, b in zip(words, self._last_prompt, strict=False):
+            if a != b:
+                break
+            same += 1
+        self._last_prompt = words
+        evaluated = len(words) - same
+        return {"cache_n": same, "prompt_n": evaluated, "prompt_ms": float(evaluated), "predicted_n": generated,
+                "predicted_ms": 2.0 * generated}  # fmt: skip
 
     def start(self) -> FakeOpenAIServer:
         config = uvicorn.Config(

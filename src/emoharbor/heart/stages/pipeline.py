@@ -189,7 +189,9 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
         for h, a, sa, sb in pairs:
             for order, (first, second) in (("ab", (sa, sb)), ("ba", (sb, sa))):
                 units.append(((h.id, a, sb.name, spec.name, order), judge_work(spec, h, a, first, second, order)))
-    done = await run_stage(store, "comparison", units, workers=config.concurrency, progress=progress)
+    # one judge's comparisons on one history in a row: they share the history's prompt prefix
+    done = await run_stage(store, "comparison", units, workers=config.concurrency, progress=progress,
+                           group=lambda k: (k[0], k[3]))  # fmt: skip
     return stage_summary(store, "judge", done, "judgements_by_status", pairs=len(pairs), judgements=len(units),
                          **counts)  # fmt: skip
 
