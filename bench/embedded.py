@@ -5,6 +5,8 @@ server set-up of the embedded model, one after another; then llama.cpp's own cei
     python bench/embedded.py --setups native:4 --model local:smollm2 --conversations 2
     python bench/embedded.py --answers DIR                    # also write each set-up's answers (JSONL)
     python bench/embedded.py --compare DIR/a.jsonl DIR/b.jsonl  # the same calls' answers on two set-ups
+    python bench/embedded.py --workload demo reward validate  # emoharbor's own commands (bench/workloads.py)
+    python bench/embedded.py --workload reward --contexts 24 --replies 5 --busy  # with another process busy
 
 The workload: ``--conversations`` help-seekers (built-in profiles), each ``--turns`` supporter turns. Every
 turn is the simulated user's chain (appraise and feel: JSON schemas with enums, the persona and the
@@ -43,6 +45,7 @@ from typing import Any
 
 import httpx
 
+import workloads  # beside this file
 from emoharbor.models.base import ChatModel, ChatResult
 from emoharbor.models.cache import CallCache
 from emoharbor.models.local import LocalServer, free_port, resolve_gguf, server_threads
@@ -367,9 +370,19 @@ async def main() -> None:
     ap.add_argument("--ceiling-slots", type=int, default=4, help="sequences at once for the ceiling; 0: no ceiling")
     ap.add_argument("--answers", type=Path, help="write each set-up's answers here, one JSONL file per set-up")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    ap.add_argument("--workload", nargs="*", choices=workloads.WORKLOADS,
+                    help="instead of the fixed workload, emoharbor's own commands (bench/workloads.py)")  # fmt: skip
+    ap.add_argument("--esconv", type=Path, default=Path("../shared/data/esconv/valid.jsonl"),
+                    help="--workload reward and validate: the ESConv file")  # fmt: skip
+    ap.add_argument("--contexts", type=int, default=24, help="--workload reward: contexts; validate: conversations")
+    ap.add_argument("--replies", type=int, default=5, help="--workload reward: replies to each context (1-5)")
+    ap.add_argument("--busy", action="store_true", help="--workload: one other process busy on one core meanwhile")
     a = ap.parse_args()
     if a.compare:
         compare(*a.compare)
+        return
+    if a.workload:
+        workloads.main(a)
         return
     convs = workload(a.conversations, a.turns, a.logprobs)
     n_calls = sum(len(c) for c in convs)

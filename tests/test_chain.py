@@ -263,7 +263,7 @@ async def test_a_message_in_the_supporters_voice_is_asked_again_once_with_both_t
     marks = (conv.turns[-1].inner or {})["events"]
     assert ["user_broke_character_retried", f"{SLIP} => {OWN}"] in marks
     nudged = [m[-1]["content"] for m in model.calls if role_of(m) == "express"][-1]
-    assert f'"{SLIP}"' in nudged and "You are not the supporter" in nudged
+    assert "sounded like the supporter" in nudged and SLIP not in nudged  # the slip is not shown to be copied
 
 
 async def test_a_second_answer_no_better_is_kept_and_marked() -> None:
@@ -271,6 +271,18 @@ async def test_a_second_answer_no_better_is_kept_and_marked() -> None:
     names = [ev for ev, _ in conv.events]
     assert conv.turns[-1].text == SLIP
     assert names.count("user_broke_character_retried") == 1 and names.count("user_broke_character") == 1
+
+
+async def test_a_message_that_narrates_about_the_supporter_gets_its_own_nudge() -> None:
+    told = "I feel a little better and trust the supporter more after the message."
+    script = ChainScript(express=lambda n: said(told if n == 0 else OWN))
+    model = ScriptedModel(script)
+    user = ChainUser(model, PROFILE, ChainSettings())
+    conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"), user, supporter(model),
+                          max_turns=1, seed=1)  # fmt: skip
+    assert ("user_broke_character_retried", f"{told} => {OWN}") in conv.events
+    nudged = [m[-1]["content"] for m in model.calls if role_of(m) == "express"][-1]
+    assert 'reported on "the supporter"' in nudged
 
 
 async def test_an_opening_in_the_supporters_voice_is_asked_again() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +106,14 @@ def test_many_replies_are_scored_concurrently_and_tallied() -> None:
             at_once[0] -= 1
 
     user.chat = chat  # type: ignore[method-assign]
-    items = [(context(), "What worries you most?"), (context(), "Just relax."), (context(), "")] * 4
+    ctxs = [replace(context(), id=f"c{i}") for i in range(8)]
+    items = [(c, r) for c in ctxs for r in ("What worries you most?", "Just relax.", "")][:12]  # 4 contexts
     scored = asyncio.run(UserReward(user, RewardSettings(concurrency=6)).score_many(items))
-    assert most[0] == 6  # as many at once as the setting allows, never more
+    assert most[0] == 4  # one context at a time per worker: 4 contexts, 4 at once (the setting allows 6)
+    order: list[str] = []
+    asyncio.run(UserReward(scripted_user(), RewardSettings(concurrency=1)).score_many(
+        items, on_scored=lambda i, _: order.append(items[i][0].id)))  # fmt: skip
+    assert order == [c.id for c, _ in items]  # a context's replies one after another, in the order given
     t = tally(scored)
     assert (t["replies"], t["ok"], t["unscored"], t["error"]) == (12, 12, 0, 0)
     assert t["penalties"] == {"empty": 4}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from emoharbor.report.timings import timing_rows, timings_html, timings_text
+from emoharbor.report.timings import by_step, timing_rows, timings_html, timings_text
 from emoharbor.store.migrate import FORMAT
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
@@ -21,7 +21,7 @@ async def test_each_call_records_what_the_server_evaluated_and_reused_and_the_ro
         run = await small_run(tmp_path / "eh", srv)
     store = RunStore.open_existing(run)
     calls = store.calls()
-    by_step = store.timings_by_step()
+    steps = by_step(store.calls())
     store.close()
     assert calls and all(c["prompt_ms"] is not None for c in calls)
     for c in calls:  # the fake server reads 1 ms a word and writes 2 ms a word
@@ -32,18 +32,18 @@ async def test_each_call_records_what_the_server_evaluated_and_reused_and_the_ro
     def step(c: dict[str, Any]) -> str:
         return f"{c['role']}: {c['prompt']}" if c["prompt"] else c["role"]
 
-    assert {"user: user_appraise", "user: user_feel", "user: user_express", "user: user_open"} <= set(by_step)
-    assert {s.split(":")[0] for s in by_step} == {"user", "judge", "supporter"}
-    assert sum(u["calls"] for u in by_step.values()) == len(calls)
-    for name, u in by_step.items():
+    assert {"user: user_appraise", "user: user_feel", "user: user_express", "user: user_open"} <= set(steps)
+    assert {s.split(":")[0] for s in steps} == {"user", "judge", "supporter"}
+    assert sum(u["calls"] for u in steps.values()) == len(calls)
+    for name, u in steps.items():
         mine = [c for c in calls if step(c) == name]
         assert u["prompt_evaluated"] == sum(c["prompt_evaluated"] for c in mine)
         assert u["prompt_s"] == pytest.approx(sum(c["prompt_ms"] for c in mine) / 1000)
-    rows = timing_rows(by_step)
+    rows = timing_rows(steps)
     assert rows[-1][0] == "all" and rows[-1][1] == len(calls)
-    text = timings_text(by_step)
+    text = timings_text(steps)
     assert "evaluated" in text and "reused" in text and "judge" in text
-    assert "<table" in timings_html(by_step)
+    assert "<table" in timings_html(steps)
 
 
 async def test_a_server_without_timings_leaves_them_out_and_no_table_is_shown(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ async def test_a_server_without_timings_leaves_them_out_and_no_table_is_shown(tm
         run = await small_run(tmp_path / "eh", srv)
     store = RunStore.open_existing(run)
     assert all(c["prompt_ms"] is None and c["prompt_evaluated"] is None for c in store.calls())
-    assert store.timings_by_step() == {}
+    assert by_step(store.calls()) == {}
     store.close()
     assert timings_text({}) == "" and "only the embedded" in timings_html({})
 
@@ -74,5 +74,5 @@ def test_a_format2_store_gets_the_timing_columns_with_nothing_in_them(tmp_path: 
     assert store.meta()["format_version"] == str(FORMAT) == "3"
     (c,) = store.calls()
     assert c["prompt_tokens"] == 3 and c["prompt_evaluated"] is None and c["prompt_ms"] is None
-    assert store.timings_by_step() == {}
+    assert by_step(store.calls()) == {}
     store.close()

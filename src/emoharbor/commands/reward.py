@@ -140,6 +140,7 @@ def reward(replies_file: Path, out: Path, user_model: str, base_url: str | None,
     Stopped and started again with the same --out, it scores only the replies not done yet."""
     from dataclasses import fields
 
+    from ..report.timings import by_step, timings_text
     from ..reward.replies_file import read_replies
     from ..reward.score import Scored, tally
     from ..store.units import progress_bar
@@ -169,7 +170,11 @@ def reward(replies_file: Path, out: Path, user_model: str, base_url: str | None,
                 sink.add(row)
                 bar.update()
 
-            asyncio.run(_score(spec, s, [pairs[i] for i in todo], save))
+            calls: list[dict[str, Any]] = []
+            asyncio.run(_score(spec, s, [pairs[i] for i in todo], save, calls))
+        timed = timings_text(by_step(calls))
+        if timed:
+            click.echo(timed, err=True)
     done = [r for r in rows if r is not None]
     _replace(out, done)
     names = {f.name for f in fields(Scored)}
@@ -181,12 +186,15 @@ def reward(replies_file: Path, out: Path, user_model: str, base_url: str | None,
                f"wrote {out}")  # fmt: skip
 
 
-async def _score(spec: ModelSpec, s: Any, pairs: list[Any], on_scored: Callable[[int, Any], None]) -> list[Any]:
+async def _score(spec: ModelSpec, s: Any, pairs: list[Any], on_scored: Callable[[int, Any], None],
+                 calls: list[dict[str, Any]]) -> list[Any]:  # fmt: skip
+    """Score ``pairs``; each model call is added to ``calls`` as a row (its server's timings, where it has them)."""
     from ..models.pool import ModelPool
     from ..reward.score import UserReward
     from ..simulate import agents
+    from ..store.run_store import call_row
 
-    async with ModelPool() as pool:
+    async with ModelPool(sink=lambda c: calls.append(call_row(c))) as pool:
         model = await pool.get(spec, "user") if agents.user_agent(s.user_agent.agent).needs_model else None
         return await UserReward(model, s).score_many(pairs, on_scored=on_scored)
 

@@ -22,7 +22,7 @@ def run_kind(kind: RunKind, plan: Any, folder: Path, *, fmt: str, progress: bool
     and its table (``show``: something printed before the table)."""
     from ..errors import EmoharborError
     from ..preflight import is_new_run
-    from ..report.timings import timings_text
+    from ..report.timings import by_step, timings_text
     from ..store.run_store import RunStore
 
     kind.check(plan, new=is_new_run(folder))
@@ -35,7 +35,7 @@ def run_kind(kind: RunKind, plan: Any, folder: Path, *, fmt: str, progress: bool
         if show is not None:
             show(store)
         click.echo(kind.board(store, fmt, seed=seed)[0])
-        timed = timings_text(store.timings_by_step()) if fmt == "text" else ""
+        timed = timings_text(by_step(store.calls())) if fmt == "text" else ""
         if timed:
             click.echo("\n" + timed, err=True)
     finally:

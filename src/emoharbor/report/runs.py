@@ -14,6 +14,7 @@ from ..simulate.agents import user_agent
 from ..simulate.conversation import Conversation
 from ..store.records import Assessment
 from ..store.run_store import RunStore
+from .timings import by_step
 
 
 @dataclass
@@ -60,7 +61,7 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
         meta = store.meta()
         view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
         view.usage_by_step = store.usage_by_step()
-        view.timings_by_step = store.timings_by_step()
+        view.timings_by_step = by_step(store.calls())
         view.events = store.event_counts()
         if kinds.has(view.kind, "view"):
             kinds.of(view.kind).view(store, view, seed)

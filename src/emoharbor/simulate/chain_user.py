@@ -32,7 +32,7 @@ from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from .agents import ReactionSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
-from .text_checks import breaks_character, clean_message, repeats, user_text_events
+from .text_checks import character_slip, clean_message, repeats, user_text_events
 from .user_agent import UserSimulationError, UserStep
 
 CHAIN_PROMPTS = (
@@ -42,7 +42,8 @@ CHAIN_PROMPTS = (
     "user_feel",
     "user_express",
     "user_nudge_repeat",
-    "user_nudge_character",
+    "user_nudge_voice",
+    "user_nudge_narrates",
 )  # what the chain reads
 REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what ``perceive`` reads
 
@@ -175,7 +176,8 @@ class ChainUser:
         self.p_system = load_prompt("user_system")
         self.p_open, self.p_appraise = load_prompt("user_open"), load_prompt("user_appraise")
         self.p_feel, self.p_express = load_prompt("user_feel"), load_prompt("user_express")
-        self.p_repeat, self.p_character = load_prompt("user_nudge_repeat"), load_prompt("user_nudge_character")
+        self.p_repeat = load_prompt("user_nudge_repeat")
+        self.p_slip = {slip: load_prompt(f"user_nudge_{slip}") for slip in ("voice", "narrates")}
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """The persona and the conversation first, the same for every agent of the chain (a long shared
@@ -305,17 +307,19 @@ class ChainUser:
                        earlier: list[str], step: UserStep, what: str) -> dict[str, Any] | None:  # fmt: skip
         """The Opener's or the Expresser's answer (None when it does not parse). A message that repeats an
         earlier one, or speaks as the supporter ("glad you're feeling better", "let me know if you need
-        anything"), is asked for once more with a short nudge; the event keeps both texts. The second answer
+        anything") or reports on "the supporter", is asked for once more with a short nudge (which does not
+        quote the slip: a small model copies what it is shown); the event keeps both texts. The second answer
         is kept whatever it says: if it is no better, the message's own checks mark it (``_check_text``)."""
         r = await ask_json(self.model, msgs, schema, seed=seed, prompt_version=version, max_tokens=self.s.max_tokens)
         if r.data is None:
             step.events.append((f"parse_failure:{what}", r.error))
             return None
         first = clean_message(str(r.data["message"]))
+        slip = character_slip(first)
         if repeats(first, earlier):
             event, nudge = "user_repetition_retried", self.p_repeat.render()
-        elif breaks_character(first):
-            event, nudge = "user_broke_character_retried", self.p_character.render(said=first[:200])
+        elif slip is not None:
+            event, nudge = "user_broke_character_retried", self.p_slip[slip].render()
         else:
             return r.data
         asked = [msgs[0], {"role": "user", "content": msgs[-1]["content"] + "\n" + nudge.strip()}]

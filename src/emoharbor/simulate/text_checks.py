@@ -7,13 +7,15 @@ import re
 from difflib import SequenceMatcher
 
 LABEL = re.compile(r"^\s*(?:\*\*)?(?:user|seeker|help-seeker|me|client|you)(?:\*\*)?\s*:\s*", re.IGNORECASE)
-# an assistant's phrases, or the seeker speaking of "the supporter" in the third person (narrating, not chatting)
+# an assistant's phrases
 ASSISTANT_TELLS = re.compile(
     r"\b(as an ai|language model|how can i (?:help|assist) you|i'?m here to help|i am here to help|"
     r"i'?m an assistant|as your (?:supporter|assistant|therapist)|feel free to reach out to me|"
-    r"let me know if (?:there'?s|there is) anything|anything else you need|the supporter(?:'s)?)\b",
+    r"let me know if (?:there'?s|there is) anything|anything else you need)\b",
     re.IGNORECASE,
 )
+# the seeker speaking of "the supporter" in the third person: narrating its inner record, not chatting
+NARRATES = re.compile(r"\bthe supporter(?:'s)?\b", re.IGNORECASE)
 # the supporter's lines: the help-seeker slipping into the other role (offering help, signing off as the one
 # who helped). Narrow on purpose, for a seeker says much the same about itself: "I'm glad I talked to you",
 # "is there anything else I can do?" (about its problem), "I hope it helps", "I hope this helps me".
@@ -60,9 +62,17 @@ def repeats(message: str, earlier: list[str], ratio: float = REPEAT_RATIO) -> bo
     return any(SequenceMatcher(None, m, _norm(e)).ratio() >= ratio for e in earlier if _norm(e))
 
 
+def character_slip(message: str) -> str | None:
+    """How the simulated help-seeker left its role, if it did: "voice" (it talks like an assistant, or like
+    the supporter it talks to) or "narrates" (it reports on "the supporter" in the third person)."""
+    if ASSISTANT_TELLS.search(message) or SUPPORTER_TELLS.search(message):
+        return "voice"
+    return "narrates" if NARRATES.search(message) else None
+
+
 def breaks_character(message: str) -> bool:
-    """Whether the simulated help-seeker talks like an assistant, or like the supporter it talks to."""
-    return bool(ASSISTANT_TELLS.search(message) or SUPPORTER_TELLS.search(message))
+    """Whether the simulated help-seeker leaves its role (``character_slip``)."""
+    return character_slip(message) is not None
 
 
 def names_self(message: str, name: str) -> bool:

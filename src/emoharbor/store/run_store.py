@@ -20,7 +20,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -256,17 +255,9 @@ class RunStore:
     def record_call(self, c: CallRecord, unit: tuple[str, Key, str] | None = None) -> None:
         """A call as it returns: of the unit attempt ``unit`` (kind, key, attempt), or of no unit."""
         kind, unit_key, attempt = unit or ("", (), "")
-        key = encode_key(unit_key)
+        row = {"unit_kind": kind, "unit_key": encode_key(unit_key), **call_row(c), "attempt": attempt}
         with self._tx() as db:
-            db.execute(
-                "INSERT INTO calls (unit_kind, unit_key, role, model, endpoint, prompt_tokens, completion_tokens,"
-                " cost_usd, latency_s, cached, retries, error, attempt, prompt, prompt_evaluated, prompt_reused,"
-                " prompt_ms, generated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (kind, key, c.role, c.model, c.endpoint, c.prompt_tokens, c.completion_tokens, c.cost_usd,
-                 c.latency_s, int(c.cached), c.retries, c.error, attempt, c.prompt,
-                 *((t.prompt_evaluated, t.prompt_reused, t.prompt_ms, t.generated_ms) if (t := c.timings) else
-                   (None,) * 4)),
-            )  # fmt: skip
+            db.execute(f"INSERT INTO calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
 
     def has(self, kind: str, key: Key) -> bool:
         row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (kind, encode_key(key)))
@@ -324,27 +315,6 @@ class RunStore:
         cols = USAGE_COLUMNS
         return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
 
-    def timings_by_step(self) -> dict[str, dict[str, float]]:
-        """Per role and prompt file ("user: user_appraise"), over the calls whose server reported its timings
-        (the embedded model's): ``calls``,
-        ``prompt_tokens`` (what the calls' prompts held), ``prompt_evaluated`` (read afresh) and
-        ``prompt_reused`` (from the server's KV cache), ``prompt_s``, ``completion_tokens`` (generated),
-        ``generated_s`` and ``latency_s`` (the calls' wall time, waiting for a slot included). Calls of
-        superseded attempts count: their time was spent."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT role || CASE WHEN COALESCE(prompt, '') = '' THEN '' ELSE ': ' || prompt END AS step, COUNT(*),"
-                " SUM(prompt_tokens), SUM(prompt_evaluated), SUM(prompt_reused), SUM(prompt_ms) / 1000.0,"
-                " SUM(completion_tokens), SUM(generated_ms) / 1000.0, SUM(latency_s)"
-                " FROM calls WHERE prompt_ms IS NOT NULL GROUP BY step ORDER BY step"
-            )
-            .fetchall()
-        )
-        cols = ("calls", "prompt_tokens", "prompt_evaluated", "prompt_reused", "prompt_s", "completion_tokens",
-                "generated_s", "latency_s")  # fmt: skip
-        return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
-
     def event_counts(self) -> dict[str, int]:
         rows = self._conn().execute("SELECT event, COUNT(*) FROM events GROUP BY event ORDER BY event")
         return {r[0]: int(r[1]) for r in rows}
@@ -371,5 +341,12 @@ def call_sink(store: RunStore | None) -> Any:
     return sink
 
 
-def call_dict(c: CallRecord) -> dict[str, Any]:
-    return asdict(c)
+def call_row(c: CallRecord) -> dict[str, Any]:
+    """A call as a row of the calls table (its columns but the unit's and the attempt's): what
+    ``RunStore.calls`` gives back, and what ``report.timings.by_step`` reads."""
+    t = c.timings
+    return {"role": c.role, "model": c.model, "endpoint": c.endpoint, "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": c.latency_s,
+            "cached": int(c.cached), "retries": c.retries, "error": c.error, "prompt": c.prompt or None,
+            "prompt_evaluated": t.prompt_evaluated if t else None, "prompt_reused": t.prompt_reused if t else None,
+            "prompt_ms": t.prompt_ms if t else None, "generated_ms": t.generated_ms if t else None}  # fmt: skip
