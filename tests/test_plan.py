@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from cli_helpers import run_main
-from emoharbor.assess import stage
+from emoharbor.assess import cards
 from emoharbor.config import load_config
 from emoharbor.errors import DataError
 from emoharbor.evaluate import Plan
@@ -58,7 +58,7 @@ def test_one_run_loads_each_card_once_and_resolves_the_profiles_once(
 
         return wrapper
 
-    monkeypatch.setattr(stage, "load_card", counted("load_card", stage.load_card))
+    monkeypatch.setattr(cards, "load_card", counted("load_card", cards.load_card))
     monkeypatch.setattr(plan_module, "resolve_profiles", counted("resolve_profiles", plan_module.resolve_profiles))
     monkeypatch.chdir(tmp_path)
     config = write_config(tmp_path, ["builtin:p00[1-2]*"])

@@ -83,13 +83,13 @@ def context(cid: str) -> RewardContext:
                          cid)  # fmt: skip
 
 
-def test_score_many_calls_back_as_each_reply_is_done_in_the_round_robin_order() -> None:
+def test_score_many_calls_back_as_each_reply_is_done_one_context_after_another() -> None:
     user = scripted_user()
     items = [(context(cid), r) for cid, rs in REPLIES.items() for r in rs]
     seen: list[tuple[int, Scored, int]] = []
     got = asyncio.run(UserReward(user, RewardSettings(concurrency=1)).score_many(
         items, on_scored=lambda i, s: seen.append((i, s, len(user.calls)))))  # fmt: skip
-    assert [i for i, _, _ in seen] == [0, 3, 1, 4, 2, 5]  # a's first, b's first, a's second, ...
+    assert [i for i, _, _ in seen] == [0, 1, 2, 3, 4, 5]  # a's replies in a row (one prefix), then b's
     assert all(s is got[i] for i, s, _ in seen)  # the reply's own result, every reply once
     per = len(user.calls) // len(items)
     assert [n for _, _, n in seen] == [per * k for k in range(1, len(items) + 1)]  # called as each is done
@@ -110,10 +110,10 @@ def test_an_interrupted_run_resumes_with_only_the_missing_replies(
     want, per = reference
     out = tmp_path / "rewards.jsonl"
     settings = tmp_path / "one_at_a_time.yaml"
-    settings.write_text("concurrency: 1\n")  # the order is fixed: a1, b1, a2, b2, a3, b3
+    settings.write_text("concurrency: 1\n")  # the order is fixed: a1, a2, a3, b1, b2, b3
 
     def react(reply: str) -> tuple[str, int, int]:
-        if "What do you miss most?" in reply:  # a3: the fifth reply started
+        if "Work harder." in reply:  # b2: the fifth reply started
             raise KeyboardInterrupt
         return ("good", 15, 20) if "?" in reply else ("poor", -5, 0)
 
@@ -122,13 +122,13 @@ def test_an_interrupted_run_resumes_with_only_the_missing_replies(
     assert code == 130, stderr
     assert "interrupted" in stderr
     kept = rows(out)  # the four done before the stop, each written as it was done
-    assert [r["reply"] for r in kept] == [ALL[0], ALL[3], ALL[1], ALL[4]]
+    assert [r["reply"] for r in kept] == ALL[:4]
 
     user = use(scripted_user())
     code, stdout, stderr = reward(tmp_path, out, capsys, "--quiet")  # concurrency is no setting of the rewards
     assert code == 0, stderr
     assert f"resumed: 4 of 6 replies already scored in {out}" in stderr
-    assert reacted(user) == {ALL[2], ALL[5]}
+    assert reacted(user) == {ALL[4], ALL[5]}
     assert len(user.calls) == 2 * per
     assert "rewarded 6 replies of 2 contexts: 6 scored" in stdout
     same_rows(rows(out), want)  # in the input's order, as an uninterrupted run wrote them

@@ -72,10 +72,10 @@ def coherence_table(view: RunView) -> str:
 
 
 def usage_table(view: RunView) -> str:
-    if not view.usage_by_step:
+    if not view.usage_by_role:
         return note("no model calls recorded")
     rows = []
-    for role, u in view.usage_by_step.items():
+    for role, u in view.usage_by_role.items():
         cached_tokens = u.get("cached_prompt_tokens", 0.0) + u.get("cached_completion_tokens", 0.0)
         rows.append(
             [

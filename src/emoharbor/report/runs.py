@@ -26,7 +26,7 @@ class RunView:
     assessments: dict[str, dict[str, Assessment]] = field(default_factory=dict)  # conversation -> judge -> record
     profiles: dict[str, Profile] = field(default_factory=dict)
     boards: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> leaderboard
-    usage_by_step: dict[str, dict[str, float]] = field(default_factory=dict)
+    usage_by_role: dict[str, dict[str, float]] = field(default_factory=dict)
     timings_by_step: dict[str, dict[str, float]] = field(default_factory=dict)  # the server's own (embedded model)
     events: dict[str, int] = field(default_factory=dict)
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)  # conversation -> the replay's ESConv facts
@@ -60,7 +60,7 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
     try:
         meta = store.meta()
         view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
-        view.usage_by_step = store.usage_by_step()
+        view.usage_by_role = store.usage_by_role()
         view.timings_by_step = by_step(store.calls())
         view.events = store.event_counts()
         if kinds.has(view.kind, "view"):
