@@ -59,7 +59,7 @@ def load_run(folder: Path, *, seed: int = 0) -> RunView:
     try:
         meta = store.meta()
         view = RunView(folder=folder, kind=meta.get("kind", "?"), meta=meta)
-        view.usage_by_step = store.usage_by_step()
+        view.usage_by_step = store.usage_by_role()  # the health table's rows are roles
         view.timings_by_step = store.timings_by_step()
         view.events = store.event_counts()
         if kinds.has(view.kind, "view"):

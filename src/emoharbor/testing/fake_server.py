@@ -302,7 +302,7 @@ class FakeOpenAIServer:
         if req.get("logprobs") and self.logprobs:
             choice["logprobs"] = logprobs_of(text, int(req.get("top_logprobs") or 0))
         usage = {"prompt_tokens": pt, "completion_tokens": len(text.split()), "total_tokens": pt + len(text.split())}
-        body: dict[str, Any] = {
+        answer: dict[str, Any] = {
             "id": f"fake-{self.requests}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -311,8 +311,8 @@ class FakeOpenAIServer:
             "usage": usage,
         }
         if self.timings:
-            body["timings"] = self._timings(req, usage["completion_tokens"])
-        await _send(send, 200, json.dumps(body))
+            answer["timings"] = self._timings(req, usage["completion_tokens"])
+        await _send(send, 200, json.dumps(answer))
         self._bill(arrival, req, digest, fault, 200, usage)
 
     def _timings(self, req: dict[str, Any], generated: int) -> dict[str, Any]:
