@@ -103,16 +103,13 @@ def sensitivity_html(data: dict[str, Any], rid: str) -> str:
 
 
 def run_html(view: RunView, rid: str) -> str:
-    from ..report.health import events_table, usage_table
+    from ..report.health import units_health
     from ..report.html import section
 
     if view.analysis is None:
         return note("This sensitivity run could not be read.")
-    status = f"<p>Run status: <b>{esc(view.meta.get('status', '?'))}</b>.</p>"
-    health = status + "<h4>Tokens, cost, retries and errors per role</h4>" + usage_table(view)
-    health += "<h4>Events (parse failures, retries, ...)</h4>" + events_table(view)
     return section("Does each scorer prefer the real reply?", sensitivity_html(view.analysis, rid), level=3) + section(
-        "Run health", health, level=3
+        "Run health", units_health(view), level=3
     )
 
 

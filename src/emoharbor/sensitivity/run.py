@@ -95,21 +95,32 @@ class SensitivityOptions:
         }
 
     def make_judges(self) -> list[Judge]:
-        out = []
-        for ref in self.judges:
-            card = load_card(ref).with_options(scoring=self.scoring)
-            if card.judge_kind().rates == "conversation":
-                raise ConfigError(
-                    f"judge card {card.name} ({card.kind}) rates whole conversations; the suite rates one reply: "
-                    "give a card of a kind that rates one reply (third_party_reply) or compares two (heart_pairwise)"
-                )
-            spec = card.model if card.model is not None else self.judge
-            check_scoring(card, spec)
-            out.append(Judge(card, spec, card.judge_id(spec.model)))
-        names = [j.name for j in out]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"two judges have the same name {sorted(names)}: give the cards different names")
-        return out
+        return reply_judges(self.judges, self.judge, self.scoring, rates=("reply", "pair"),
+                            wanted="the suite rates one reply: give a card of a kind that rates one reply "
+                            "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
+
+
+RATES = {"conversation": "whole conversations", "reply": "one reply", "pair": "two replies side by side"}
+
+
+def reply_judges(refs: list[str], model: ModelSpec, scoring: str | None, *, rates: tuple[str, ...],
+                 wanted: str) -> list[Judge]:  # fmt: skip
+    """The judges of cards that rate what ``rates`` names (``reply``, ``pair``), on ``model`` unless a card
+    names its own; ``scoring``: the command line's, over every card's. A card that rates something else is
+    refused, saying what is ``wanted``."""
+    out = []
+    for ref in refs:
+        card = load_card(ref).with_options(scoring=scoring)
+        kind = card.judge_kind().rates
+        if kind not in rates:
+            raise ConfigError(f"judge card {card.name} ({card.kind}) rates {RATES[kind]}; {wanted}")
+        spec = card.model if card.model is not None else model
+        check_scoring(card, spec)
+        out.append(Judge(card, spec, card.judge_id(spec.model)))
+    names = [j.name for j in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two judges have the same name {sorted(names)}: give the cards different names")
+    return out
 
 
 def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
