@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
+from ..errors import ConfigError
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, conversation_contexts, run_talks, talk
 from ..simulate.conversation import Turn
@@ -132,6 +133,15 @@ def run_cases(folder: Path, pool: Pool) -> list[Case]:
                 out.append(Case(ctx.id, "run", ctx, c.turns[n].text, problem))
                 break
     return out
+
+
+def check_selection(limit: int | None, sample: int | None, unit: str) -> None:
+    """``--limit N`` or ``--sample N`` of ``unit`` ("cases", "talks"), not both, each at least 1."""
+    if limit is not None and sample is not None:
+        raise ConfigError(f"give --limit N (the first N {unit}) or --sample N (N at random), not both")
+    for name, v in (("limit", limit), ("sample", sample)):
+        if v is not None and v < 1:
+            raise ConfigError(f"--{name} must be at least 1, not {v}")
 
 
 def select(cases: list[T], limit: int | None, sample: int | None, seed: int) -> list[T]:

@@ -138,14 +138,11 @@ class SensitivityKind(RunKind):
 
     def check(self, plan: SensitivityPlan, *, new: bool) -> None:
         """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
-        from ..preflight import check_named_models, check_reach
+        from ..preflight import check_scorers
 
-        if not new:
-            return
-        user = [("--model", plan.opts.user)] if plan.opts.user else []
-        named = [*user, *((f"--judge {j.card.name}", j.model) for j in plan.judges)]
-        check_named_models(named)
-        check_reach([spec for _, spec in named])
+        if new:
+            user = ("--model", plan.opts.user) if plan.opts.user else None
+            check_scorers(user, [(j.card.name, j.model) for j in plan.judges])
 
     async def execute(self, plan: SensitivityPlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_sensitivity
