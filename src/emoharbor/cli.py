@@ -29,6 +29,7 @@ COMMANDS = {
     "judges": "judges",
     "reward": "reward",
     "sensitivity": "sensitivity",
+    "seekers": "seekers",
 }  # fmt: skip
 
 

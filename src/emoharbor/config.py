@@ -83,7 +83,9 @@ class RunConfig(BaseModel):
     user_agent: UserBlock = Field(default_factory=default_user)
     # judge cards (built-in names, YAML paths, or {card: REF, FIELD: VALUE} for a card with fields changed): the
     # user-judge and a third-party judge by default
-    judges: list[str | dict[str, Any]] = Field(default_factory=lambda: ["user", "third_party"])
+    judges: list[str | dict[str, Any]] = Field(
+        default_factory=lambda: list[str | dict[str, Any]](["user", "third_party"])
+    )
 
     _name = field_validator("name")(plain_name)
 

@@ -103,6 +103,7 @@ TABLE: dict[str, str | RunKind] = {
     "validate": "emoharbor.validate.kind:ValidateKind",
     "heart": "emoharbor.heart.kind:HeartKind",
     "sensitivity": "emoharbor.sensitivity.kind:SensitivityKind",
+    "seekers": "emoharbor.seekers.kind:SeekersKind",
     "heart_strategy_check": "emoharbor.heart.kind:StrategyCheckKind",
     "evolve_refine": "emoharbor.evolve.kind:RefineKind",
 }

@@ -82,6 +82,14 @@ def check_reach(specs: Iterable[ModelSpec]) -> None:
         asyncio.run(reach_all())
 
 
+def check_scorers(user: tuple[str, ModelSpec] | None, judges: Iterable[tuple[str, ModelSpec]]) -> None:
+    """A new run's simulated user (the option that gives it, and its model; None: no user) and judges (by card
+    name), each built and its endpoint reached: validate's, sensitivity's and seekers' check."""
+    named = [*([user] if user else []), *((f"--judge {name}", spec) for name, spec in judges)]
+    check_named_models(named)
+    check_reach([spec for _, spec in named])
+
+
 def check_run_config(plan: Plan, *, models: bool = True, reach: bool = True) -> None:
     """An EmoHarbor run's plan (its files were read when it was made): the run is not too large, and
     (``models``) its models can be built and (``reach``) reached."""

@@ -19,7 +19,8 @@ def judges(runs: tuple[Path, ...], fmt: str) -> None:
     """One row per judge card (and scoring) across the runs given: agreement with the real seekers and the
     margin over the best no-model baseline (validate runs), HEART order consistency and length bias (HEART
     runs), how often it prefers the real reply to rule-made bad ones (sensitivity runs; the simulated user's
-    reward as the judge "user"), the unscored share, and tokens and seconds per judgment."""
+    reward as the judge "user"), its agreement with the seekers' own ratings of single replies (seekers runs),
+    the unscored share, and tokens and seconds per judgment."""
     rows = judges_table(list(runs))
     if not rows:
         raise EmoharborError(f"no judgments in {', '.join(map(str, runs))}")

@@ -1,7 +1,9 @@
 """ESConv conversations, in either of the two published formats.
 
 - "usr/sys" JSON lines (``train.jsonl``, ``valid.jsonl``): turns have ``text``, ``speaker`` ("usr"|"sys"),
-  and ``strategy`` on supporter turns.
+  and ``strategy`` on supporter turns; in MultiESC's release (``valid_feedback.jsonl``) seeker turns also carry
+  ``feedback`` (the seeker's 1-5 rating of the supporter's replies before it, null where not asked) and the
+  record ``init_intensity`` / ``final_intensity`` instead of ``survey_score``.
 - the original raw JSON array (``failed_dev.json``): turns have ``content``, ``speaker``
   ("seeker"|"speaker" for the seeker, "supporter"|"listener" for the supporter) and ``annotation``
   with ``strategy`` or ``feedback``.
@@ -36,7 +38,7 @@ class EsconvTurn:
     speaker: Speaker
     text: str
     strategy: str | None = None
-    feedback: int | None = None  # the seeker's per-turn rating in the raw format
+    feedback: int | None = None  # the seeker's per-turn rating (raw: annotation.feedback; MultiESC: feedback)
 
 
 @dataclass
@@ -96,14 +98,26 @@ def _score(value: Any, where: str) -> int | None:
     return v
 
 
-def _turn(rec: Any, where: str) -> EsconvTurn:
+def record_where(source: str, index: int) -> str:
+    """How an error names a record (``index`` 0-based): ``FILE: record N``."""
+    return f"{source}: record {index + 1}"
+
+
+def turn_where(source: str, index: int, turn: int) -> str:
+    """How an error names a turn of a record (both 0-based): ``FILE: record N: dialog turn M``."""
+    return f"{record_where(source, index)}: dialog turn {turn + 1}"
+
+
+def parse_turn(rec: Any, where: str) -> EsconvTurn:
+    """One turn of a record's ``dialog``, in either format (``where`` names it in an error)."""
     if not isinstance(rec, dict):
         raise DataError(f"{where}: a turn must be an object")
     who = SPEAKERS.get(str(rec.get("speaker", "")).strip().lower())
     if who is None:
         raise DataError(f"{where}: field 'speaker': unknown speaker {rec.get('speaker')!r}")
     if "text" in rec:
-        text, strategy, feedback = rec["text"], rec.get("strategy"), None
+        text, strategy = rec["text"], rec.get("strategy")
+        feedback = _score(rec.get("feedback"), f"{where}: field 'feedback'")
     elif "content" in rec:
         ann = rec.get("annotation") or {}
         if not isinstance(ann, dict):
@@ -117,21 +131,31 @@ def _turn(rec: Any, where: str) -> EsconvTurn:
     return EsconvTurn(who, text.strip(), strategy if isinstance(strategy, str) else None, feedback)
 
 
-def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) -> EsconvDialog:
-    where = f"{source}: record {index + 1}"
-    if not isinstance(rec, dict):
-        raise DataError(f"{where}: not an object")
-    dialog = rec.get("dialog")
-    if not isinstance(dialog, list):
-        raise DataError(f"{where}: field 'dialog' must be a list of turns")
+def _survey(rec: dict[str, Any], where: str) -> dict[str, int | None]:
+    """The seeker's own ratings: ``survey_score.seeker``, or MultiESC's ``init_intensity`` / ``final_intensity``
+    (its records have no survey)."""
+    if "survey_score" not in rec and ("init_intensity" in rec or "final_intensity" in rec):
+        multi = {"initial_emotion_intensity": "init_intensity", "final_emotion_intensity": "final_intensity"}
+        return {k: _score(rec.get(multi[k]), f"{where}: field '{multi[k]}'") if k in multi else None
+                for k in SURVEY_FIELDS}  # fmt: skip
     survey_score = rec.get("survey_score") or {}
     if not isinstance(survey_score, dict):
         raise DataError(f"{where}: field 'survey_score' must be an object (with 'seeker' ratings)")
     seeker = survey_score.get("seeker") or {}
     if not isinstance(seeker, dict):
         raise DataError(f"{where}: field 'survey_score.seeker' must be an object")
-    survey = {k: _score(seeker.get(k), f"{where}: field 'survey_score.seeker.{k}'") for k in SURVEY_FIELDS}
-    turns = [_turn(t, f"{where}: dialog turn {i + 1}") for i, t in enumerate(dialog)]
+    return {k: _score(seeker.get(k), f"{where}: field 'survey_score.seeker.{k}'") for k in SURVEY_FIELDS}
+
+
+def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) -> EsconvDialog:
+    where = record_where(source, index)
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: not an object")
+    dialog = rec.get("dialog")
+    if not isinstance(dialog, list):
+        raise DataError(f"{where}: field 'dialog' must be a list of turns")
+    survey = _survey(rec, where)
+    turns = [parse_turn(t, turn_where(source, index, i)) for i, t in enumerate(dialog)]
     turns = [t for t in turns if t.text]
     if not turns:
         raise DataError(f"{where}: field 'dialog' has no turns with text: nothing to replay")
@@ -154,12 +178,9 @@ def _kind(value: Any) -> str:
     return names.get(type(value), "number")
 
 
-def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[EsconvDialog]:
-    """``failed_set``: whether the file holds conversations collected as failed; by default, whether
-    its name says "failed" (as ``failed_dev.json`` does)."""
-    p = Path(path)
-    if failed_set is None:
-        failed_set = "failed" in p.name.lower()
+def read_records(p: Path) -> list[Any]:
+    """The records of an ESConv file as JSON values, in either format (not parsed yet); one line naming the
+    file when it is in neither."""
     text = userfiles.read_text(p, "ESConv file", DataError)
     records: list[Any] | None = None
     if text.lstrip().startswith("[") or p.suffix.lower() == ".json":
@@ -183,4 +204,17 @@ def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[Esc
                 raise DataError(f"{p}: line {n} is not valid JSON ({e.msg})") from None
     if not records:
         raise DataError(f"{p}: no ESConv records in it")
-    return [parse_record(r, str(p), i, failed_set) for i, r in enumerate(records)]
+    return records
+
+
+def is_failed_set(p: Path) -> bool:
+    """Whether a file's name says it holds conversations collected as failed (as ``failed_dev.json`` does)."""
+    return "failed" in p.name.lower()
+
+
+def load_esconv(path: str | Path, *, failed_set: bool | None = None) -> list[EsconvDialog]:
+    """``failed_set``: whether the file holds conversations collected as failed; by default, whether
+    its name says "failed" (as ``failed_dev.json`` does)."""
+    p = Path(path)
+    failed = is_failed_set(p) if failed_set is None else failed_set
+    return [parse_record(r, str(p), i, failed) for i, r in enumerate(read_records(p))]

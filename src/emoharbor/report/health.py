@@ -137,6 +137,14 @@ def sensitivity_line(view: RunView) -> str:
     return f'<p class="sensitivity" title="{esc(rec.get("run", ""))}">{esc(sentence(rec))}.</p>'
 
 
+def units_health(view: RunView) -> str:
+    """The health of a run of scored units without conversations (sensitivity, seekers): its status, the
+    tokens, cost, retries and errors per role, the events."""
+    health = f"<p>Run status: <b>{esc(view.meta.get('status', '?'))}</b>.</p>"
+    health += "<h4>Tokens, cost, retries and errors per role</h4>" + usage_table(view)
+    return health + "<h4>Events (parse failures, retries, ...)</h4>" + events_table(view)
+
+
 def health_html(view: RunView) -> str:
     errors = [c for c in view.conversations if c.termination == "error"]
     parts = [

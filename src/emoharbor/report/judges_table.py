@@ -11,6 +11,9 @@ across the runs given.
   pairs over every kind of bad reply, ties half, with its bootstrap interval) and its tie rate; the
   simulated user's reward is the judge "user" (expected: from its probability-weighted readouts). Where a
   judge is in several sensitivity runs, the run with the most cases gives the figures (named in the row).
+- From seekers runs: how well the judge agrees with the seekers' own ratings of single replies (Spearman's
+  rho, and the within-talk pairwise agreement), each with whether its margin over the best baseline lies above
+  0; the simulated user's reward is the judge "user". The run with the most points gives the figures.
 - From every run: judgments made, the unscored share, and tokens and seconds per judgment (seconds from
   the calls that reached a model, not the cache).
 """
@@ -113,27 +116,28 @@ def sensitivity_judge(scorer: str, pairwise: bool) -> tuple[str, str] | None:
     return None
 
 
-def _sensitivity_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
-    from ..sensitivity.analysis import ALL, sensitivity_table
+def _scorer_rows(store: RunStore, kinds: tuple[str, ...], figures: list[dict[str, Any]],
+                 rows: dict[tuple[str, str], dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:  # fmt: skip
+    """The rows of a run whose units are scorers' ``kinds`` (a sensitivity or seekers run), keyed by the
+    (judge, scoring) each figure row stands for: each row's card, judgments, unscored share and cost added
+    in; returns the figure row of each."""
     from ..sensitivity.run import USER
 
     cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
-    data = sensitivity_table(store)
     made = {}
-    for r in data["rows"]:
-        got = sensitivity_judge(r["scorer"], r["pairwise"])
+    for r in figures:
+        got = sensitivity_judge(r["scorer"], bool(r.get("pairwise")))
         if got is not None:
             made[got] = r
     judged: dict[str, list[bool]] = defaultdict(list)
-    for kind in ("score", "pair"):
+    cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for kind in kinds:
         for _, d in store.items(kind):
             judged[d["scorer"]].append(d.get("status") != "ok")
-    cost: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for kind in ("score", "pair"):
         for judge, u in _cost(store, kind).items():
             for k, v in u.items():
                 cost[judge][k] += v
-    for (judge, scoring), r in made.items():
+    for judge, scoring in made:
         scorer = USER if judge == "user" else judge
         row = rows[(judge, scoring)]
         card = cards.get(scorer, {})
@@ -147,6 +151,15 @@ def _sensitivity_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str],
         u = cost.get(scorer, {})
         for k in ("tokens", "seconds", "model_calls", "timed"):
             row[k] = row.get(k, 0.0) + u.get(k, 0.0)
+    return made
+
+
+def _sensitivity_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
+    from ..sensitivity.analysis import ALL, sensitivity_table
+
+    data = sensitivity_table(store)
+    for key, r in _scorer_rows(store, ("score", "pair"), data["rows"], rows).items():
+        row = rows[key]
         if row.get("sensitivity_n", -1) >= data["cases"]:
             continue
         c = r[ALL]
@@ -159,14 +172,32 @@ def _sensitivity_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str],
         )
 
 
+def _seekers_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """A seekers run's figures: rho with the seekers' per-reply ratings and the within-talk pairwise agreement,
+    with whether each beats the best baseline (the run with the most points gives them)."""
+    from ..seekers.analysis import seekers_table
+
+    data = seekers_table(store)
+    for key, r in _scorer_rows(store, ("score",), data["rows"], rows).items():
+        row = rows[key]
+        if row.get("seekers_n", -1) >= data["points"]:
+            continue
+        beats = {"rho": r["rho_beats"], "pairs": r["pairs_beats"]}
+        row.update(seekers_run=str(folder), seekers_n=data["points"], seekers_rho=_cell(r["rho"]),
+                   seekers_pairs=_cell(r["pairs"]), seekers_beats=beats)  # fmt: skip
+
+
+SCORER_RUNS = {"sensitivity": _sensitivity_rows, "seekers": _seekers_rows}
+
+
 def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
     rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for folder in folders:
         store = RunStore.open_existing(folder)
         try:
             kind = store.meta().get("kind")
-            if kind == "sensitivity":
-                _sensitivity_rows(store, folder, rows)
+            if kind in SCORER_RUNS:
+                SCORER_RUNS[kind](store, folder, rows)
                 continue
             cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
             if kind == "heart":  # a HEART run records its judges' card versions in its config
@@ -239,13 +270,24 @@ def _preference(r: dict[str, Any]) -> str:
     return f"{c['value']:.0%} [{c['lo']:.0%}, {c['hi']:.0%}] n={c['n']}{tail}"
 
 
+def _seekers(r: dict[str, Any]) -> str:
+    """The seekers cell: rho and the within-talk pairwise agreement, each with whether it beats the best
+    baseline."""
+    if r.get("seekers_rho") is None:
+        return "-"
+    beats = r["seekers_beats"]
+    return (f"rho {_fmt(r['seekers_rho'])} (beats baselines: {beats['rho']}); pairs {_fmt(r['seekers_pairs'])} "
+            f"(beats baselines: {beats['pairs']})")  # fmt: skip
+
+
 def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
 HEADER = [
     "judge", "scoring", "sees", "AUROC success vs failed", "rho vs seeker empathy", "AUROC minus best baseline",
-    "HEART order consistency", "HEART longer wins", "prefers the real reply", "judgments", "unscored",
+    "HEART order consistency", "HEART longer wins", "prefers the real reply", "agrees with the seekers",
+    "judgments", "unscored",
     "tokens / judgment", "seconds / judgment", "card",
 ]  # fmt: skip
 
@@ -262,6 +304,7 @@ def table_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
             _num(r.get("order_consistency"), ".2f"),
             _num(r.get("longer_wins"), ".2f"),
             _preference(r),
+            _seekers(r),
             str(r["judgments"]),
             _num(r["unscored_rate"], ".0%"),
             _num(r["tokens_per_judgment"], ".0f"),

@@ -30,6 +30,7 @@ from ..assess.judge_kinds import judge_kind
 from ..reward.score import combine
 from ..reward.settings import RewardSettings
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
+from ..stats.clusters import cluster_draws, ratio_ci
 from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
 from .bad import KINDS
@@ -114,19 +115,8 @@ def outcomes_of(values: Values, kind: str) -> dict[str, float | None]:
 def _cluster(per_case: dict[str, list[float]], seed: int, n_boot: int) -> Estimate:
     """The mean over every pair, cases resampled with all their pairs."""
     groups = [np.asarray(v) for v in per_case.values() if v]
-    if not groups:
-        return Estimate(None, None, None, 0)
-    allv = np.concatenate(groups)
-    value = float(allv.mean())
-    if len(groups) < 2:
-        return Estimate(value, None, None, len(groups))
-    rng = np.random.default_rng(seed)
-    sums = np.array([g.sum() for g in groups])
-    sizes = np.array([g.size for g in groups])
-    idx = rng.integers(0, len(groups), size=(n_boot, len(groups)))
-    boots = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return Estimate(value, float(lo), float(hi), len(groups))
+    sums, sizes = np.array([g.sum() for g in groups]), np.array([g.size for g in groups])
+    return ratio_ci(sums, sizes, cluster_draws(len(groups), n_boot, seed))
 
 
 def _cell(outcomes: list[float | None], seed: int, n_boot: int) -> dict[str, Any]:

@@ -103,16 +103,13 @@ def sensitivity_html(data: dict[str, Any], rid: str) -> str:
 
 
 def run_html(view: RunView, rid: str) -> str:
-    from ..report.health import events_table, usage_table
+    from ..report.health import units_health
     from ..report.html import section
 
     if view.analysis is None:
         return note("This sensitivity run could not be read.")
-    status = f"<p>Run status: <b>{esc(view.meta.get('status', '?'))}</b>.</p>"
-    health = status + "<h4>Tokens, cost, retries and errors per role</h4>" + usage_table(view)
-    health += "<h4>Events (parse failures, retries, ...)</h4>" + events_table(view)
     return section("Does each scorer prefer the real reply?", sensitivity_html(view.analysis, rid), level=3) + section(
-        "Run health", health, level=3
+        "Run health", units_health(view), level=3
     )
 
 
@@ -141,14 +138,11 @@ class SensitivityKind(RunKind):
 
     def check(self, plan: SensitivityPlan, *, new: bool) -> None:
         """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
-        from ..preflight import check_named_models, check_reach
+        from ..preflight import check_scorers
 
-        if not new:
-            return
-        user = [("--model", plan.opts.user)] if plan.opts.user else []
-        named = [*user, *((f"--judge {j.card.name}", j.model) for j in plan.judges)]
-        check_named_models(named)
-        check_reach([spec for _, spec in named])
+        if new:
+            user = ("--model", plan.opts.user) if plan.opts.user else None
+            check_scorers(user, [(j.card.name, j.model) for j in plan.judges])
 
     async def execute(self, plan: SensitivityPlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_sensitivity

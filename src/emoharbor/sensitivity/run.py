@@ -40,7 +40,7 @@ from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_groups, progress_bar, unit
 from .bad import KINDS, bad_replies, suite_version
 from .calibration import record  # the user's measured sensitivity, quoted by other runs' health
-from .cases import Case, Pool, esconv_cases, heart_cases, run_cases, select
+from .cases import Case, Pool, check_selection, esconv_cases, heart_cases, run_cases, select
 
 KIND = "sensitivity"
 USER = "user"  # the scorer name of the simulated user's reaction
@@ -67,12 +67,7 @@ class SensitivityOptions:
     def __post_init__(self) -> None:
         if not (self.esconv or self.heart or self.from_run):
             raise ConfigError("sensitivity needs cases: give --esconv FILE, --heart FILE or --from-run RUN")
-        if self.limit is not None and self.sample is not None:
-            raise ConfigError("give --limit N (the first N cases) or --sample N (N at random), not both")
-        for name in ("limit", "sample"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ConfigError(f"--{name} must be at least 1, not {v}")
+        check_selection(self.limit, self.sample, "cases")
         unknown = [k for k in self.bad if k not in KINDS]
         if unknown:
             raise ConfigError(f"--bad {', '.join(unknown)}: no such kind of bad reply (the kinds: {', '.join(KINDS)})")
@@ -95,21 +90,32 @@ class SensitivityOptions:
         }
 
     def make_judges(self) -> list[Judge]:
-        out = []
-        for ref in self.judges:
-            card = load_card(ref).with_options(scoring=self.scoring)
-            if card.judge_kind().rates == "conversation":
-                raise ConfigError(
-                    f"judge card {card.name} ({card.kind}) rates whole conversations; the suite rates one reply: "
-                    "give a card of a kind that rates one reply (third_party_reply) or compares two (heart_pairwise)"
-                )
-            spec = card.model if card.model is not None else self.judge
-            check_scoring(card, spec)
-            out.append(Judge(card, spec, card.judge_id(spec.model)))
-        names = [j.name for j in out]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"two judges have the same name {sorted(names)}: give the cards different names")
-        return out
+        return reply_judges(self.judges, self.judge, self.scoring, rates=("reply", "pair"),
+                            wanted="the suite rates one reply: give a card of a kind that rates one reply "
+                            "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
+
+
+RATES = {"conversation": "whole conversations", "reply": "one reply", "pair": "two replies side by side"}
+
+
+def reply_judges(refs: list[str], model: ModelSpec, scoring: str | None, *, rates: tuple[str, ...],
+                 wanted: str) -> list[Judge]:  # fmt: skip
+    """The judges of cards that rate what ``rates`` names (``reply``, ``pair``), on ``model`` unless a card
+    names its own; ``scoring``: the command line's, over every card's. A card that rates something else is
+    refused, saying what is ``wanted``."""
+    out = []
+    for ref in refs:
+        card = load_card(ref).with_options(scoring=scoring)
+        kind = card.judge_kind().rates
+        if kind not in rates:
+            raise ConfigError(f"judge card {card.name} ({card.kind}) rates {RATES[kind]}; {wanted}")
+        spec = card.model if card.model is not None else model
+        check_scoring(card, spec)
+        out.append(Judge(card, spec, card.judge_id(spec.model)))
+    names = [j.name for j in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two judges have the same name {sorted(names)}: give the cards different names")
+    return out
 
 
 def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
@@ -236,6 +242,18 @@ def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: Sensit
     return out
 
 
+async def scorer_models(pool: ModelPool, todo: list[Item], user: ModelSpec | None, reward: RewardSettings,
+                        judges: list[Judge]) -> tuple[UserReward | None, dict[str, ChatModel]]:  # fmt: skip
+    """The simulated user's reward (when ``todo`` has its items; its model only when its agent calls one) and
+    the model of each judge that has items left: nothing else is started."""
+    scored = None
+    if user is not None and any(i.judge is None for i in todo):
+        needs = user_agent(reward.user_agent.agent).needs_model
+        scored = UserReward(await pool.get(user, "user") if needs else None, reward)
+    needed = {i.judge.name for i in todo if i.judge is not None}
+    return scored, await judge_models(pool, [j for j in judges if j.name in needed])
+
+
 def same_prefix(item: Item) -> tuple[str, str]:
     """The items whose prompts share the case's long prefix: one case, one scorer."""
     return item.case.id, item.judge.name if item.judge is not None else USER
@@ -282,12 +300,7 @@ async def run_sensitivity(
         started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))
         if todo:  # nothing left: no server is started
             async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as models_:
-                reward = None
-                if opts.user is not None and any(i.judge is None for i in todo):
-                    needs = user_agent(opts.reward.user_agent.agent).needs_model
-                    reward = UserReward(await models_.get(opts.user, "user") if needs else None, opts.reward)
-                needed = {i.judge.name for i in todo if i.judge is not None}
-                models = await judge_models(models_, [j for j in judges if j.name in needed])
+                reward, models = await scorer_models(models_, todo, opts.user, opts.reward, judges)
                 bar = progress_bar(len(items), len(items) - len(todo), "sensitivity", enabled=progress, unit="score")
 
                 async def one(item: Item) -> None:

@@ -62,7 +62,9 @@ def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
-def _interval(value: float | None, boots: np.ndarray, n: int, n_boot: int, level: float) -> Estimate:
+def percentile(value: float | None, boots: np.ndarray, n: int, n_boot: int, level: float) -> Estimate:
+    """``value`` with the percentile interval of the resamples' values ``boots`` (NaN where undefined): none
+    when fewer than half of the ``n_boot`` resamples give a value."""
     got = boots[np.isfinite(boots)]
     if got.size < n_boot / 2:
         return Estimate(value, None, None, n)
@@ -92,7 +94,7 @@ def paired_bootstrap(
     if value is None or n < 2:
         return Estimate(value, None, None, n)
     boots = [stat(*(c[i] for c in cols)) for i in _resamples(n, n_boot, seed)]
-    return _interval(value, np.array([np.nan if b is None else b for b in boots], dtype=float), n, n_boot, level)
+    return percentile(value, np.array([np.nan if b is None else b for b in boots], dtype=float), n, n_boot, level)
 
 
 # -- the same, vectorised over resamples (one row per resample); undefined values are NaN --------------------
@@ -227,7 +229,7 @@ def bootstrap_many(
         ]
     )
     return [
-        Estimate(None, None, None, n) if v is None else _interval(v, boots[:, j], n, n_boot, level)
+        Estimate(None, None, None, n) if v is None else percentile(v, boots[:, j], n, n_boot, level)
         for j, v in enumerate(values)
     ]
 

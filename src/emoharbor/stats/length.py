@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .bootstrap import Estimate
-from .correlation import _interval, _resamples, auroc_rows, rank_rows
+from .correlation import _resamples, auroc_rows, percentile, rank_rows
 
 Array = NDArray[np.float64]
 
@@ -170,7 +170,7 @@ def cv_auroc_gain(
         return Estimate(None, None, None, n)
     score_auc = _cv_aurocs(x.tobytes(), pos.tobytes(), n, n_boot, seed)
     words_auc = _cv_aurocs(x[:, :1].tobytes(), pos.tobytes(), n, n_boot, seed)  # shared by a judge's rows
-    return _interval(float(score_auc[0] - words_auc[0]), score_auc[1:] - words_auc[1:], n, n_boot, level)
+    return percentile(float(score_auc[0] - words_auc[0]), score_auc[1:] - words_auc[1:], n, n_boot, level)
 
 
 @lru_cache(maxsize=64)

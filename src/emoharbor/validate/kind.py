@@ -84,14 +84,12 @@ class ValidateKind(RunKind):
 
     def check(self, plan: ValidatePlan, *, new: bool) -> None:
         """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
-        from ..preflight import check_named_models, check_reach
+        from ..preflight import check_scorers
 
-        if not new:
-            return
-        named = [*([("--model", plan.opts.user)] if plan.chain else []),
-                 *((f"--judge {j.card.name}", j.model) for j in plan.judges)]  # fmt: skip
-        check_named_models(named)
-        check_reach([spec for _, spec in named])
+        if new:
+            check_scorers(
+                ("--model", plan.opts.user) if plan.chain else None, [(j.card.name, j.model) for j in plan.judges]
+            )
 
     async def execute(self, plan: ValidatePlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_validation

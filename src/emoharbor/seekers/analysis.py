@@ -1,0 +1,112 @@
+"""The seekers table, from a seekers run's store: every scorer's agreement with the seekers' own ratings of
+the reply blocks (``figures.py``), beside the baselines that need no model.
+
+Scorers, from what the ``score`` records hold (named as in a sensitivity run, ``sensitivity.analysis``):
+``user reward``, ``user reaction`` (the reward without its rule-based penalties), ``user fit``, ``user relief``
+and ``user trust``, each also ``(expected)`` from the probability-weighted readouts where the records have
+them; ``CARD (written)`` and ``CARD (expected)``: a reply card's score (the mean of its rubric's keys).
+
+Baselines (``BASELINES``), from the point alone:
+- ``words``: the reply block's word count;
+- ``position``: the block's number among the supporter's turns (later blocks may be rated higher because the
+  seeker has been helped longer, not because they are better);
+- ``echo``: how many content words of the seeker's last turn the block repeats (``rules_user.content_words``:
+  words of four letters or more, not the common ones): a reply that picks up what was said.
+
+The table is made of the points every scorer has finished (unscored counts as finished): in a run not
+finished yet, every scorer and baseline stands on the same points; the others are counted as unfinished.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ..reward.settings import RewardSettings
+from ..sensitivity.analysis import card_values, scorer_usage, user_values
+from ..sensitivity.run import REAL, USER
+from ..simulate.rules_user import content_words
+from ..store.run_store import RunStore
+from ..store.units import finished
+from .figures import Figures
+from .points import Point
+
+BASELINES = ("words", "position", "echo")
+
+
+def baselines(p: Point) -> dict[str, float]:
+    turns = p.case.context.turns
+    seeker = turns[-1].text if turns and turns[-1].speaker == "user" else ""
+    return {"words": float(len(p.reply.split())), "position": float(p.block),
+            "echo": float(len(content_words(seeker) & content_words(p.reply)))}  # fmt: skip
+
+
+def scorers(store: RunStore) -> list[str]:
+    """The scorers of a run: the simulated user (when it has one) and every judge it recorded."""
+    judges = json.loads(store.meta().get("judges", "{}"))
+    return ([USER] if store.config().get("user") else []) + sorted(judges)
+
+
+def read_points(store: RunStore) -> tuple[list[Point], int]:
+    """The points every scorer has finished, in the store's order, and how many are not finished yet."""
+    done = finished(store, "score")
+    names = scorers(store)
+    stored = [Point.from_dict(d) for _, d in store.items("point")]
+    ready = [p for p in stored if all((*p.key, s) in done for s in names)]
+    return ready, len(stored) - len(ready)
+
+
+def scorer_values(store: RunStore, points: list[Point]) -> dict[str, list[float | None]]:
+    """Every scorer's value on each point (None: unscored), in the order of ``points``."""
+    s = RewardSettings.model_validate(store.config().get("reward") or {})
+    ids = {p.case.id for p in points}
+    records = [d for _, d in store.items("score") if d.get("case") in ids]
+    values = {
+        **user_values([r for r in records if r.get("scorer") == USER], s),
+        **card_values([r for r in records if r.get("scorer") != USER]),
+    }
+    return {name: [got.get((p.case.id, REAL)) for p in points] for name, got in values.items()}
+
+
+def owner(scorer: str) -> str:
+    """The scorer whose calls a row's figures came from: the user's, or the card's."""
+    return USER if scorer.startswith("user ") else scorer.rsplit(" (", 1)[0]
+
+
+def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
+    cfg = store.config()
+    points, unfinished = read_points(store)
+    base: dict[str, Sequence[float]] = {name: [baselines(p)[name] for p in points] for name in BASELINES}
+    figures = Figures([p.talk for p in points], [p.rating for p in points], base, n_boot=n_boot, seed=seed)
+    usage = scorer_usage(store)
+    rows = []
+    for name, values in scorer_values(store, points).items():
+        rows.append({"scorer": name, "baseline": False, **figures.row(values), "usage": usage.get(owner(name))})
+    rows += [{"scorer": name, "baseline": True, **figures.row(values, baseline=True), "usage": None}
+             for name, values in base.items()]  # fmt: skip
+    talks = {p.talk: p.talk.rsplit(":", 1)[0] for p in points}  # by the file stem of its id
+    return {
+        "kind": "seekers",
+        "points": len(points),
+        "talks": len(talks),
+        "unfinished": unfinished,
+        "sources": dict(sorted(Counter(talks.values()).items())),
+        "ratings": {str(k): v for k, v in sorted(Counter(p.rating for p in points).items())},
+        "pairs": int(figures.i.size),
+        "rows": rows,
+        "baselines": list(BASELINES),
+        "user_model": (cfg.get("user") or {}).get("model"),
+        "wall_s": float(store.meta().get("wall_s", "0")),
+        "n_boot": n_boot,
+        "seed": seed,
+    }
+
+
+def point_rows(store: RunStore) -> list[dict[str, Any]]:
+    """One row per finished point: its talk, block, rating, the baselines and every scorer's value."""
+    points, _ = read_points(store)
+    values = scorer_values(store, points)
+    return [{"talk": p.talk, "block": p.block, "rating": p.rating, "ratings": p.ratings, **baselines(p),
+             **{name: v[i] for name, v in values.items()}} for i, p in enumerate(points)]  # fmt: skip

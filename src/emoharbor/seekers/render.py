@@ -1,0 +1,83 @@
+"""The seekers table as text, Markdown, JSON or CSV."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..sensitivity.render import usage_text
+from ..stats.bootstrap import TOO_SMALL, too_small
+from ..tables import csv_table, interval, num, text_table
+
+FIGURES = ("rho", "rho_margin", "pairs", "pairs_margin")
+
+
+def shown(c: dict[str, Any] | None, *, signed: bool = False) -> str:
+    """``0.21 [0.12, 0.30]``; under ``MIN_N`` talks the estimate and "n too small"; n/a without one."""
+    if not c or c.get("value") is None:
+        return "n/a"
+    if c.get("lo") is None:
+        return (
+            f"{num(c['value'], signed=signed)} ({TOO_SMALL})"
+            if too_small(c["talks"])
+            else num(c["value"], signed=signed)
+        )
+    if signed:
+        return f"{num(c['value'], signed=True)} [{num(c['lo'], signed=True)}, {num(c['hi'], signed=True)}]"
+    return interval(c["value"], c["lo"], c["hi"])
+
+
+def beats(r: dict[str, Any]) -> str:
+    if r["baseline"]:
+        return "(baseline)"
+    return f"rho {r['rho_beats']}, pairs {r['pairs_beats']}"
+
+
+def to_text(data: dict[str, Any], md: bool = False) -> str:
+    head = ["scorer", "rho vs rating", "minus best baseline", "pairs agree", "minus best baseline",
+            "beats the baselines", "scored", "unscored"]  # fmt: skip
+    rows = [[r["scorer"], shown(r["rho"]), shown(r.get("rho_margin"), signed=True), shown(r["pairs"]),
+             shown(r.get("pairs_margin"), signed=True), beats(r), str(r["scored"]), str(r["unscored"])]
+            for r in data["rows"]]  # fmt: skip
+    detail = [[r["scorer"], r.get("rho_best") or "-", r.get("pairs_best") or "-", str(r["pairs"]["n"]),
+               usage_text(r["usage"])] for r in data["rows"] if not r["baseline"]]  # fmt: skip
+    src = ", ".join(f"{n} {s}" for s, n in data["sources"].items()) or "none"
+    if data["unfinished"]:
+        src += f"; {data['unfinished']} points not finished yet are left out"
+    ratings = ", ".join(f"{k}: {v}" for k, v in data["ratings"].items()) or "none"
+    lines = [
+        f"Seekers: {data['points']} rated reply blocks in {data['talks']} talks ({src}); ratings {ratings}; "
+        f"{data['pairs']} within-talk pairs with different ratings; user model {data['user_model'] or '(none)'}; "
+        f"model time so far {data['wall_s']:.0f} s",
+        "rho: Spearman with the seeker's rating over every point; pairs agree: the share of within-talk pairs "
+        "the scorer orders as the seeker did (a tie half); 95% intervals resample talks; a scorer beats the "
+        "baselines (words, position, echo) on a figure when its margin over the best one lies above 0",
+        text_table(head, rows, md=md),
+        "",
+        text_table(["scorer", "best baseline (rho)", "best baseline (pairs)", "pairs", "cost"], detail, md=md),
+    ]
+    return "\n".join(lines)
+
+
+def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for r in data["rows"]:
+        for fig in FIGURES:
+            c = r.get(fig)
+            if c is None:
+                continue
+            best = r.get(f"{fig.removesuffix('_margin')}_best") if fig.endswith("_margin") else None
+            out.append({"scorer": r["scorer"], "baseline": r["baseline"], "figure": fig, "value": c["value"],
+                        "lo": c["lo"], "hi": c["hi"], "n": c["n"], "talks": c["talks"], "best_baseline": best,
+                        "scored": r["scored"], "unscored": r["unscored"]})  # fmt: skip
+    return out
+
+
+def render_seekers(data: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=True)
+    if fmt == "csv":
+        rows = csv_rows(data)
+        head = list(rows[0]) if rows else ["scorer"]
+        return csv_table(head, [[r[h] for h in head] for r in rows]).rstrip("\n")
+    return to_text(data, md=fmt == "md")

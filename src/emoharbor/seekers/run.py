@@ -1,0 +1,184 @@
+"""``emoharbor seekers``: every reply-level scorer on the reply blocks real help-seekers rated during their
+talk (``points.py``), resumably in a run store; the figures are ``analysis.py``'s.
+
+Store kinds:
+- ``point`` (key: talk, block): the point (its context with the profile drafted from the record, the reply
+  block, the rating); no model; written once, read back by the table and the report;
+- ``score`` (key: talk, block, scorer): one scorer on one point, as a sensitivity run scores a reply
+  (``sensitivity.run.work_of``): ``user``, the simulated user's reaction and reward (``reward.score.Scored``),
+  or a reply card's assessment. A parse failure is stored ``unscored`` (counted, never a score); a failed
+  call ``error`` (done again by the next run of the command).
+
+The run's config covers the points and the simulated user; the judges are recorded per card beside it
+(``assess.stage.check_judges``), so the same folder given another ``--judge`` makes only that judge's calls.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..assess.cards import builtin_names, load_card
+from ..assess.stage import Judge, check_judges
+from ..errors import ConfigError, DataError, EmoharborError
+from ..kinds import Summary
+from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
+from ..reward.settings import RewardSettings
+from ..sensitivity.cases import check_selection, select
+from ..sensitivity.run import REAL, USER, Item, reply_judges, scorer_models, work_of
+from ..simulate.agents import user_agent
+from ..store.keys import Key
+from ..store.record import open_record, run_record
+from ..store.run_store import RunStore, call_sink
+from ..store.units import run_stage, stage_todo
+from .points import Point, file_points
+
+KIND = "seekers"
+DEFINITION = 1  # the version of what a point is (points.py): a change refuses to resume older runs
+
+
+def reply_cards() -> list[str]:
+    """The built-in judge cards that rate one reply: the default judges."""
+    return [n for n in builtin_names() if load_card(n).judge_kind().rates == "reply"]
+
+
+@dataclass
+class SeekersOptions:
+    files: list[Path]
+    limit: int | None = None  # the first N talks (with a rated point) of each file
+    sample: int | None = None  # or N such talks of each file drawn with ``seed``
+    seed: int = 0
+    user: ModelSpec | None = field(default_factory=ModelSpec)  # None: no simulated user (the judges alone)
+    judge: ModelSpec = field(default_factory=ModelSpec)  # the model of the cards that name none
+    judges: list[str] = field(default_factory=reply_cards)
+    scoring: str | None = None  # --scoring: overrides every card's
+    reward: RewardSettings = field(default_factory=RewardSettings)
+    concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.files:
+            raise ConfigError("seekers needs at least one ESConv file with per-turn ratings")
+        check_selection(self.limit, self.sample, "talks")
+        if self.user is None and not self.judges:
+            raise ConfigError("no scorer: give a simulated user (--user-model) or a judge card (--judge)")
+
+    def resolved(self) -> dict[str, Any]:
+        """What the points and the user's scores depend on (the judges are recorded per card)."""
+        return {
+            "files": [str(p.resolve()) for p in self.files],
+            "limit": self.limit,
+            "sample": self.sample,
+            "seed": self.seed,
+            "definition": DEFINITION,
+            "user": self.user.model_dump(mode="json") if self.user else None,
+            "reward": self.reward.model_dump(mode="json"),
+        }
+
+    def make_judges(self) -> list[Judge]:
+        wanted = "emoharbor seekers rates one reply: give a card of kind reply (third_party_reply)"
+        return reply_judges(self.judges, self.judge, self.scoring, rates=("reply",), wanted=wanted)
+
+
+def load_points(opts: SeekersOptions) -> list[Point]:
+    """The chosen talks' points, the files interleaved talk by talk (a run stopped early holds about as many
+    talks of each file)."""
+    chosen: list[list[list[Point]]] = []
+    seen: dict[str, Path] = {}
+    for path in opts.files:
+        talks = select(file_points(path, initial_trust=opts.reward.user_agent.initial_trust), opts.limit,
+                       opts.sample, opts.seed)  # fmt: skip
+        for t in talks:
+            if t[0].talk in seen:
+                raise DataError(f"{path}: talk {t[0].talk} is also in {seen[t[0].talk]}: give files with different "
+                                "names")  # fmt: skip
+            seen[t[0].talk] = path
+        chosen.append(talks)
+    longest = max(len(c) for c in chosen)
+    return [p for i in range(longest) for c in chosen if i < len(c) for p in c[i]]
+
+
+@dataclass(frozen=True)
+class SeekersPlan:
+    """What a seekers run is to do, built once: the points (each file read once), the judges (each card loaded
+    once) and the run record (the options, the versions of the prompts the simulated user's reactions read,
+    the files' hashes). The kind's ``check`` and the run share it."""
+
+    opts: SeekersOptions
+    points: list[Point]
+    judges: list[Judge]
+    record: dict[str, Any]
+
+    @classmethod
+    def of(cls, opts: SeekersOptions) -> SeekersPlan:
+        """Read the files first (a bad record is named before any card or model), then the cards."""
+        points = load_points(opts)
+        try:
+            judges = opts.make_judges()
+        except EmoharborError as e:
+            raise ConfigError(f"--judge: {e}") from None
+        prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()
+        return cls(opts, points, judges, run_record(opts.resolved(), prompts, opts.files))
+
+
+def scorings(points: list[Point], opts: SeekersOptions, judges: list[Judge]) -> list[Item]:
+    """Every scorer on every point, talk by talk (a stopped run holds whole talks)."""
+    out = []
+    for p in points:
+        if opts.user is not None:
+            out.append(Item("score", (*p.key, USER), p.case, REAL, p.reply, None))
+        out += [Item("score", (*p.key, j.name), p.case, REAL, p.reply, j) for j in judges]
+    return out
+
+
+def store_points(store: RunStore, points: list[Point]) -> None:
+    """Each point kept once: the table and the report read them from the store."""
+    have = store.keys("point")
+    for p in points:
+        if p.key not in have:
+            store.put("point", p.key, {**p.to_dict(), "status": "ok"}, attempt="", events=[])
+
+
+def same_talk(key: Key) -> tuple[str, str]:
+    """The units whose prompts share a long prefix: one talk's points (each context extends the one before),
+    by one scorer."""
+    return key[0], key[2]
+
+
+async def run_seekers(plan: SeekersPlan | SeekersOptions, run_dir: Path, *, progress: bool = True,
+                      cache_path: Path | bool | None = True) -> Summary:  # fmt: skip
+    """Execute ``plan`` in ``run_dir`` (options are planned here first: the library's callers)."""
+    plan = plan if isinstance(plan, SeekersPlan) else SeekersPlan.of(plan)
+    opts, points, judges = plan.opts, plan.points, plan.judges
+    store = open_record(run_dir, KIND, plan.record)
+    try:
+        check_judges(store, judges)
+        store_points(store, points)
+        items = scorings(points, opts, judges)
+        todo = set(stage_todo(store, "score", [i.key for i in items]))
+        if todo:  # nothing left: no server is started
+            await _score(store, [i for i in items if i.key in todo], opts, judges, progress, cache_path)
+        store.set_meta("status", "complete")
+        status = store.field("score", "status")
+        errors = sum(1 for i in items if status.get(i.key) == "error")
+        talks = len({p.talk for p in points})
+        return Summary("score", len(items), len(todo), errors, lead=f"{len(points)} points in {talks} talks, ")
+    finally:
+        store.close()
+
+
+async def _score(store: RunStore, todo: list[Item], opts: SeekersOptions, judges: list[Judge], progress: bool,
+                 cache_path: Path | bool | None) -> None:  # fmt: skip
+    started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
+
+    async def record_wall_time(key: Key, record: dict[str, Any]) -> None:  # a run killed outright keeps it too
+        store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
+
+    async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
+        reward, models = await scorer_models(pool, todo, opts.user, opts.reward, judges)
+        units = [(i.key, work_of(i, reward, models, opts.seed)) for i in todo]
+        await run_stage(store, "score", units, workers=opts.concurrency, progress=progress, label="seekers",
+                        then=record_wall_time, group=same_talk)  # fmt: skip
+    store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
