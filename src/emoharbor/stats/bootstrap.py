@@ -47,6 +47,24 @@ def bootstrap_ci(
     return Estimate(value, float(lo), float(hi), int(x.size))
 
 
+def cluster_mean_ci(groups: Sequence[Sequence[float]], *, seed: int = 0, n_boot: int = 2000) -> Estimate:
+    """The mean over every value of ``groups`` with a percentile interval from resampling whole groups (the
+    values of one case, or one history, go together); ``n`` is the number of groups."""
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not arrays:
+        return Estimate(None, None, None, 0)
+    value = float(np.concatenate(arrays).mean())
+    if len(arrays) < 2 or n_boot <= 0:
+        return Estimate(value, None, None, len(arrays))
+    rng = np.random.default_rng(seed)
+    sums = np.array([g.sum() for g in arrays])
+    sizes = np.array([g.size for g in arrays])
+    idx = rng.integers(0, len(arrays), size=(n_boot, len(arrays)))
+    boots = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return Estimate(value, float(lo), float(hi), len(arrays))
+
+
 MIN_N = 5  # fewer values than this: no interval is shown ("n too small") and nothing is coloured
 TOO_SMALL = "n too small"
 

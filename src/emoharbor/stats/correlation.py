@@ -247,3 +247,55 @@ def spearman_ci(x: Sequence[float], y: Sequence[float], *, seed: int = 0, n_boot
 
 def auroc_ci(scores: Sequence[float], positive: Sequence[bool], *, seed: int = 0, n_boot: int = 2000) -> Estimate:
     return bootstrap_rows(auroc_rows, scores, positive, seed=seed, n_boot=n_boot)
+
+
+# -- resampling clusters (the replies to one prompt go together) -------------------------------------------------
+def cluster_counts(clusters: Sequence[object], n_boot: int, seed: int) -> np.ndarray:
+    """How often each item is drawn when whole clusters are resampled with replacement: (n_boot, items)."""
+    codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)[1].reshape(-1)
+    g = int(codes.max()) + 1 if codes.size else 0
+    draws = np.random.default_rng(seed).integers(0, max(g, 1), size=(n_boot, g))
+    counts = np.zeros((n_boot, g))
+    np.add.at(counts, (np.arange(n_boot)[:, None], draws), 1.0)
+    return counts[:, codes]
+
+
+def weighted_ranks(v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The ranks of ``v`` in the sample holding item i ``w[r, i]`` times (one row per resample): ties share the
+    mean of the places they span, as ``rankdata`` gives them on the sample written out."""
+    order = np.argsort(v, kind="stable")
+    sv, sw = v[order], w[:, order]
+    starts = np.r_[True, sv[1:] != sv[:-1]] if sv.size else np.zeros(0, dtype=bool)
+    group = np.cumsum(starts) - 1
+    ends = np.r_[np.flatnonzero(starts)[1:] - 1, sv.size - 1]
+    through = np.cumsum(sw, axis=1)[:, ends]  # copies up to each run of equal values, that run included
+    size = np.diff(np.c_[np.zeros(len(w)), through], axis=1)
+    mean_rank = through - size + (size + 1) / 2
+    out = np.empty(sw.shape)
+    out[:, order] = mean_rank[:, group]
+    return out
+
+
+def weighted_spearman_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Spearman's rho of ``x`` and ``y`` in each resample given by the item counts ``w`` (rows); NaN where one side
+    is constant."""
+    rx, ry = weighted_ranks(x, w), weighted_ranks(y, w)
+    total = w.sum(1, keepdims=True)
+    dx = rx - (w * rx).sum(1, keepdims=True) / total
+    dy = ry - (w * ry).sum(1, keepdims=True) / total
+    den = np.sqrt((w * dx * dx).sum(1) * (w * dy * dy).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, (w * dx * dy).sum(1) / np.where(den > 1e-12, den, 1.0), np.nan)
+
+
+def spearman_cluster_ci(x: Sequence[float], y: Sequence[float], clusters: Sequence[object], *, seed: int = 0,
+                        n_boot: int = 2000, level: float = 0.95) -> Estimate:  # fmt: skip
+    """Spearman's rho of the pairs (x, y) with a percentile interval from resampling clusters (the replies to one
+    prompt together); ``n`` is the number of clusters."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len({str(c) for c in clusters})
+    value = spearman(a, b)
+    if value is None or n < 2 or n_boot <= 0:
+        return Estimate(value, None, None, n)
+    boots = weighted_spearman_rows(a, b, cluster_counts(clusters, n_boot, seed))
+    return _interval(value, boots, n, n_boot, level)
