@@ -353,9 +353,9 @@ def test_judge_agreement_ratings_and_a_reply_card_on_an_imported_run(tmp_path: P
         r = runner.invoke(cli, ["heart", "judge", str(run), "--quiet"])
         assert r.exit_code == 0, r.output
         assert "judged 18 pairs in both orders by every judge: 72 judgements (72 ok, 0 unscored, 0 errors)" in r.output
-        r = runner.invoke(cli, ["assess", str(run), "--judge", "third_party_reply", "--judge-model", "fake",
-                                "--base-url", srv.base_url, "--quiet"])  # fmt: skip
-        assert r.exit_code == 0 and "made 18 assessments with third_party_reply" in r.output, r.output
+        card = ["--judge", "third_party_reply", "--judge-model", "fake", "--base-url", srv.base_url, "--quiet"]
+        r = runner.invoke(cli, ["heart", "score-replies", str(run), *card])
+        assert r.exit_code == 0 and "scored 18 replies with third_party_reply" in r.output, r.output
         agreement = json.loads(runner.invoke(cli, ["heart", "agreement", str(run), "--format", "json"]).output)
         ratings = json.loads(runner.invoke(cli, ["heart", "ratings", str(run), "--format", "json"]).output)
         md = runner.invoke(cli, ["heart", "agreement", str(run)]).output

@@ -5,10 +5,9 @@ kind, never its name: "which kinds rate a conversation?", "build this card's mes
 
 The built-in kinds register themselves in the modules named in ``BUILT_IN``: ``user``, ``profile_aware`` and
 ``third_party`` (conversation_judges.py), ``reply`` (reply_judge.py), ``heart_pairwise`` (pair_judge.py),
-``seeker_choice`` (seeker_choice.py). A
-user's own kind is its own module with one ``register_judge_kind(...)`` line, named in a card as
-``kind: module:name``; the module is imported, it registers ``name``, and the run's recorded card names it
-the same way (docs/extending.md).
+``seeker_choice`` (seeker_choice.py). A user's own kind is its own module with one ``register_judge_kind(...)``
+line, named in a card as ``kind: module:name``; the module is imported, it registers ``name``, and the run's
+recorded card names it the same way (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -27,12 +26,8 @@ from .dimensions import DEFAULT_RUBRIC
 if TYPE_CHECKING:
     from .cards import JudgeCard
 
-BUILT_IN = (
-    "conversation_judges",
-    "reply_judge",
-    "pair_judge",
-    "seeker_choice",
-)  # modules of this package that register a kind
+# modules of this package that register a kind
+BUILT_IN = ("conversation_judges", "reply_judge", "pair_judge", "seeker_choice")
 Rates = Literal["conversation", "reply", "pair"]
 Asked = tuple[list[Message], str]  # the messages, and the prompt version of the call's cache key
 ELSEWHERE: dict[Rates, str] = {  # what a card of a kind is, and where it belongs, when given where it does not

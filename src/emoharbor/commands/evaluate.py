@@ -165,8 +165,8 @@ def assess(
     scoring: str | None,
     quiet: bool,
 ) -> None:
-    """Rate a finished run with more judge cards: only the judges' calls are made (an EmoHarbor run's
-    conversations, a validate run's replays, or a HEART run's replies with cards of one reply)."""
+    """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
+    EmoHarbor run's conversations, or a validate run's replays)."""
     from .. import kinds
     from ..models.spec import ModelSpec
     from ..preflight import check_named_models

@@ -1,4 +1,4 @@
-"""``emoharbor heart generate|import-rated|judge|ratings|agreement|strategies|strategy-check``: the HEART
+"""``emoharbor heart generate|import-rated|score-replies|judge|ratings|agreement|strategies|strategy-check``: the HEART
 by stage, and a check of the strategy labeller against ESConv's annotators. Every stage takes ``--set
 KEY=VALUE`` (``commands.options``); on a run folder only the settings that change no stored output."""
 
@@ -19,7 +19,7 @@ from ..heart.analysis import render, reports
 from ..heart.config import HeartConfig, load_heart_config
 from ..heart.presets import GENERIC, PRESETS
 from ..heart.rated import competitors_in
-from ..heart.stages import pipeline, strategy_check
+from ..heart.stages import pipeline, reply_scores, strategy_check
 from ..heart.stages.sources import load_rated_source
 from ..heart.stages.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
@@ -229,6 +229,28 @@ def import_rated_cmd(file: Path, preset: str, scale_text: str | None, dimension:
     finally:
         store.close()
     _summary("import", summary, folder)
+
+
+CARD_HELP = "a judge card of one reply: third_party_reply, or a YAML card of kind reply (repeatable)"
+
+
+@heart.command("score-replies")
+@run_arg
+@click.option("--judge", "cards", multiple=True, required=True, help=CARD_HELP)
+@click.option("--judge-model", help="the model of the cards that name none (default: the run's first judge's)")
+@click.option("--base-url", help="OpenAI-compatible base URL of --judge-model")
+@click.option("--api-key-env", help="environment variable holding the API key for --base-url")
+@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="override the cards' scoring")
+@progress_opt
+def score_replies_cmd(run_dir: Path, cards: tuple[str, ...], judge_model: str | None, base_url: str | None,
+                      api_key_env: str | None, scoring: str | None, no_progress: bool) -> None:  # fmt: skip
+    """Rate every usable reply of RUN on its own with cards of one reply (resumable); `heart agreement` sets
+    their scores beside the people's ratings and pairs."""
+    spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+    if spec is not None:
+        check_models([spec])
+    n = asyncio.run(reply_scores.score_replies(run_dir, list(cards), spec, scoring=scoring, progress=not no_progress))
+    click.echo(f"scored {n} replies with {', '.join(cards)}; run folder: {run_dir}")
 
 
 @heart.command("judge")

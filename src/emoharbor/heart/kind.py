@@ -1,16 +1,13 @@
-"""HEART's kinds of run (``kinds.py``): a HEART run (``emoharbor heart run``: its report section, its tidy
-table, and more judge cards of one reply through ``emoharbor assess``) and a strategy check (``emoharbor heart
-strategy-check``: named in messages only)."""
+"""HEART's kinds of run (``kinds.py``): a HEART run (``emoharbor heart run``: its report section and its tidy
+table) and a strategy check (``emoharbor heart strategy-check``: named in messages only)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..kinds import Rows, RunKind
 
 if TYPE_CHECKING:
-    from ..models.spec import ModelSpec
     from ..report.runs import RunView
     from ..store.run_store import RunStore
 
@@ -33,12 +30,6 @@ class HeartKind(RunKind):
         from ..results import heart_rows
 
         return heart_rows(store)
-
-    async def rejudge(self, run_dir: Path, cards: list[str], judge: ModelSpec | None, *, scoring: str | None = None,
-                      progress: bool = True) -> int:  # fmt: skip
-        from .stages.reply_scores import score_replies
-
-        return await score_replies(run_dir, cards, judge, scoring=scoring, progress=progress)
 
 
 class StrategyCheckKind(RunKind):
