@@ -4,10 +4,10 @@ function that builds its messages. A card (a YAML file) picks its kind with ``ki
 kind, never its name: "which kinds rate a conversation?", "build this card's messages".
 
 The built-in kinds register themselves in the modules named in ``BUILT_IN``: ``user``, ``profile_aware`` and
-``third_party`` (conversation_judges.py), ``reply`` (reply_judge.py), ``heart_pairwise`` (pair_judge.py). A
-user's own kind is its own module with one ``register_judge_kind(...)`` line, named in a card as
-``kind: module:name``; the module is imported, it registers ``name``, and the run's recorded card names it
-the same way (docs/extending.md).
+``third_party`` (conversation_judges.py), ``reply`` (reply_judge.py), ``heart_pairwise`` (pair_judge.py),
+``seeker_choice`` (seeker_choice.py). A user's own kind is its own module with one ``register_judge_kind(...)``
+line, named in a card as ``kind: module:name``; the module is imported, it registers ``name``, and the run's
+recorded card names it the same way (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from .dimensions import DEFAULT_RUBRIC
 if TYPE_CHECKING:
     from .cards import JudgeCard
 
-BUILT_IN = ("conversation_judges", "reply_judge", "pair_judge")  # modules of this package that register a kind
+# modules of this package that register a kind
+BUILT_IN = ("conversation_judges", "reply_judge", "pair_judge", "seeker_choice")
 Rates = Literal["conversation", "reply", "pair"]
 Asked = tuple[list[Message], str]  # the messages, and the prompt version of the call's cache key
 ELSEWHERE: dict[Rates, str] = {  # what a card of a kind is, and where it belongs, when given where it does not
@@ -46,6 +47,8 @@ class Pair:
     second: tuple[str, str]
     dimensions: str  # the dimensions to compare on, described
     keys: list[str]  # the answer's keys: the dimensions and "overall"
+    situation: str = ""  # the seeker's own account of their situation, where the history has one (always given)
+    emotion: str = ""  # the emotion the seeker named, where the history has one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +86,8 @@ class PairKind(JudgeKind):
 
     messages: Callable[[JudgeCard, Pair], Asked]
     rubric: str | None = None
+    chooses: bool = False  # it only names the reply it prefers overall: 1 (shown first) or 2 (no dimensions,
+    # strength or rationale; ``heart.stages.judging.choice_schema``)
     rates: ClassVar[Rates] = "pair"
 
 

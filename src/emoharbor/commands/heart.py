@@ -1,26 +1,31 @@
-"""``emoharbor heart generate|judge|ratings|agreement|strategies|strategy-check``: the HEART comparison, stage
+"""``emoharbor heart generate|import-rated|score-replies|judge|ratings|agreement|strategies|strategy-check``: the HEART
 by stage, and a check of the strategy labeller against ESConv's annotators. Every stage takes ``--set
 KEY=VALUE`` (``commands.options``); on a run folder only the settings that change no stored output."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from .. import userfiles
 from ..data.esconv import load_esconv
 from ..errors import ConfigError, DataError
 from ..heart.analysis import render, reports
 from ..heart.config import HeartConfig, load_heart_config
-from ..heart.stages import pipeline, strategy_check
+from ..heart.presets import GENERIC, PRESETS
+from ..heart.rated import competitors_in
+from ..heart.stages import pipeline, reply_scores, strategy_check
+from ..heart.stages.sources import load_rated_source
 from ..heart.stages.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
 from ..models.pool import GetModel, ModelPool
 from ..models.spec import ModelSpec
-from ..overrides import parse_sets, with_sets
+from ..overrides import parse_sets, validated, with_sets
 from ..preflight import check_heart_config, check_models, check_reach, is_new_run
 from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
@@ -150,7 +155,102 @@ def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool, sets: tu
             "in `emoharbor heart ratings`, under Counts)",
             err=True,
         )
-    _summary("generate", summary, folder)
+    _summary("import" if cfg.rated_source() else "generate", summary, folder)
+
+
+SCALE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|,)\s*(-?\d+(?:\.\d+)?)\s*")
+
+
+def _scale(text: str) -> list[float]:
+    m = SCALE.fullmatch(text)
+    if m is None:
+        raise ConfigError(f"--scale {text}: give the lowest and highest rating as LOW-HIGH, e.g. --scale 1-5")
+    return [float(m.group(1)), float(m.group(2))]
+
+
+def rated_config(file: Path, preset: str, options: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
+    """The HEART config of an import: ``--config``'s settings (no histories), the file as the one source."""
+    raw = userfiles.read_settings(config_file, "config file") if config_file else {}
+    if "histories" in raw:
+        raise ConfigError(f"{config_file}: field 'histories': the file of rated replies is the run's histories: "
+                          "leave 'histories' out of --config")  # fmt: skip
+    source: dict[str, Any] = {"path": str(file.resolve()), "format": "rated", "preset": preset,
+                              **{k: v for k, v in options.items() if v is not None}}  # fmt: skip
+    if preset == GENERIC:
+        if "scale" not in source:
+            raise ConfigError("--scale LOW-HIGH: a generic file of rated replies needs the scale of its ratings")
+        source["competitors"] = competitors_in(file)
+    # the default judge written out, so that --set judges.0.KEY=VALUE has a judge to change
+    return {"name": "rated" if preset == GENERIC else preset, "judges": [{}], **raw, "histories": [source]}
+
+
+@heart.command("import-rated")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--preset", type=click.Choice([GENERIC, *PRESETS]), default=GENERIC, show_default=True,
+              help="the file's columns: generic (docs/heart.md), or a published set's")  # fmt: skip
+@click.option("--scale", "scale_text", help="generic: the lowest and highest rating, LOW-HIGH (e.g. 1-5)")
+@click.option("--dimension", help="what the ratings rate where the file does not say: overall (default) or a "
+                                  "HEART dimension")  # fmt: skip
+@click.option("--pairing", type=click.Choice(["same_rater", "across_raters"]),
+              help="pairs from two replies rated by the same person (generic's default), or each reply's rating "
+                   "by a person of its own (the welivita preset's)")  # fmt: skip
+@click.option("--limit", type=click.IntRange(1), help="the first N histories of the file")
+@click.option("--sample", type=click.IntRange(1), help="or N histories drawn at random with --seed")
+@click.option("--seed", default=0, show_default=True, help="seed of --sample")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="a HEART config without histories: the judges and the other settings (default: one judge, "
+                   "the embedded model)")  # fmt: skip
+@run_opt("runs/NAME-HASH")
+@progress_opt
+@set_opt
+def import_rated_cmd(file: Path, preset: str, scale_text: str | None, dimension: str | None, pairing: str | None,
+                     limit: int | None, sample: int | None, seed: int, config_file: Path | None,
+                     run_dir: Path | None, no_progress: bool, sets: tuple[str, ...]) -> None:  # fmt: skip
+    """Import FILE, replies rated by people, as a HEART run: its replies are the candidates (no model writes
+    any) and the pairs its ratings imply are the human judgments; then `heart judge`, `agreement` and
+    `ratings` as on any run (resumable)."""
+    if limit is not None and sample is not None:
+        raise ConfigError("give --limit N (the first N histories) or --sample N (N at random), not both")
+    options = {"scale": _scale(scale_text) if scale_text else None, "dimension": dimension, "pairing": pairing,
+               "first": limit, "sample": sample, "seed": seed}  # fmt: skip
+    where = str(config_file) if config_file else "heart import-rated"
+    cfg = validated(HeartConfig, rated_config(file, preset, options, config_file), parse_sets(sets, EXAMPLE), where)
+    src = cfg.rated_source()
+    if src is None:
+        raise ConfigError(f"--set: the run's one history source must stay the file {file}")
+    load_rated_source(src, Path(src.path))  # the file first: its errors name the file, the row and the field
+    base = config_file.resolve().parent if config_file else Path.cwd()
+    check_heart_config(cfg, base, where)
+    folder = run_dir or Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
+    store = pipeline.open_run(folder, cfg, base)
+    try:
+        summary = asyncio.run(_with_pool(store, lambda get: pipeline.generate(store, cfg, base, get,
+                                                                              progress=not no_progress)))  # fmt: skip
+    finally:
+        store.close()
+    _summary("import", summary, folder)
+
+
+CARD_HELP = "a judge card of one reply: third_party_reply, or a YAML card of kind reply (repeatable)"
+
+
+@heart.command("score-replies")
+@run_arg
+@click.option("--judge", "cards", multiple=True, required=True, help=CARD_HELP)
+@click.option("--judge-model", help="the model of the cards that name none (default: the run's first judge's)")
+@click.option("--base-url", help="OpenAI-compatible base URL of --judge-model")
+@click.option("--api-key-env", help="environment variable holding the API key for --base-url")
+@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="override the cards' scoring")
+@progress_opt
+def score_replies_cmd(run_dir: Path, cards: tuple[str, ...], judge_model: str | None, base_url: str | None,
+                      api_key_env: str | None, scoring: str | None, no_progress: bool) -> None:  # fmt: skip
+    """Rate every usable reply of RUN on its own with cards of one reply (resumable); `heart agreement` sets
+    their scores beside the people's ratings and pairs."""
+    spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+    if spec is not None:
+        check_models([spec])
+    n = asyncio.run(reply_scores.score_replies(run_dir, list(cards), spec, scoring=scoring, progress=not no_progress))
+    click.echo(f"scored {n} replies with {', '.join(cards)}; run folder: {run_dir}")
 
 
 @heart.command("judge")

@@ -6,6 +6,7 @@ folder of the config file. The hash covers the config as written.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,9 +19,16 @@ from ..config import SupporterSpec, plain_name
 from ..errors import ConfigError, EmoharborError, validation_message
 from ..models.spec import ModelSpec, spec_input
 from ..store.record import hash_config
-from .dimensions import DIMENSION_KEYS
+from .analysis.humans import dimension_key
+from .analysis.verdicts import HUMANS
+from .dimensions import DIMENSION_KEYS, OVERALL
+from .presets import GENERIC, PRESETS, Pairing, Preset
 
 HUMAN = "human"
+# the fields of a history source of format rated (a file of replies rated by people); left out of the stored
+# config when not given, so that the runs made before them keep their hash
+RATED_FIELDS = ("preset", "scale", "dimension", "pairing", "competitors")
+COMPETITOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class HistorySource(BaseModel):
@@ -29,7 +37,7 @@ class HistorySource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str
-    format: Literal["heart", "esconv"] = "heart"
+    format: Literal["heart", "esconv", "rated"] = "heart"
     subset: Literal["regular", "adversarial"] = "regular"
     name: str = ""  # prefix of the history ids; default: the subset (heart) or "esconv"
     first: int | None = Field(default=None, ge=1)  # the first N usable histories
@@ -40,14 +48,73 @@ class HistorySource(BaseModel):
     opener: Literal["supporter", "seeker", "any"] = "supporter"
     cuts_per_dialog: int = Field(default=1, ge=1)  # esconv: histories cut from each conversation
     min_history_turns: int = Field(default=2, ge=1)  # esconv: turns before the cut
+    # rated (replies rated by people, heart.rated): the file's columns (generic, or a preset's), the scale of
+    # its ratings, the dimension they rate, how ratings become pairs, and the reply sources (the competitors)
+    preset: str | None = None  # default: generic
+    scale: tuple[float, float] | None = None  # generic: required; a preset has its own
+    dimension: str | None = None  # the rows without a dimension (a preset's: all of them); default: overall
+    pairing: Pairing | None = None  # default: the preset's; generic: same_rater
+    competitors: list[str] | None = None  # generic: required (the order orients the pairs); a preset has its own
 
     @model_validator(mode="after")
     def _check(self) -> HistorySource:
         if self.first is not None and self.sample is not None:
             raise ValueError("give 'first' or 'sample', not both")
+        given = [f for f in RATED_FIELDS if getattr(self, f) is not None]
+        if self.format != "rated" and given:
+            raise ValueError(f"{', '.join(given)}: settings of a file of rated replies (format: rated)")
+        if self.format == "rated":
+            self._check_rated()
         if not self.name:
-            self.name = "esconv" if self.format == "esconv" else self.subset
+            preset = self.rated_preset() if self.format == "rated" else None
+            self.name = {"esconv": "esconv", "rated": preset.name if preset else "rated"}.get(self.format, self.subset)
         return self
+
+    def _check_rated(self) -> None:
+        if self.preset is not None and self.preset != GENERIC and self.preset not in PRESETS:
+            raise ValueError(f"preset {self.preset!r}: choose {GENERIC} or one of {sorted(PRESETS)}")
+        preset = self.rated_preset()
+        if preset is not None:
+            for f, own in (("scale", preset.scale), ("competitors", list(preset.competitors))):
+                mine = getattr(self, f)
+                if mine is not None and tuple(mine) != tuple(own):
+                    raise ValueError(f"the {preset.name} preset's {f} are {own}: leave '{f}' out")
+        elif self.scale is None:
+            raise ValueError("a generic file of rated replies needs 'scale': the lowest and highest rating, [1, 5]")
+        elif self.competitors is None:
+            raise ValueError("a generic file of rated replies needs 'competitors': the reply sources, in the order "
+                             "its pairs are oriented (emoharbor heart import-rated fills it in from the "
+                             "file)")  # fmt: skip
+        low, high = self.rated_scale()
+        if not low < high:
+            raise ValueError(f"scale [{low}, {high}]: the lowest rating comes first, below the highest")
+        names = self.rated_competitors()
+        bad = [c for c in names if not COMPETITOR.fullmatch(c)]
+        if bad or len(names) < 2 or len(set(names)) != len(names):
+            raise ValueError(f"competitors {names}: two or more different plain names (letters, digits, _ . -)")
+        if self.dimension is not None and dimension_key(self.dimension) is None:
+            raise ValueError(f"dimension {self.dimension!r}: choose overall or one of {list(DIMENSION_KEYS)}")
+
+    # -- a rated source's settings, with the preset's or the defaults where not given ---------------------------
+    def rated_preset(self) -> Preset | None:
+        return PRESETS.get(self.preset or GENERIC)
+
+    def rated_scale(self) -> tuple[float, float]:
+        preset = self.rated_preset()
+        scale = preset.scale if preset is not None else self.scale
+        assert scale is not None  # checked
+        return float(scale[0]), float(scale[1])
+
+    def rated_pairing(self) -> Pairing:
+        preset = self.rated_preset()
+        return self.pairing or (preset.pairing if preset is not None else "same_rater")
+
+    def rated_dimension(self) -> str:
+        return dimension_key(self.dimension or OVERALL) or OVERALL
+
+    def rated_competitors(self) -> list[str]:
+        preset = self.rated_preset()
+        return list(preset.competitors) if preset is not None else list(self.competitors or [])
 
 
 class JudgeSpec(ModelSpec):
@@ -127,6 +194,9 @@ class HeartConfig(BaseModel):
         if not specs:
             raise ValueError("give at least one judge")
         _name_specs(specs, "judge")
+        if any(s.name in (HUMANS, "pooled") for s in specs):
+            raise ValueError(f"'{HUMANS}' and 'pooled' name the people and all judges in the reports: give the "
+                             "judge another name")  # fmt: skip
         return specs
 
     @field_validator("dimensions")
@@ -151,11 +221,23 @@ class HeartConfig(BaseModel):
     def _check(self) -> HeartConfig:
         _name_specs(self.candidates, "candidate")  # the defaults too: field validators skip them
         _name_specs(self.judges, "judge")
+        rated = [h for h in self.histories if h.format == "rated"]
+        if rated and (len(self.histories) > 1 or self.candidates or not self.include_human):
+            raise ValueError("a file of rated replies is the run's one history source, and its replies are the "
+                             "competitors: give no other source, no candidates and no include_human: "
+                             "false")  # fmt: skip
         if len(self.competitors()) < 2:
             raise ValueError("there is nothing to compare: give at least two competitors (candidates and/or human)")
         return self
 
+    def rated_source(self) -> HistorySource | None:
+        """The file of replies rated by people this run was imported from (format rated), or None."""
+        return next((h for h in self.histories if h.format == "rated"), None)
+
     def competitors(self) -> list[str]:
+        rated = self.rated_source()
+        if rated is not None:
+            return rated.rated_competitors()
         return ([HUMAN] if self.include_human else []) + [c.name for c in self.candidates]
 
     def labeller_spec(self) -> ModelSpec:
@@ -163,7 +245,12 @@ class HeartConfig(BaseModel):
 
     def resolved(self) -> dict[str, Any]:
         """The config as written, with the version of every judge's card (its prompt's text included)."""
-        return {**self.model_dump(mode="json"), "judge_cards": {j.name: load_card(j.card).version for j in self.judges}}
+        dump = self.model_dump(mode="json")
+        for h in dump["histories"]:
+            for f in RATED_FIELDS:
+                if h[f] is None:
+                    del h[f]
+        return {**dump, "judge_cards": {j.name: load_card(j.card).version for j in self.judges}}
 
     def config_hash(self) -> str:
         return hash_config(self.resolved())

@@ -34,6 +34,16 @@ class Turn:
     text: str
 
 
+@dataclass(frozen=True)
+class Rating:
+    """One person's rating of one reply to a history, from a file of replies rated by people (``heart.rated``)."""
+
+    competitor: str
+    rater: str
+    dimension: str
+    score: float
+
+
 @dataclass
 class History:
     id: str
@@ -45,6 +55,9 @@ class History:
     situation: str = ""
     human_reply: str | None = None  # the real human supporter's next reply, where the file has one
     speakers_inferred: bool = False
+    # a file of rated replies: the given replies by competitor, and the people's ratings of them
+    replies: dict[str, str] = field(default_factory=dict)
+    ratings: list[Rating] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +65,8 @@ class History:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> History:
         turns = [Turn(t["speaker"], t["text"]) for t in d["turns"]]
-        return cls(**{**d, "turns": turns})
+        ratings = [Rating(**r) for r in d.get("ratings") or []]
+        return cls(**{**d, "turns": turns, "ratings": ratings})
 
     @property
     def last_seeker_text(self) -> str:

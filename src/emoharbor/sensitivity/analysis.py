@@ -30,7 +30,7 @@ from ..assess.judge_kinds import judge_kind
 from ..reward.score import combine
 from ..reward.settings import RewardSettings
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
-from ..stats.clusters import cluster_draws, ratio_ci
+from ..stats.clusters import cluster_mean_ci
 from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
 from .bad import KINDS
@@ -110,13 +110,6 @@ def outcomes_of(values: Values, kind: str) -> dict[str, float | None]:
         real = values.get((c, REAL))
         out[c] = None if real is None or bad is None else (1.0 if real > bad else 0.0 if real < bad else 0.5)
     return out
-
-
-def _cluster(per_case: dict[str, list[float]], seed: int, n_boot: int) -> Estimate:
-    """The mean over every pair, cases resampled with all their pairs."""
-    groups = [np.asarray(v) for v in per_case.values() if v]
-    sums, sizes = np.array([g.sum() for g in groups]), np.array([g.size for g in groups])
-    return ratio_ci(sums, sizes, cluster_draws(len(groups), n_boot, seed))
 
 
 def _cell(outcomes: list[float | None], seed: int, n_boot: int) -> dict[str, Any]:
@@ -208,7 +201,7 @@ def _row(name: str, kinds: list[str], by_kind: dict[str, dict[str, float | None]
         for c, o in sorted(by_kind[k].items()):
             if o is not None:
                 per_case[c].append(o)
-    total = _cluster(dict(sorted(per_case.items())), seed, n_boot)
+    total = cluster_mean_ci([v for _, v in sorted(per_case.items())], seed=seed, n_boot=n_boot)
     allcell = {**_share(total), "ties": sum(cells[k]["ties"] for k in kinds),
                "unscored": sum(cells[k]["unscored"] for k in kinds)}  # fmt: skip
     pairs = sum(cells[k]["n"] for k in kinds)

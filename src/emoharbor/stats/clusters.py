@@ -14,10 +14,12 @@ one cluster, which are not independent, move together.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .bootstrap import Estimate
-from .correlation import percentile
+from .correlation import percentile, spearman
 
 CHUNK_CELLS = 1 << 21  # resample x item values computed at once
 
@@ -46,6 +48,16 @@ def ratio_ci(sums: np.ndarray, sizes: np.ndarray, draws: np.ndarray, level: floa
     if n < 2:
         return Estimate(value, None, None, n)
     return percentile(value, ratio_rows(sums, sizes, draws), n, draws.shape[0], level)
+
+
+def cluster_mean_ci(groups: Sequence[Sequence[float]], *, seed: int = 0, n_boot: int = 2000) -> Estimate:
+    """The mean over every value of ``groups`` with a percentile interval from resampling whole groups (the
+    values of one case, or one history, go together); ``n`` is the number of groups."""
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    sums, sizes = np.array([g.sum() for g in arrays]), np.array([g.size for g in arrays])
+    if n_boot <= 0:
+        return Estimate(float(sums.sum() / sizes.sum()) if arrays else None, None, None, len(arrays))
+    return ratio_ci(sums, sizes, cluster_draws(len(arrays), n_boot, seed))
 
 
 def weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -85,3 +97,23 @@ def weighted_spearman_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.nd
         part = w[a : a + step]
         out.append(_weighted_pearson(weighted_ranks(x, part), weighted_ranks(y, part), part))
     return np.concatenate(out) if out else np.zeros(0)
+
+
+def item_draws(clusters: Sequence[object], n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, items): how many times each item is drawn when the clusters its items name (one per item) are
+    resampled whole (``cluster_draws``)."""
+    codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)[1].reshape(-1)
+    n = int(codes.max()) + 1 if codes.size else 0
+    return cluster_draws(n, n_boot, seed)[:, codes]
+
+
+def spearman_cluster_ci(x: Sequence[float], y: Sequence[float], clusters: Sequence[object], *, seed: int = 0,
+                        n_boot: int = 2000, level: float = 0.95) -> Estimate:  # fmt: skip
+    """Spearman's rho of the pairs (x, y) with a percentile interval from resampling clusters (the replies to one
+    prompt together); ``n`` is the number of clusters."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len({str(c) for c in clusters})
+    value = spearman(a, b)
+    if value is None or n < 2 or n_boot <= 0:
+        return Estimate(value, None, None, n)
+    return percentile(value, weighted_spearman_rows(a, b, item_draws(clusters, n_boot, seed)), n, n_boot, level)

@@ -234,23 +234,38 @@ class RunStore:
         of its earlier attempts are kept, marked superseded, since they were made (and paid for). A unit's record
         says how it ended (one of ``STATUSES``); only the kinds the run's kind declares ``not_units``
         (``kinds.py``: records a stage keeps beside its units, such as HEART's histories) carry none."""
-        if data.get("status") not in STATUSES and kind not in not_units(self.kind()):
-            raise RuntimeError(f"{kind} {key}: its record has status {data.get('status')!r}, not one of {STATUSES}")
-        text = encode_key(key)
+        self.put_many([(kind, key, data)], attempt=attempt, events=events)
+
+    def put_many(
+        self,
+        records: list[tuple[str, Key, dict[str, Any]]],
+        *,
+        attempt: str | None = None,
+        events: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """``put`` of several records (kind, key, data) in one transaction: all of them are stored, or none
+        (``events``: of each record)."""
+        units = not_units(self.kind())
+        for kind, key, data in records:
+            if data.get("status") not in STATUSES and kind not in units:
+                raise RuntimeError(f"{kind} {key}: its record has status {data.get('status')!r}, not one of {STATUSES}")
         with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
-                (kind, text, json.dumps(data, ensure_ascii=False), time.time()),
-            )
-            db.execute(
-                "UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0 AND attempt!=?",
-                (kind, text, attempt or "-"),
-            )
-            db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, text))
-            for ev, detail in events or []:
+            for kind, key, data in records:
+                text = encode_key(key)
                 db.execute(
-                    "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)", (kind, text, ev, detail)
+                    "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
+                    (kind, text, json.dumps(data, ensure_ascii=False), time.time()),
                 )
+                db.execute(
+                    "UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0 AND attempt!=?",
+                    (kind, text, attempt or "-"),
+                )
+                db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, text))
+                for ev, detail in events or []:
+                    db.execute(
+                        "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)",
+                        (kind, text, ev, detail),
+                    )
 
     def record_call(self, c: CallRecord, unit: tuple[str, Key, str] | None = None) -> None:
         """A call as it returns: of the unit attempt ``unit`` (kind, key, attempt), or of no unit."""

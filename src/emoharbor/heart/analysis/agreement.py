@@ -17,7 +17,11 @@ ALL_DIMS = "all"
 Item = tuple[str, str, str, str]
 
 
-def human_verdicts(rows: Iterable[dict[str, Any]], subsets: dict[str, str]) -> list[PairVerdict]:
+def human_verdicts(
+    rows: Iterable[dict[str, Any]], subsets: dict[str, str], words: dict[tuple[str, str], int] | None = None
+) -> list[PairVerdict]:
+    """Human judgment rows as pair verdicts (``words``: each reply's word count, for the length-controlled fit)."""
+    words = words or {}
     out = []
     for r in rows:
         outcome = TIE if r["winner"] == "tie" else ("a" if r["winner"] == r["a"] else "b")
@@ -33,6 +37,8 @@ def human_verdicts(rows: Iterable[dict[str, Any]], subsets: dict[str, str]) -> l
                 outcome,
                 s if outcome == "a" else 0.0,
                 s if outcome == "b" else 0.0,
+                words.get((r["history_id"], r["a"]), 0),
+                words.get((r["history_id"], r["b"]), 0),
             )
         )
     return out

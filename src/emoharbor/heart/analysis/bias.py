@@ -8,9 +8,7 @@ from typing import Any
 from ...stats.length import length_controlled_bt
 from ...store.records import Comparison
 from ..dimensions import OVERALL, Lexicon, tag_dimensions
-from .verdicts import TIE, OrderVerdict, PairVerdict
-
-HUMANS = "humans"
+from .verdicts import HUMANS, TIE, OrderVerdict, PairVerdict
 
 
 def _rate(hits: int, n: int) -> float | None:
@@ -144,7 +142,7 @@ def rationale_focus(
     construction); humans' rationales once per item and rater."""
     texts: dict[str, list[str]] = {}
     for c in comparisons:
-        if c.status == "ok":
+        if c.status == "ok" and c.verdicts[OVERALL]["rationale"]:  # a choice (the seeker's) gives none
             texts.setdefault(c.judge, []).append(c.verdicts[OVERALL]["rationale"])
     if len(texts) > 1:
         texts["all judges"] = [t for ts in list(texts.values()) for t in ts]

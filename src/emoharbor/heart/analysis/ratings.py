@@ -23,7 +23,7 @@ from ...stats.length import length_controlled_bt
 from ...store.records import Comparison
 from ..config import HUMAN
 from .bradley_terry import ELO_BASE, ELO_SCALE, bootstrap_intervals, fit_bradley_terry
-from .verdicts import TIE, PairVerdict, combine_orders, order_consistency
+from .verdicts import HUMANS, TIE, PairVerdict, combine_orders, order_consistency
 
 POOLED = "pooled"
 ALL = "all"
@@ -203,16 +203,24 @@ def rate_with_length(
     return sorted(rows, key=lambda r: -r["rating"] if isinstance(r["rating"], float) else math.inf), term
 
 
-def scopes(verdicts: list[PairVerdict], judges: list[str]) -> list[tuple[str, str, list[PairVerdict]]]:
-    """(judge or "pooled", subset or "all", verdicts) for every combination that has verdicts; with a single
-    subset, "all" alone (the subset's scope would be the same)."""
-    subsets = [ALL, *sorted(named)] if len(named := {v.subset for v in verdicts}) > 1 else [ALL]
+def scopes(
+    verdicts: list[PairVerdict], judges: list[str], people: list[PairVerdict] | None = None
+) -> list[tuple[str, str, list[PairVerdict]]]:
+    """(judge, "pooled" or "humans", subset or "all", verdicts) for every combination that has verdicts; with a
+    single subset, "all" alone (the subset's scope would be the same). ``people``: the human judgments, rated
+    as one more source beside the judges (never pooled with them)."""
+    people = people or []
+    subsets = [ALL, *sorted(named)] if len(named := {v.subset for v in [*verdicts, *people]}) > 1 else [ALL]
+    groups = [(j, [v for v in verdicts if j == POOLED or v.rater == j])
+              for j in ([POOLED, *judges] if len(judges) > 1 else judges)]  # fmt: skip
+    if people:
+        groups.append((HUMANS, people))
     out = []
-    for judge in [POOLED, *judges] if len(judges) > 1 else judges:
+    for name, mine in groups:
         for subset in subsets:
-            vs = [v for v in verdicts if (judge == POOLED or v.rater == judge) and subset in (ALL, v.subset)]
+            vs = [v for v in mine if subset in (ALL, v.subset)]
             if vs:
-                out.append((judge, subset, vs))
+                out.append((name, subset, vs))
     return out
 
 
@@ -289,13 +297,15 @@ def compute_ratings(
     prior: float = 0.1,
     reps: int = 200,
     seed: int = 0,
+    people: list[PairVerdict] | None = None,
 ) -> dict[str, Any]:
-    """Everything the ratings report shows, as plain data."""
+    """Everything the ratings report shows, as plain data; ``people``: the human judgments, rated beside the
+    judges as ``humans``."""
     verdicts, _, counts = combine_orders(comparisons)
     ratings: list[dict[str, Any]] = []
     vs_human: list[dict[str, Any]] = []
     length_terms: list[dict[str, Any]] = []
-    for judge, subset, vs in scopes(verdicts, judges):
+    for judge, subset, vs in scopes(verdicts, judges, people):
         for key in keys:
             dim_vs = [v for v in vs if v.dimension == key]
             scope = {"judge": judge, "subset": subset, "dimension": key}

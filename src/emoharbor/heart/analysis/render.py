@@ -13,7 +13,7 @@ from ..dimensions import OVERALL
 
 CSV_TABLES = {
     "ratings": ["ratings", "win_rates_vs_human", "order_consistency", "length_terms"],
-    "agreement": ["judge_human", "human_human", "alpha", "bias", "rationale_focus"],
+    "agreement": ["judge_human", "human_human", "alpha", "bias", "rationale_focus", "people_pairs", "people_ratings"],
     "strategies": ["profiles"],
 }
 
@@ -188,6 +188,12 @@ def stage_text(stage: str, s: Mapping[str, Any]) -> str:
             f"generated {s.get('units', 0)} candidates ({by_status(s.get('candidates_by_status', {}))}) for "
             f"{s.get('histories', 0)} histories; {done}"
         )
+    if stage == "import":
+        return (
+            f"imported {s.get('histories', 0)} histories with {s.get('units', 0)} candidate replies "
+            f"({by_status(s.get('candidates_by_status', {}))}) and {s.get('human_judgments', 0)} human pair judgments "
+            f"({s.get('human_ties', 0)} ties) implied by the ratings; {done}"
+        )
     if stage == "judge":
         why = {"pairs_candidate_not_generated": "with a candidate not generated yet",
                "pairs_candidate_unusable": "with an unusable candidate"}  # fmt: skip
@@ -258,7 +264,42 @@ def agreement_md(data: dict[str, Any]) -> str:
         ("What rationales talk about (share of rationales per dimension)", "rationale_focus"),
     ]:
         parts += ["", f"## {title}", "", dict_table(data[key])]
-    return "\n".join(parts) + "\n"
+    return "\n".join(parts + people_md(data)) + "\n"
+
+
+def people_md(data: dict[str, Any]) -> list[str]:
+    """The scorers against the people's pairs and ratings (``people.py``), with the baselines."""
+    if not data.get("people_pairs") and not data.get("people_ratings"):
+        return []
+    left = counts_text(data.get("people_ties", {}), empty="0")
+    parts = ["", "## Scorers against the people's pairs (both orders counted; 95% intervals over histories)", "",
+             f"The people's decided pairs: {data.get('people_decided', 0)}; their ties, left out, by dimension: "
+             f"{left}. agreement: the share of pairs where the scorer names the people's choice, each order counting "
+             "half (a flip is 0.5, counted in ties); the probability reading is the mean probability given to the "
+             "people's choice. Every figure of a dimension is on the same pairs; unscored: pairs a scorer has no "
+             f"value for (left out). Under {MIN_N} histories: no interval ({TOO_SMALL}).", ""]  # fmt: skip
+    parts.append(_people_rows(data.get("people_pairs", []), "agreement", "pairs"))
+    if data.get("people_ratings"):
+        parts += ["", "## Reply scores against the people's ratings (Spearman's rho; 95% intervals over histories)",
+                  "", _people_rows(data["people_ratings"], "spearman", "replies")]  # fmt: skip
+    return parts
+
+
+def _people_rows(rows: list[Row], stat: str, n: str) -> str:
+    if not rows:
+        return "(none)"
+    more = ["ties"] if "ties" in rows[0] else []
+    table = [[r["dimension"], r["scorer"] + (" (baseline)" if r["baseline"] else ""), r["reading"], r[n],
+              r["histories"], _estimate(r, stat), *(r[k] for k in more), r["unscored"]] for r in rows]  # fmt: skip
+    return md_table(["dimension", "scorer", "reading", n, "histories", stat, *more, "unscored"], table)
+
+
+def _estimate(r: Row, stat: str) -> str:
+    if r[stat] is None:
+        return "n/a"
+    if too_small(r["histories"]):
+        return f"{num(r[stat], 3)} ({TOO_SMALL})"
+    return interval(r[stat], r["low"], r["high"], 3)
 
 
 def strategies_md(data: dict[str, Any]) -> str:

@@ -8,18 +8,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ...assess.cards import load_card
+from ...assess.judge_kinds import PairKind, card_kind
 from ...store import records
 from ...store.run_store import RunStore
-from ..config import HeartConfig, resolve_path
-from ..dimensions import LEXICON_NOTE, load_lexicon
+from ..config import HeartConfig, JudgeSpec, resolve_path
+from ..dimensions import LEXICON_NOTE, OVERALL, load_lexicon
 from ..stages.judging import verdict_keys
 from ..stages.pipeline import histories
 from ..stages.strategies import load_strategies, strategy_profiles
 from .agreement import alphas, human_ceiling, human_verdicts, judge_human
 from .bias import bias_table, rationale_focus
 from .humans import ImportReport, human_key, read_human_judgments
+from .people import pair_table, rating_table
 from .ratings import compute_ratings
-from .verdicts import combine_orders
+from .verdicts import PairVerdict, combine_orders
 
 # a candidate reply that opens with the seeker's label: the model wrote the seeker's turn, not the
 # supporter's (kept as written, so the judges see it; counted here)
@@ -60,6 +63,18 @@ def overview(store: RunStore) -> dict[str, Any]:
     }
 
 
+def reply_words(store: RunStore) -> dict[tuple[str, str], int]:
+    """Each candidate reply's word count, by (history, competitor)."""
+    return {key: c.words for key, c in records.candidates(store).items()}
+
+
+def people(store: RunStore) -> tuple[list[dict[str, Any]], list[PairVerdict]]:
+    """The run's human judgment rows, and them as pair verdicts."""
+    rows = [d for _, d in store.items("human_judgment")]
+    subsets = {h.id: h.subset for h in histories(store).values()}
+    return rows, human_verdicts(rows, subsets, reply_words(store))
+
+
 def ratings_report(store: RunStore, config: HeartConfig, *, bootstrap: int | None = None) -> dict[str, Any]:
     comparisons = records.comparisons(store)
     data = compute_ratings(
@@ -70,6 +85,7 @@ def ratings_report(store: RunStore, config: HeartConfig, *, bootstrap: int | Non
         prior=config.bt_prior,
         reps=config.bootstrap if bootstrap is None else bootstrap,
         seed=config.seed,
+        people=people(store)[1],
     )
     return {"run": run_name(store, config), **data, "overview": overview(store)}
 
@@ -97,10 +113,8 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
     judges = [j.name for j in config.judges]
     comparisons = records.comparisons(store)
     judge_vs, singles, counts = combine_orders(comparisons)
-    subsets = {h.id: h.subset for h in histories(store).values()}
-    human_rows = [d for _, d in store.items("human_judgment")]
-    human_vs = human_verdicts(human_rows, subsets)
-    words = {(d["history_id"], d["competitor"]): int(d["words"]) for _, d in store.items("candidate")}
+    human_rows, human_vs = people(store)
+    words = reply_words(store)
     lexicon = load_lexicon(resolve_path(base_dir, config.lexicon_file) if config.lexicon_file else None)
     return {
         "run": run_name(store, config),
@@ -116,6 +130,7 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
             judges, judge_vs, singles, human_vs, human_rows, words, own_models(config), prior=config.bt_prior
         ),
         "rationale_focus": rationale_focus(comparisons, human_rows, lexicon, config.dimensions),
+        **with_people(store, config, comparisons, human_rows, words),
         "notes": [
             LEXICON_NOTE,
             "judge verdicts combine both orders (a winner that flips is a tie); "
@@ -123,6 +138,24 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
         ],
         "counts": dict(counts),
     }
+
+
+def judge_answers(judge: JudgeSpec, config: HeartConfig) -> frozenset[str]:
+    """The dimensions a judge's verdicts hold: overall alone for a kind that chooses, else the run's and overall."""
+    chooses = card_kind(load_card(judge.card), PairKind).chooses
+    return frozenset([OVERALL] if chooses else verdict_keys(config.dimensions))
+
+
+def with_people(store: RunStore, config: HeartConfig, comparisons: list[records.Comparison],
+                human_rows: list[dict[str, Any]], words: dict[tuple[str, str], int]) -> dict[str, Any]:  # fmt: skip
+    """Every scorer against the people's pairs and, on a run of rated replies, against their ratings
+    (``people.py``), with intervals from ``bootstrap`` resamples of histories."""
+    scores = [d for _, d in store.items("reply_score")]
+    judges = {j.name: judge_answers(j, config) for j in config.judges}
+    got = pair_table(human_rows, comparisons, judges, scores, words, seed=config.seed, n_boot=config.bootstrap)
+    hs = list(histories(store).values())
+    return {"people_pairs": got["rows"], "people_ties": got["people_ties"], "people_decided": got["decided"],
+            "people_ratings": rating_table(hs, scores, words, seed=config.seed, n_boot=config.bootstrap)}  # fmt: skip
 
 
 def strategies_report(store: RunStore, config: HeartConfig, base_dir: Path) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 from ...store.records import Comparison
 
 A, B, TIE = "a", "b", "tie"
+HUMANS = "humans"  # the people, as a rater of the reports (beside each judge and the judges pooled)
 
 
 @dataclass(frozen=True)

@@ -83,12 +83,20 @@ def record(history: History, competitor: str, status: str, text: str = "", **ext
     }
 
 
+def given_candidate(history: History, competitor: str, reply: str | None, source: str) -> tuple[dict[str, Any], Events]:
+    """A reply the file gives (the human supporter's, or one of a file of rated replies); none or an empty one
+    is unscored (``missing``), never judged."""
+    text = (reply or "").strip()
+    if not text:
+        why = f"the file has no {competitor} reply" if reply is None else f"the {competitor} reply is empty"
+        return record(history, competitor, "unscored", reason="missing", error=why), [
+            (f"{competitor}_reply_missing", history.id)
+        ]
+    return record(history, competitor, "ok", text, source=source), []
+
+
 def human_candidate(history: History) -> tuple[dict[str, Any], Events]:
-    reply = (history.human_reply or "").strip()
-    if not reply:
-        why = "the file has no human reply" if history.human_reply is None else "the human reply is empty"
-        return record(history, HUMAN, "unscored", reason="missing", error=why), [("human_reply_missing", history.id)]
-    return record(history, HUMAN, "ok", reply, source="human"), []
+    return given_candidate(history, HUMAN, history.human_reply, "human")
 
 
 async def model_candidate(

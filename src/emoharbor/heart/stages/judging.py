@@ -1,5 +1,7 @@
 """Pairwise judging: a judge sees the history and two blinded replies under neutral ids and, for every
-dimension and overall, names a winner (no ties) with a strength 1-5 and a rationale.
+dimension and overall, names a winner (no ties) with a strength 1-5 and a rationale. A kind that chooses
+(``PairKind.chooses``: the seeker's choice) names only the reply it prefers overall, by its place (1 or 2),
+and with ``scoring: expected`` the probability it gave the first is kept (``p_first``).
 
 Each reply keeps its id in both orders, so a preference for a position is not a preference for an id.
 A reply that does not name one of the two ids (after the retries) is unscored: counted, never a number.
@@ -59,14 +61,29 @@ def judge_schema(dimensions: list[str], ids: tuple[str, str]) -> dict[str, Any]:
     return {"type": "object", "properties": {k: verdict for k in keys}, "required": keys}
 
 
+CHOICES = [1, 2]  # a kind that chooses (``PairKind.chooses``): 1 the reply shown first, 2 the second
+
+
+def choice_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {OVERALL: {"type": "integer", "enum": CHOICES}}, "required": [OVERALL]}
+
+
 def judge_messages(
     history: History, first: Shown, second: Shown, dimensions: list[str], show_situation: bool, card: JudgeCard
 ) -> tuple[list[Message], str]:
     """The messages of ``card``'s kind (one that compares a pair) about the two replies on ``history``."""
+    kind = card_kind(card, PairKind)
     pair = Pair(context=context_line(history, show_situation), transcript=transcript(history),
                 first=(first.id, first.text), second=(second.id, second.text), dimensions=describe(dimensions),
-                keys=verdict_keys(dimensions))  # fmt: skip
-    return card_kind(card, PairKind).messages(card, pair)
+                keys=[OVERALL] if kind.chooses else verdict_keys(dimensions), situation=history.situation,
+                emotion=history.emotion_type)  # fmt: skip
+    return kind.messages(card, pair)
+
+
+def read_choice(data: dict[str, Any], first: Shown, second: Shown) -> dict[str, dict[str, Any]]:
+    """A choice as a verdict on overall: the reply it named wins (a choice has no strength: 1; no rationale)."""
+    winner = first.name if data[OVERALL] == CHOICES[0] else second.name
+    return {OVERALL: {"winner": winner, "strength": 1, "rationale": ""}}
 
 
 def read_verdicts(data: dict[str, Any], keys: list[str], by_id: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -116,7 +133,8 @@ async def judge_pair(
         "card": card.version,
     }
     messages, version = judge_messages(history, first, second, dimensions, show_situation, card)
-    schema = judge_schema(dimensions, (first.id, second.id))
+    chooses = card_kind(card, PairKind).chooses
+    schema = choice_schema() if chooses else judge_schema(dimensions, (first.id, second.id))
     expected = card.scoring == "expected"
     try:
         got = await ask_json(
@@ -141,6 +159,15 @@ async def judge_pair(
             "attempts": got.attempts,
             "raw": got.raw[-1][:1000] if got.raw else "",
         }, events
+    if chooses:
+        verdicts = read_choice(got.data, first, second)
+        if expected:
+            ex = expected_scores(got.raw[-1], got.logprobs, [OVERALL], CHOICES)
+            mean = ex.expected[OVERALL]
+            verdicts[OVERALL]["p_first"] = None if mean is None else CHOICES[1] - mean  # P(the first one)
+            if ex.error:
+                events.append(("expected_unscored", f"{judge}: {ex.error[:160]}"))
+        return {**rec, "status": "ok", "verdicts": verdicts, "attempts": got.attempts}, events
     keys = verdict_keys(dimensions)
     verdicts = read_verdicts(got.data, keys, by_id)
     if expected:

@@ -3,7 +3,10 @@
 Store layout (kind -> key): ``history`` -> history id; ``load_report`` -> source name; ``candidate`` ->
 "{history_id}|{competitor}"; ``comparison`` -> "{history_id}|{a}|{b}|{judge}|{order}" (order "ab": a's
 reply shown first); ``strategy`` -> "{history_id}|{competitor}"; ``human_judgment`` ->
-"{history_id}|{a}|{b}|{rater}|{dimension}"; ``stage`` -> stage name (its counts).
+"{history_id}|{a}|{b}|{rater}|{dimension}"; ``human_import`` -> the file; ``stage`` -> stage name (its counts);
+``reply_score`` -> (history, competitor, judge): a card of one reply (``reply_scores``). A run imported from
+replies rated by people (``heart import-rated``, ``HeartConfig.rated_source``) has no model candidates: its
+histories hold the file's replies and ratings, and its human judgments are the pairs the ratings imply.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from ...store import record
 from ...store.keys import Key
 from ...store.run_store import RunStore
 from ...store.units import Events, StageDone, Work, run_stage
-from ..config import HUMAN, HeartConfig, JudgeSpec, parse_heart_config, resolve_path
-from ..histories import History
-from .candidates import human_candidate, model_candidate, system_prompt
+from ..analysis.humans import ImportReport, human_key
+from ..config import HUMAN, HeartConfig, HistorySource, JudgeSpec, parse_heart_config, resolve_path
+from ..histories import History, LoadReport
+from ..rated_pairs import rated_judgments
+from .candidates import given_candidate, human_candidate, model_candidate, system_prompt
 from .judging import Shown, judge_pair, neutral_ids
 from .sources import load_histories
 from .strategies import label_reply, load_strategies
@@ -79,13 +84,23 @@ def candidates(store: RunStore) -> dict[tuple[str, str], dict[str, Any]]:
 async def generate(
     store: RunStore, config: HeartConfig, base_dir: Path, get_model: GetModel, *, progress: bool = True
 ) -> dict[str, Any]:
-    """Load the histories into the store, then write every competitor's candidate reply."""
+    """Load the histories into the store, then write every competitor's candidate reply. From a file of rated
+    replies (``rated_source``), the replies are its own, no model is asked, and the pairs its ratings imply are
+    the run's human judgments, stored with the histories in one transaction."""
     loaded, reports = load_histories(config, base_dir)
-    for h in loaded:
-        if not store.has("history", (h.id,)):
-            store.put("history", (h.id,), h.to_dict())
-    for r in reports:
-        store.put("load_report", (r.name,), r.to_dict())
+    records: list[tuple[str, Key, dict[str, Any]]] = [("history", (h.id,), h.to_dict()) for h in loaded
+                                                      if not store.has("history", (h.id,))]  # fmt: skip
+    records += [("load_report", (r.name,), r.to_dict()) for r in reports]
+    rated = config.rated_source()
+    judgments: list[dict[str, Any]] = []
+    if rated is not None:
+        judgments = rated_judgments(loaded, config.competitors(), rated.rated_pairing())
+        records += [("human_judgment", human_key(row), row) for row in judgments]
+        path = resolve_path(base_dir, rated.path)
+        records.append(("human_import", (str(path.resolve()),), rated_import(path, loaded, judgments, rated)))
+    store.put_many(records)
+    if rated is not None:
+        return await import_given(store, config, loaded, reports, judgments, progress=progress)
     models = LazyModels(get_model)
     systems = {spec.name: system_prompt(spec, base_dir) for spec in config.candidates}
 
@@ -113,6 +128,35 @@ async def generate(
     skipped = {r.name: dict(r.skipped) for r in reports if r.skipped}
     return stage_summary(store, "generate", done, "candidates_by_status", histories=len(loaded),
                          items_skipped=skipped, units=len(units))  # fmt: skip
+
+
+def rated_import(path: Path, loaded: list[History], judgments: list[dict[str, Any]], src: HistorySource) -> dict[
+        str, Any]:  # fmt: skip
+    """The import record of a file of rated replies, as ``heart agreement`` lists its imports."""
+    ratings = sum(len(h.ratings) for h in loaded)
+    ties = sum(1 for j in judgments if j["winner"] == "tie")
+    note = (f"pairs implied by {ratings} ratings ({src.rated_pairing()}): {len(judgments)} judgments, {ties} of them "
+            f"ties, on {len(loaded)} histories")  # fmt: skip
+    return ImportReport(source=str(path), rows=ratings, imported=len(judgments), notes=[note]).to_dict()
+
+
+async def import_given(store: RunStore, config: HeartConfig, loaded: list[History], reports: list[LoadReport],
+                       judgments: list[dict[str, Any]], *, progress: bool) -> dict[str, Any]:  # fmt: skip
+    """The replies of a file of rated replies as every competitor's candidates (a competitor without a reply
+    to a history is ``missing`` there)."""
+
+    def given_work(h: History, competitor: str) -> Work:
+        async def work() -> tuple[dict[str, Any], Events]:
+            return given_candidate(h, competitor, h.replies.get(competitor), "rated")
+
+        return work
+
+    units = [((h.id, c), given_work(h, c)) for h in loaded for c in config.competitors()]
+    done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
+    ties = sum(1 for j in judgments if j["winner"] == "tie")
+    return stage_summary(store, "import", done, "candidates_by_status", histories=len(loaded), units=len(units),
+                         human_judgments=len(judgments), human_ties=ties,
+                         items_skipped={r.name: dict(r.skipped) for r in reports if r.skipped})  # fmt: skip
 
 
 def stage_summary(store: RunStore, stage: str, done: StageDone, by_status: str, **counts: Any) -> dict[str, Any]:

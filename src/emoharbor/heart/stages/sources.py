@@ -1,4 +1,5 @@
-"""Reading the configured history sources (HEART files, ESConv conversations) with their limits."""
+"""Reading the configured history sources (HEART files, ESConv conversations, files of replies rated by people)
+with their limits."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ...data.esconv import EsconvDialog, parse_record
 from ...errors import DataError
 from ..config import HeartConfig, HistorySource, resolve_path
 from ..histories import SEEKER, SUPPORTER, UNUSABLE, History, LoadReport, Skip, Turn, parse_heart_item, read_items
+from ..rated import read_rated
 
 
 def _limit(histories: list[History], src: HistorySource) -> list[History]:
@@ -104,14 +106,24 @@ def load_esconv_source(src: HistorySource, path: Path) -> tuple[list[History], L
     return used, report
 
 
+def load_rated_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
+    """A file of rated replies: every history is checked, then ``first`` or ``sample`` of them kept."""
+    out, report = read_rated(src, path)
+    used = _limit(out, src)
+    report.used = len(used)
+    return used, report
+
+
+LOADERS = {"heart": load_heart_source, "esconv": load_esconv_source, "rated": load_rated_source}
+
+
 def load_histories(config: HeartConfig, base_dir: Path) -> tuple[list[History], list[LoadReport]]:
     histories: list[History] = []
     reports: list[LoadReport] = []
     for i, src in enumerate(config.histories):
         path = resolve_path(base_dir, src.path)
-        loader = load_esconv_source if src.format == "esconv" else load_heart_source
         try:
-            got, report = loader(src, path)
+            got, report = LOADERS[src.format](src, path)
         except DataError as e:  # a file that cannot be read at all: which source of the config it is
             raise DataError(f"field 'histories.{i}': {e}") from None
         histories.extend(got)
