@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,3 +68,15 @@ def csv_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     w.writerow(header)
     w.writerows(rows)
     return out.getvalue()
+
+
+def render_data(data: dict[str, Any], fmt: str, csv_rows: Any, to_text: Any) -> str:
+    """A result table's data in ``fmt``: json as it is, csv from ``csv_rows(data)`` (dict rows), text or md
+    from ``to_text(data, md=...)``."""
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=True)
+    if fmt == "csv":
+        rows = csv_rows(data)
+        head = list(rows[0]) if rows else ["scorer"]
+        return csv_table(head, [[r[h] for h in head] for r in rows]).rstrip("\n")
+    return str(to_text(data, md=fmt == "md"))

@@ -41,6 +41,15 @@ def check_scoring(card: JudgeCard, spec: ModelSpec) -> None:
         )
 
 
+def distinct(judges: list[Judge]) -> list[Judge]:
+    """``judges``, refused when two have the same name."""
+    names = [j.name for j in judges]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"two judges have the same name {dup}: give the cards different names")
+    return judges
+
+
 def make_judges(refs: Sequence[CardEntry], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
     """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
     A card of a kind shown the user's inner record (``user``) runs on the simulated user's model unless it
@@ -53,11 +62,27 @@ def make_judges(refs: Sequence[CardEntry], judge: ModelSpec, user: ModelSpec, **
         check_scoring(card, spec)
         role = "user" if lived and spec == user else "judge"
         out.append(Judge(card, spec, card.judge_id(spec.model, user.model), role))
-    names = [j.name for j in out]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ConfigError(f"two judges have the same name {dup}: give the cards different names")
-    return out
+    return distinct(out)
+
+
+RATES = {"conversation": "whole conversations", "reply": "one reply", "pair": "two replies side by side"}
+
+
+def reply_judges(refs: Sequence[CardEntry], model: ModelSpec, scoring: str | None, *, rates: tuple[str, ...],
+                 wanted: str) -> list[Judge]:  # fmt: skip
+    """The judges of cards that rate what ``rates`` names (``reply``, ``pair``), on ``model`` unless a card
+    names its own; ``scoring``: the command line's, over every card's. A card that rates something else is
+    refused, saying what is ``wanted``."""
+    out = []
+    for ref in refs:
+        card = card_of(ref).with_options(scoring=scoring)
+        kind = card.judge_kind().rates
+        if kind not in rates:
+            raise ConfigError(f"judge card {card.name} ({card.kind}) rates {RATES[kind]}; {wanted}")
+        spec = card.model if card.model is not None else model
+        check_scoring(card, spec)
+        out.append(Judge(card, spec, card.judge_id(spec.model)))
+    return distinct(out)
 
 
 def judges_record(judges: list[Judge]) -> dict[str, Any]:

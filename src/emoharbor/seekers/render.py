@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..sensitivity.render import usage_text
 from ..stats.bootstrap import TOO_SMALL, too_small
-from ..tables import csv_table, interval, num, text_table
+from ..tables import interval, num, render_data, text_table
 
 FIGURES = ("rho", "rho_margin", "pairs", "pairs_margin")
 
@@ -74,10 +73,4 @@ def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_seekers(data: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(data, indent=2, sort_keys=True)
-    if fmt == "csv":
-        rows = csv_rows(data)
-        head = list(rows[0]) if rows else ["scorer"]
-        return csv_table(head, [[r[h] for h in head] for r in rows]).rstrip("\n")
-    return to_text(data, md=fmt == "md")
+    return render_data(data, fmt, csv_rows, to_text)

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import builtin_names, load_card
-from ..assess.stage import Judge, check_judges
+from ..assess.stage import Judge, check_judges, reply_judges
 from ..errors import ConfigError, DataError, EmoharborError
 from ..kinds import Summary
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..reward.settings import RewardSettings
 from ..sensitivity.cases import check_selection, select
-from ..sensitivity.run import REAL, USER, Item, reply_judges, scorer_models, work_of
+from ..sensitivity.run import REAL, USER, Item, scorer_models, work_of
 from ..simulate.agents import user_agent
 from ..store.keys import Key
 from ..store.record import open_record, run_record

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL
-from ..tables import csv_table, text_table
+from ..tables import render_data, text_table
 from .analysis import ALL
 
 SHORT = {"off_target": "off-tgt", "generic": "generic", "generic_long": "gen-long", "dismissive": "dismiss",
@@ -66,10 +65,4 @@ def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_sensitivity(data: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(data, indent=2, sort_keys=True)
-    if fmt == "csv":
-        rows = csv_rows(data)
-        head = list(rows[0]) if rows else ["scorer"]
-        return csv_table(head, [[r[h] for h in head] for r in rows]).rstrip("\n")
-    return to_text(data, md=fmt == "md")
+    return render_data(data, fmt, csv_rows, to_text)

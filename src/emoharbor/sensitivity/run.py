@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..assess.cards import load_card
 from ..assess.judge_kinds import ReplyKind
 from ..assess.reply_judge import judge_reply
-from ..assess.stage import Judge, check_judges, check_scoring, judge_models
+from ..assess.stage import Judge, check_judges, judge_models, reply_judges
 from ..errors import ConfigError, EmoharborError
 from ..heart.histories import SEEKER, SUPPORTER, History
 from ..heart.histories import Turn as HeartTurn
@@ -93,29 +92,6 @@ class SensitivityOptions:
         return reply_judges(self.judges, self.judge, self.scoring, rates=("reply", "pair"),
                             wanted="the suite rates one reply: give a card of a kind that rates one reply "
                             "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
-
-
-RATES = {"conversation": "whole conversations", "reply": "one reply", "pair": "two replies side by side"}
-
-
-def reply_judges(refs: list[str], model: ModelSpec, scoring: str | None, *, rates: tuple[str, ...],
-                 wanted: str) -> list[Judge]:  # fmt: skip
-    """The judges of cards that rate what ``rates`` names (``reply``, ``pair``), on ``model`` unless a card
-    names its own; ``scoring``: the command line's, over every card's. A card that rates something else is
-    refused, saying what is ``wanted``."""
-    out = []
-    for ref in refs:
-        card = load_card(ref).with_options(scoring=scoring)
-        kind = card.judge_kind().rates
-        if kind not in rates:
-            raise ConfigError(f"judge card {card.name} ({card.kind}) rates {RATES[kind]}; {wanted}")
-        spec = card.model if card.model is not None else model
-        check_scoring(card, spec)
-        out.append(Judge(card, spec, card.judge_id(spec.model)))
-    names = [j.name for j in out]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"two judges have the same name {sorted(names)}: give the cards different names")
-    return out
 
 
 def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:

@@ -14,11 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...assess.cards import load_card
-from ...assess.judge_kinds import ReplyKind
 from ...assess.reply_judge import judge_reply
-from ...assess.stage import Judge, check_judges, check_scoring, judge_models
-from ...errors import ConfigError
+from ...assess.stage import Judge, check_judges, judge_models, reply_judges
 from ...models.base import ModelCallError
 from ...models.pool import ModelPool
 from ...models.spec import ModelSpec
@@ -32,21 +29,10 @@ from .pipeline import candidates, histories, read_run
 KIND = "reply_score"
 
 
-def reply_judges(cards: list[str], default: ModelSpec, scoring: str | None) -> list[Judge]:
-    """The cards as judges of one reply each, on their own model or ``default``; any other kind is refused."""
-    out = []
-    for ref in cards:
-        card = load_card(ref).with_options(scoring=scoring)
-        if not isinstance(card.judge_kind(), ReplyKind):
-            raise ConfigError(f"judge card {card.name} ({card.kind}): a HEART run is rated further by cards that rate "
-                              "one reply (third_party_reply); pairwise judges are its config's judges")  # fmt: skip
-        spec = card.model if card.model is not None else default
-        check_scoring(card, spec)
-        out.append(Judge(card, spec, card.judge_id(spec.model)))
-    names = [j.name for j in out]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"two judges have the same name {sorted(names)}: give the cards different names")
-    return out
+HEART_CARDS = (
+    "a HEART run is rated further by cards that rate one reply (third_party_reply); pairwise judges "
+    "are its config's judges"
+)
 
 
 def turns_of(h: History) -> list[Turn]:
@@ -60,8 +46,8 @@ async def score_replies(run_dir: Path, cards: list[str], judge: ModelSpec | None
     store, config, _ = read_run(run_dir)
     try:
         first = config.judges[0]
-        judges = reply_judges(cards, judge or ModelSpec.model_validate(first.model_dump(exclude={"name", "card"})),
-                              scoring)  # fmt: skip
+        default = judge or ModelSpec.model_validate(first.model_dump(exclude={"name", "card"}))
+        judges = reply_judges(cards, default, scoring, rates=("reply",), wanted=HEART_CARDS)
         check_judges(store, judges)
         hs = histories(store)
         replies = [c for c in candidates(store).values() if c["status"] == "ok" and c["history_id"] in hs]
