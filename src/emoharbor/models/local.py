@@ -173,12 +173,14 @@ def _die_with_parent() -> None:  # runs in the child before exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _env_count(name: str, default: int, what: str) -> int:
+def _env_count(name: str, default: int, what: str, lo: int = 1, hi: int | None = None) -> int:
+    """The whole number in $``name`` (``lo`` to ``hi``), else ``default``; anything else is refused naming it."""
     env = os.environ.get(name, "").strip()
     if not env:
         return default
-    if not env.isdigit() or int(env) < 1:
-        raise ConfigError(f"{name} must be a whole number of {what} (1 or more), not {env!r}")
+    if not env.isdigit() or not lo <= int(env) <= (hi if hi is not None else int(env)):
+        bounds = f"{lo} to {hi}" if hi is not None else f"{lo} or more"
+        raise ConfigError(f"{name} must be a whole number of {what} ({bounds}), not {env!r}")
     return int(env)
 
 
@@ -196,12 +198,7 @@ DEFAULT_POLL = 0
 def server_poll() -> int:
     """How hard the server's idle threads spin waiting for work (llama.cpp's ``--poll``, 0-100):
     $EMOHARBOR_LOCAL_POLL, else DEFAULT_POLL. A speed setting, like the threads."""
-    env = os.environ.get("EMOHARBOR_LOCAL_POLL", "").strip()
-    if not env:
-        return DEFAULT_POLL
-    if not env.isdigit() or int(env) > 100:
-        raise ConfigError(f"EMOHARBOR_LOCAL_POLL must be a whole number from 0 to 100, not {env!r}")
-    return int(env)
+    return _env_count("EMOHARBOR_LOCAL_POLL", DEFAULT_POLL, "percent", lo=0, hi=100)
 
 
 def server_slots() -> int:

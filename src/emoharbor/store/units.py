@@ -161,13 +161,9 @@ async def run_stage(
             await then(key, record)
         bar.update(1)
 
-    left = [u for u in units if u[0] in todo]
+    group_of = group or (lambda key: key)  # without groups, each unit is its own
     try:
-        if group is None:
-            await in_workers(left, one, workers)
-        else:
-            by = group
-            await in_groups(left, lambda u: by(u[0]), one, workers)
+        await in_groups([u for u in units if u[0] in todo], lambda u: group_of(u[0]), one, workers)
     finally:
         bar.close()
     wanted = set(keys)
