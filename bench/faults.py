@@ -43,11 +43,9 @@ from typing import Any
 
 import yaml
 
-from emoharbor.kinds import not_units
 from emoharbor.models.local import free_port
 from emoharbor.store.run_store import RunStore
 
-NOT_UNITS = not_units("emoharbor")  # the records an EmoHarbor run keeps beside its units (its profiles)
 DEFAULT_MIX = "429,500,hang,reset,invalid_json"
 KEY_ENV = "EMOHARBOR_FAKE_KEY"  # the fake server takes any key: the config names a variable, as for a real API
 # USD per million tokens, one price per role (the two supporters share theirs)
@@ -213,7 +211,7 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
         )
     store = RunStore.open_existing(run_dir)
     try:
-        stored = sum(1 for k in store.kinds() if k not in NOT_UNITS for _ in store.items(k))
+        stored = units_in(store)
         usage = store_figures(store)
     finally:
         store.close()
@@ -223,6 +221,19 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
 
 
 # -- comparing -----------------------------------------------------------------------------------
+
+
+def units_in(store: RunStore) -> int:
+    """The units a run holds: its records that say how they ended (not the run's profiles, which do not)."""
+    return sum(len(store.field(k, "status")) for k in store.unit_kinds())
+
+
+def unit_count(run_dir: Path) -> int:
+    store = RunStore.open_existing(run_dir)
+    try:
+        return units_in(store)
+    finally:
+        store.close()
 
 
 def records(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -394,7 +405,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     with fake_server(work / "ledger-a.jsonl", s) as url:
         config = write_config(work / "config-a.yaml", url, s)
         wall_a = run_to_end(config, work / "A", work / "cache-a", work / "run-a.log")
-    units_a = sum(1 for kind, _ in records(work / "A") if kind not in NOT_UNITS)  # not the run's profiles
+    units_a = unit_count(work / "A")
     with fake_server(work / "ledger-b.jsonl", s) as url:
         config = write_config(work / "config-b.yaml", url, s)
         t = time.perf_counter()
@@ -407,7 +418,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     session1 = [x for x in lines_b if x["t"] < kill.at and id(x) not in ids]
     return Outcome(
         units_a=units_a,
-        units_b=sum(1 for kind, _ in records(work / "B") if kind not in NOT_UNITS),
+        units_b=unit_count(work / "B"),
         comparison=compare_stores(work / "A", work / "B"),
         kill=kill,
         store_a=figures_of(work / "A"),
