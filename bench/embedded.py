@@ -53,7 +53,7 @@ from emoharbor.models.openai_compat import OpenAIChatModel, make_endpoints
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.spec import ModelSpec
 from emoharbor.profiles.loader import resolve_profiles
-from emoharbor.simulate.chain_user import APPRAISAL_SCHEMA, ChainSettings, feel_schema
+from emoharbor.simulate.chain_user import APPRAISAL_SCHEMA, FEEL_SCHEMA
 
 ROLES = ("user", "supporter", "judge")
 DIMENSIONS = ("warmth", "validation", "helpfulness", "attunement", "relief", "specificity", "memory",
@@ -92,7 +92,7 @@ def workload(conversations: int, turns: int, logprobs: str = "judge") -> list[li
     """Each conversation's calls, in order; ``logprobs``: which calls ask for ``top_logprobs`` 5 (``judge``,
     as the product does, or ``all``, as the first try in the issue did)."""
     profiles = resolve_profiles(["builtin:*"])[:conversations]
-    feel = feel_schema(ChainSettings())
+    feel = FEEL_SCHEMA
     out = []
     for c, prof in enumerate(profiles):
         persona = "You are this person, talking to an online supporter:\n" + json.dumps(

@@ -35,19 +35,19 @@ import sys
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
-from emoharbor.kinds import not_units
 from emoharbor.models.local import free_port
 from emoharbor.store.run_store import RunStore
 
-NOT_UNITS = not_units("emoharbor")  # the records an EmoHarbor run keeps beside its units (its profiles)
+T = TypeVar("T")
+
 DEFAULT_MIX = "429,500,hang,reset,invalid_json"
 KEY_ENV = "EMOHARBOR_FAKE_KEY"  # the fake server takes any key: the config names a variable, as for a real API
 # USD per million tokens, one price per role (the two supporters share theirs)
@@ -213,7 +213,7 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
         )
     store = RunStore.open_existing(run_dir)
     try:
-        stored = sum(1 for k in store.kinds() if k not in NOT_UNITS for _ in store.items(k))
+        stored = units_in(store)
         usage = store_figures(store)
     finally:
         store.close()
@@ -223,6 +223,20 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
 
 
 # -- comparing -----------------------------------------------------------------------------------
+
+
+def units_in(store: RunStore) -> int:
+    """The units a run holds: its records that say how they ended (not the run's profiles, which do not)."""
+    return sum(len(store.field(k, "status")) for k in store.unit_kinds())
+
+
+def read_store(run_dir: Path, read: Callable[[RunStore], T]) -> T:
+    """``read`` on the run store in ``run_dir``, opened for it and closed after."""
+    store = RunStore.open_existing(run_dir)
+    try:
+        return read(store)
+    finally:
+        store.close()
 
 
 def records(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -309,14 +323,6 @@ def store_figures(store: RunStore) -> Figures:
     return f
 
 
-def figures_of(run_dir: Path) -> Figures:
-    store = RunStore.open_existing(run_dir)
-    try:
-        return store_figures(store)
-    finally:
-        store.close()
-
-
 def read_ledger(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -394,7 +400,7 @@ def bench(work: Path, s: Settings) -> Outcome:
     with fake_server(work / "ledger-a.jsonl", s) as url:
         config = write_config(work / "config-a.yaml", url, s)
         wall_a = run_to_end(config, work / "A", work / "cache-a", work / "run-a.log")
-    units_a = sum(1 for kind, _ in records(work / "A") if kind not in NOT_UNITS)  # not the run's profiles
+    units_a = read_store(work / "A", units_in)
     with fake_server(work / "ledger-b.jsonl", s) as url:
         config = write_config(work / "config-b.yaml", url, s)
         t = time.perf_counter()
@@ -407,12 +413,12 @@ def bench(work: Path, s: Settings) -> Outcome:
     session1 = [x for x in lines_b if x["t"] < kill.at and id(x) not in ids]
     return Outcome(
         units_a=units_a,
-        units_b=sum(1 for kind, _ in records(work / "B") if kind not in NOT_UNITS),
+        units_b=read_store(work / "B", units_in),
         comparison=compare_stores(work / "A", work / "B"),
         kill=kill,
-        store_a=figures_of(work / "A"),
+        store_a=read_store(work / "A", store_figures),
         ledger_a=ledger_figures(read_ledger(work / "ledger-a.jsonl"), roles),
-        store_b=figures_of(work / "B"),
+        store_b=read_store(work / "B", store_figures),
         ledger_b=ledger_figures(lines_b, roles),
         in_flight=ledger_figures(in_flight, roles),
         session1_ledger=ledger_figures(session1, roles),

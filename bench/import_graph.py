@@ -1,11 +1,18 @@
 """The import graph of the emoharbor package: which module imports which (static, from the source), checked.
 
-``python bench/import_graph.py [SRC]`` prints, per package, the packages it imports, then totals: modules,
-lines, edges between modules and between packages, package cycles and upward edges. A package is a
-subpackage (``assess``) or a top-level module (``config``), or a module the layer table names on its own
-(``evaluate.kind``: a run kind, which ties its package's run to the report above it); every import counts,
-also one inside a function, except those under ``if TYPE_CHECKING:`` (type hints only: nothing is imported
-when the program runs).
+``python bench/import_graph.py [SRC] [--edges]`` prints, per package, the packages it imports, then totals:
+modules, lines, edges between modules and between packages, package cycles and upward edges (``--edges``:
+every import between packages too, each with where it is and how it was found). A package is a subpackage
+(``assess``; its run kind's module ``assess/kind.py`` is part of it, like any other of its modules) or a
+top-level module (``config``). An edge is what a reader of the source sees as one module needing another:
+- an import, also one inside a function, and one under ``if TYPE_CHECKING:`` (a type-only import: nothing is
+  imported when the program runs, but the importer still speaks of the imported module's types);
+- a module named in a string: ``"emoharbor.heart.kind:HeartKind"`` (a registry's ``module:name`` path, such
+  as ``kinds.TABLE``'s) or ``"emoharbor.report"`` (``importlib.resources``); and the names of modules under
+  a package the module imports by a built name: ``f"emoharbor.commands.{name}"`` (``cli.COMMANDS``'
+  values), and the names in a module-level tuple handed to a call with ``__package__``
+  (``registry.lookup(..., __package__, BUILT_IN)``: the names in ``BUILT_IN`` are modules of the caller's
+  own package).
 
 It checks two things and exits with status 1 if either is found (CI runs it; `.ci/run`):
 - **cycles of any length**: the strongly connected components of the package graph, each printed with the
@@ -19,6 +26,7 @@ It checks two things and exits with status 1 if either is found (CI runs it; `.c
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import tomllib
 from collections import defaultdict
@@ -26,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "emoharbor"
+MODULE_PATH = re.compile(rf"{PACKAGE}(\.\w+)+(:\w+)?")  # "emoharbor.heart.kind:HeartKind", "emoharbor.report"
+BUILT_NAME = re.compile(rf"({PACKAGE}(\.\w+)*)\.")  # the start of f"emoharbor.commands.{name}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,7 @@ class Edge:
     source: str  # importing module
     target: str  # imported module
     where: str  # file:line of the import
+    how: str = "import"  # "import", "type-only" (under ``if TYPE_CHECKING:``) or "string" (a module named in one)
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -43,7 +54,7 @@ def module_name(root: Path, path: Path) -> str:
 
 
 def imports_of(root: Path, path: Path, modules: set[str]) -> list[Edge]:
-    """The emoharbor modules ``path`` imports; ``from PACKAGE import MODULE`` counts as MODULE."""
+    """The emoharbor modules ``path`` imports or names; ``from PACKAGE import MODULE`` counts as MODULE."""
     mod = module_name(root, path)
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     where = path.relative_to(root.parent) if root.parent in path.parents else path
@@ -51,8 +62,7 @@ def imports_of(root: Path, path: Path, modules: set[str]) -> list[Edge]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {id(n) for block in ast.walk(tree) if _type_checking(block) for n in ast.walk(block)}
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
+        how = "type-only" if id(node) in typing_only else "import"
         targets: set[str] = set()
         if isinstance(node, ast.Import):
             targets = {a.name for a in node.names if a.name.split(".")[0] == PACKAGE}
@@ -66,8 +76,55 @@ def imports_of(root: Path, path: Path, modules: set[str]) -> list[Edge]:
             if target.split(".")[0] == PACKAGE:
                 subs = {f"{target}.{a.name}" for a in node.names} & modules
                 targets = subs or {target}
-        found += [Edge(mod, t, f"{where}:{node.lineno}") for t in sorted(targets - {mod})]
+        else:
+            continue
+        found += [Edge(mod, t, f"{where}:{node.lineno}", how) for t in sorted(targets - {mod})]
+    named = sorted(set(named_in_strings(tree, package, modules)), key=lambda n: (n[1], n[0]))
+    found += [Edge(mod, t, f"{where}:{line}", "string") for t, line in named if t != mod]
     return found
+
+
+def named_in_strings(tree: ast.Module, package: str, modules: set[str]) -> list[tuple[str, int]]:
+    """The modules a module names in its strings (see the module's docstring), with the line of each."""
+    strings = [(n.value, n.lineno) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    found = []
+    for text, line in strings:
+        if MODULE_PATH.fullmatch(text):
+            target = _known(text.partition(":")[0], modules)
+            if target:
+                found.append((target, line))
+    bases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            start = BUILT_NAME.fullmatch(str(node.values[0].value))
+            if start and start.group(1) in modules:
+                bases.add(start.group(1))
+    for base in sorted(bases):
+        found += [(f"{base}.{text}", line) for text, line in strings if f"{base}.{text}" in modules]
+    tuples = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+              if isinstance(t, ast.Name) and isinstance(node.value, (ast.Tuple, ast.List))}  # fmt: skip
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(_names_package(a) for a in node.args):
+            for arg in node.args:
+                names = tuples.get(arg.id) if isinstance(arg, ast.Name) else None
+                for item in names.elts if names is not None else ():
+                    if isinstance(item, ast.Constant) and f"{package}.{item.value}" in modules:
+                        found.append((f"{package}.{item.value}", item.lineno))
+    return found
+
+
+def _known(dotted: str, modules: set[str]) -> str:
+    """The longest start of ``dotted`` that is a module of the package ("" if none)."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in modules:
+            return ".".join(parts[:n])
+    return ""
+
+
+def _names_package(node: ast.AST) -> bool:
+    """``__package__`` (or ``__package__ or ""``) as an argument."""
+    return any(isinstance(n, ast.Name) and n.id == "__package__" for n in ast.walk(node))
 
 
 def _type_checking(node: ast.AST) -> bool:
@@ -80,16 +137,10 @@ def _type_checking(node: ast.AST) -> bool:
     )
 
 
-OWN_PARTS: set[str] = set()  # modules the layer table names on their own (``evaluate.kind``)
-
-
 def package_of(mod: str) -> str:
-    """``emoharbor.assess.judge`` -> ``assess``; the root package itself is ``emoharbor``; a module the layer
-    table names on its own is its own part (``emoharbor.evaluate.kind`` -> ``evaluate.kind``)."""
+    """``emoharbor.assess.judge`` -> ``assess`` (``emoharbor.evaluate.kind`` -> ``evaluate``); the root package
+    itself is ``emoharbor``."""
     parts = mod.split(".")
-    own = ".".join(parts[1:])
-    if own in OWN_PARTS:
-        return own
     return parts[1] if len(parts) > 1 else mod
 
 
@@ -135,6 +186,35 @@ def components(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def circles(graph: dict[str, set[str]], members: list[str]) -> list[list[str]]:
+    """For each package of a cycle, the shortest circle through it (within ``members``), each circle once, its
+    lowest name first: what a reader follows to see why the packages reach each other."""
+    inside = set(members)
+    found: dict[tuple[str, ...], list[str]] = {}
+    for start in members:
+        paths = {start: [start]}
+        todo = [start]
+        circle: list[str] | None = None
+        while todo and circle is None:
+            step = []
+            for node in todo:
+                for child in sorted(graph.get(node, set()) & inside):
+                    if child == start:
+                        circle = paths[node]
+                        break
+                    if child not in paths:
+                        paths[child] = [*paths[node], child]
+                        step.append(child)
+                if circle is not None:
+                    break
+            todo = step
+        if circle is not None:
+            low = circle.index(min(circle))
+            turned = [*circle[low:], *circle[:low]]
+            found.setdefault(tuple(turned), turned)
+    return sorted(found.values(), key=lambda c: (len(c), c))
+
+
 def load_layers(pyproject: Path) -> dict[str, int]:
     """Each package's layer (0 lowest) from ``[tool.emoharbor] layers`` in ``pyproject``."""
     if not pyproject.is_file():
@@ -143,13 +223,24 @@ def load_layers(pyproject: Path) -> dict[str, int]:
     layers = table.get("layers")
     if not isinstance(layers, list) or not all(isinstance(x, str) for x in layers):
         sys.exit(f"{pyproject}: [tool.{PACKAGE}] layers: expected a list of strings, lowest layer first")
+    modules = [pkg for line in layers for pkg in line.split() if "." in pkg]
+    if modules:
+        sys.exit(f"{pyproject}: [tool.{PACKAGE}] layers names packages, not modules ({', '.join(modules)})")
     return {pkg: i for i, line in enumerate(layers) for pkg in line.split()}
 
 
+def said(e: Edge) -> str:
+    """How ``e`` reads: "(emoharbor.a imports emoharbor.b)", with ", type-only", or "(emoharbor.a names
+    emoharbor.b in a string)"."""
+    if e.how == "string":
+        return f"({e.source} names {e.target} in a string)"
+    return f"({e.source} imports {e.target}{', type-only' if e.how == 'type-only' else ''})"
+
+
 def main(argv: list[str]) -> int:
-    root = Path(argv[0] if argv else "src")
+    args = [a for a in argv if a != "--edges"]
+    root = Path(args[0] if args else "src")
     layer = load_layers(root.resolve().parent / "pyproject.toml")
-    OWN_PARTS.update(p for p in layer if "." in p)
     files = sorted((root / PACKAGE).rglob("*.py"))
     modules = {module_name(root, f) for f in files}
     module_edges = [e for f in files for e in imports_of(root, f, modules)]
@@ -164,6 +255,11 @@ def main(argv: list[str]) -> int:
     packages = sorted({package_of(m) for m in modules})
     for pkg in packages:
         print(f"{pkg} -> {', '.join(sorted(graph.get(pkg, ()))) or '(nothing)'}")
+    if "--edges" in argv:
+        print()
+        for (a, b), edges in sorted(by_package.items()):
+            for e in edges:
+                print(f"edge {a} -> {b}: {e.where} {said(e)}")
 
     cycles = components(graph)
     undeclared = [p for p in packages if p not in layer]
@@ -173,15 +269,16 @@ def main(argv: list[str]) -> int:
         f"package edges {len(by_package)}, package cycles {len(cycles)}, upward edges {len(upward)}"
     )
     for members in cycles:
-        print(f"  cycle: {', '.join(members)} (each reaches every other through imports)")
-        for a in members:
-            for b in members:
-                for e in by_package.get((a, b), ()):
-                    print(f"    {a} -> {b}: {e.where} ({e.source} imports {e.target})")
+        print(f"  cycle: {', '.join(members)} (each reaches every other through imports); its shortest circles:")
+        for circle in circles(graph, members):
+            print(f"    {' -> '.join([*circle, circle[0]])}")
+            for a, b in zip(circle, [*circle[1:], circle[0]], strict=True):
+                first, more = by_package[a, b][0], len(by_package[a, b]) - 1
+                print(f"      {a} -> {b}: {first.where} {said(first)}{f' and {more} more' if more else ''}")
     for a, b in upward:
         print(f"  upward: {a} (layer {layer[a]}) -> {b} (layer {layer[b]})")
         for e in by_package[a, b]:
-            print(f"    {e.where} ({e.source} imports {e.target})")
+            print(f"    {e.where} {said(e)}")
     for p in undeclared:
         print(f"  undeclared: {p} is in no layer of [tool.{PACKAGE}] layers")
     return 1 if cycles or upward or undeclared else 0

@@ -16,11 +16,11 @@ from emoharbor.models.base import ChatResult, Message
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.profiles.loader import load_profile_file
 from emoharbor.simulate.chain_user import (
+    FEEL_SCHEMA,
     ChainSettings,
     ChainUser,
     disclosure_count,
     feel_scale,
-    feel_schema,
     scale_step,
     story_facts,
     trust_scale,
@@ -124,7 +124,7 @@ async def test_state_steps_are_bounded_even_when_the_model_overshoots() -> None:
 
 
 def test_the_feeler_writes_its_thought_first_then_how_much_better_it_feels() -> None:
-    schema = feel_schema(ChainSettings())
+    schema = FEEL_SCHEMA
     assert list(schema["properties"]) == ["thought", "better", "trust"]
     assert schema["required"] == ["thought", "better", "trust"]
     assert schema["properties"]["better"]["enum"] == [1, 2, 3, 4, 5, 6, 7]  # each value one token

@@ -1,12 +1,16 @@
 """bench/import_graph.py on tiny package trees: it finds a cycle of three packages (with the imports that make
-it), an import from a lower layer into a higher one, and a package no layer declares; a clean tree passes.
-And the package itself passes it (as CI checks)."""
+it), an import from a lower layer into a higher one (also one under ``if TYPE_CHECKING:``, and a module named
+in a string: a registry's ``module:Class`` path, a built module name, a registry's tuple of its own modules),
+and a package no layer declares; a run kind's module is part of its package; a clean tree passes. And the
+package itself passes it (as CI checks)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "import_graph.py"
 REPO = SCRIPT.parents[1]
@@ -24,8 +28,8 @@ def tree(root: Path, files: dict[str, str], layers: list[str]) -> Path:
     return src
 
 
-def check(src: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), str(src)], capture_output=True, text=True, check=False)
+def check(src: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), str(src), *args], capture_output=True, text=True, check=False)
 
 
 LAYERS = ["errors", "models", "store", "report", "emoharbor"]
@@ -66,6 +70,54 @@ def test_an_upward_edge_is_found_even_inside_a_function(tmp_path: Path) -> None:
     assert "package cycles 0, upward edges 1" in r.stdout
     assert "upward: store (layer 2) -> report (layer 3)" in r.stdout
     assert "src/emoharbor/store/rows.py:2 (emoharbor.store.rows imports emoharbor.report.page)" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "seen"),
+    [
+        ("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from ..report.page import f\n",
+         "rows.py:4 (emoharbor.store.rows imports emoharbor.report.page, type-only)"),
+        ('TABLE = {"page": "emoharbor.report.page:Page"}\n',
+         "rows.py:1 (emoharbor.store.rows names emoharbor.report.page in a string)"),
+    ],
+)  # fmt: skip
+def test_a_type_only_import_and_a_module_named_in_a_string_are_edges(tmp_path: Path, text: str, seen: str) -> None:
+    r = check(tree(tmp_path, {**CLEAN, "store/rows.py": text, "report/page.py": ""}, LAYERS))
+    assert r.returncode == 1
+    assert "upward: store (layer 2) -> report (layer 3)" in r.stdout
+    assert f"src/emoharbor/store/{seen}" in r.stdout
+
+
+def test_built_names_and_a_registrys_own_modules_are_edges(tmp_path: Path) -> None:
+    files = {
+        **CLEAN,
+        "report/page.py": "",
+        "report/table.py": "",
+        "models/pick.py": 'WHERE = {"a": "page"}\n\ndef f(n):\n    return f"emoharbor.report.{n}"\n',
+        "store/reg.py": 'BUILT_IN = ("db", "rows")\nOTHER = ("page",)\n\ndef f():\n    g(__package__, BUILT_IN)\n',
+    }
+    r = check(tree(tmp_path, files, LAYERS), "--edges")
+    named = "edge models -> report: src/emoharbor/models/pick.py:1 (emoharbor.models.pick names emoharbor.report.page"
+    assert named in r.stdout
+    assert "report.table" not in r.stdout  # a module of that package the strings do not name
+    assert "upward: models (layer 1) -> report (layer 3)" in r.stdout
+    assert "store -> models, report" not in r.stdout  # "page" in OTHER is no module of store's
+
+
+def test_a_kind_module_is_part_of_its_package(tmp_path: Path) -> None:
+    files = {**CLEAN, "store/kind.py": "from ..report.page import f\n", "report/page.py": ""}
+    r = check(tree(tmp_path, files, LAYERS))
+    assert r.returncode == 1
+    assert "upward: store (layer 2) -> report (layer 3)" in r.stdout
+    named = check(tree(tmp_path, files, [*LAYERS, "store.kind"]))
+    assert named.returncode == 1 and "names packages, not modules (store.kind)" in named.stderr
+
+
+def test_each_circle_of_a_cycle_is_shown(tmp_path: Path) -> None:
+    files = {**CLEAN, "models/base.py": "from ..report import page\n", "store/db.py": "from ..models import base\n"}
+    r = check(tree(tmp_path, files, ["errors", "models store report", "emoharbor"]))
+    assert "cycle: models, report, store" in r.stdout
+    assert "models -> report -> store -> models" in r.stdout
 
 
 def test_a_package_in_no_layer_fails(tmp_path: Path) -> None:

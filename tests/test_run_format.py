@@ -1,10 +1,13 @@
-"""The run format: a version in every store, one migration of a format-1 store at open, the refusal of a newer
-one, structured keys, and the re-asks each unit records."""
+"""The run format: a version in every store, one migration of a format-1 store at open (by the store's own
+facts of format 1, importing no kind of run), the refusal of a newer one, structured keys, the re-asks each unit
+records, and the status that tells a unit from a record kept beside the units."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +80,8 @@ def test_a_format1_store_is_migrated_once_to_what_a_new_store_holds(tmp_path: Pa
     new.record_call(old_call(old), ("assessment", ("p", "a", "1", "user"), ""))
     new.put("history", ("regular:0",), HISTORY)
     assert contents(old) == contents(new)
-    assert old.get("history", ("regular:0",)) == HISTORY  # declared not a unit by the kinds table: no status
+    assert old.get("history", ("regular:0",)) == HISTORY  # kept beside HEART's units in format 1: no status
+    assert old.unit_kinds() == ["assessment", "conversation"]
     new.close()
     old.close()
 
@@ -135,8 +139,35 @@ async def test_a_unit_records_the_reasks_it_needed(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_unit_record_without_a_status_is_refused_at_write(tmp_path: Path) -> None:
+MIGRATE = """
+import sys
+from pathlib import Path
+from emoharbor.store.run_store import RunStore
+store = RunStore.open_existing(Path(sys.argv[1]))
+print(store.get("history", ("regular:0",)), store.unit_kinds())
+print(sorted(m for m in sys.modules if m == "emoharbor.kinds" or m.startswith("emoharbor.heart")))
+"""
+
+
+def test_a_format1_store_is_migrated_without_importing_any_kind_of_run(tmp_path: Path) -> None:
+    format1_store(tmp_path / "old", "heart")
+    p = subprocess.run([sys.executable, "-c", MIGRATE, str(tmp_path / "old")], capture_output=True, text=True,
+                       timeout=120, check=False)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.splitlines() == [f"{HISTORY} ['assessment', 'conversation']", "[]"]
+
+
+async def test_a_unit_record_without_a_status_is_refused_at_write(tmp_path: Path) -> None:
     store = RunStore.create_or_resume(tmp_path / "r", "emoharbor", {}, "h")
-    with pytest.raises(RuntimeError, match=r"its record has status None"):
-        store.put("conversation", ("p", "a", "0"), {"id": "p|a|0"})
+
+    async def no_status():  # type: ignore[no-untyped-def]
+        return {"id": "p|a|0"}, []
+
+    with pytest.raises(ExceptionGroup) as e:  # the stage runner's workers are a task group
+        await run_stage(store, "conversation", [(("p", "a", "0"), no_status)], workers=1, progress=False)
+    assert e.group_contains(RuntimeError, match=r"conversation \('p', 'a', '0'\): its record has status None")
+    with pytest.raises(RuntimeError, match=r"its record has status 'done', not one of"):
+        store.put("conversation", ("p", "a", "0"), {"id": "p|a|0", "status": "done"})
+    store.put("profile", ("p",), {"id": "p"})  # a record kept beside the units: it has no status
+    assert store.keys("conversation") == set() and store.unit_kinds() == []
     store.close()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from emoharbor.errors import EmoharborError
+from emoharbor import kinds
+from emoharbor.errors import EmoharborError, WrongKind
 from emoharbor.store.migrate import status_format1 as status_of
 from emoharbor.store.record import open_run, outcome_part, read_run
 from emoharbor.store.run_store import RunStore
@@ -46,8 +47,10 @@ def test_an_edited_input_file_or_another_model_is_refused(tmp_path: Path) -> Non
     data.write_text("a: 1\n")
     with pytest.raises(EmoharborError, match=r"differs in user\.model"):
         open_run(tmp_path / "r", "heart", {"user": {**SPEC, "model": "other"}}, inputs=[data])
-    with pytest.raises(EmoharborError, match="holds a HEART run"):
+    with pytest.raises(WrongKind, match="holds a 'heart' run, not a 'emoharbor' run: use another folder") as e:
         open_run(tmp_path / "r", "emoharbor", {"user": SPEC}, inputs=[data])
+    titled = f"{tmp_path / 'r'} holds a HEART run, not an EmoHarbor run (emoharbor run): use another folder"
+    assert e.value.titled(kinds.title) == titled  # the command line says it so
 
 
 def test_only_the_prompts_a_kind_uses_are_recorded(tmp_path: Path) -> None:

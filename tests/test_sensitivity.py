@@ -20,9 +20,10 @@ from emoharbor.models.scripted import ScriptedModel
 from emoharbor.models.spec import ModelSpec
 from emoharbor.reward.penalties import penalties
 from emoharbor.reward.settings import RewardSettings
-from emoharbor.sensitivity.analysis import ALL, outcomes_of, sensitivity_table
+from emoharbor.sensitivity.analysis import outcomes_of, sensitivity_table
 from emoharbor.sensitivity.bad import KINDS, bad_replies, suite_version
 from emoharbor.sensitivity.cases import Pool, esconv_cases, heart_cases, words
+from emoharbor.sensitivity.names import ALL
 from emoharbor.sensitivity.render import render_sensitivity
 from emoharbor.sensitivity.run import SensitivityOptions, run_sensitivity
 from emoharbor.store.run_store import RunStore

@@ -23,9 +23,10 @@ from emoharbor.report.judges_table import HEADER, judges_table, sensitivity_judg
 from emoharbor.report.runs import RunView, load_run
 from emoharbor.results import load_results, tidy_rows
 from emoharbor.sensitivity import calibration
-from emoharbor.sensitivity.analysis import ALL, sensitivity_table
+from emoharbor.sensitivity.analysis import sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
 from emoharbor.sensitivity.kind import tidy
+from emoharbor.sensitivity.names import ALL
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file
@@ -211,7 +212,7 @@ def test_a_record_is_written_looked_up_and_quoted(sens: Path, runs: dict[str, Pa
     store = RunStore.open_existing(sens)
     try:
         versions = store.config()["prompt_versions"]
-        path = calibration.record(store)
+        path = calibration.record(store, sensitivity_table)
     finally:
         store.close()
     assert path is not None and path.parent == tmp_path / "cache" / "sensitivity"
@@ -270,7 +271,7 @@ def test_a_run_without_a_user_writes_no_record(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
     store = RunStore.create_or_resume(tmp_path / "r", "sensitivity", {"user": None, "prompt_versions": {}}, "h")
     try:
-        assert calibration.record(store) is None
+        assert calibration.record(store, sensitivity_table) is None
     finally:
         store.close()
     assert not (tmp_path / "cache" / "sensitivity").exists()

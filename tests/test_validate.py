@@ -15,6 +15,7 @@ import pytest
 
 from cli_helpers import count, emoharbor
 from emoharbor.data.esconv import load_esconv
+from emoharbor.data.selection import select
 from emoharbor.errors import ConfigError, DataError
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.models.spec import ModelSpec
@@ -25,7 +26,7 @@ from emoharbor.testing.fake_server import FakeOpenAIServer
 from emoharbor.validate.analysis import score_rows, validation_table
 from emoharbor.validate.render import render_validation
 from emoharbor.validate.replay import plan_replay, replay
-from emoharbor.validate.run import ValidateOptions, load_selection, replay_and_assess, run_validation, select
+from emoharbor.validate.run import ValidateOptions, load_selection, replay_and_assess, run_validation
 from report_helpers import SHARED_ESCONV, ValidateScript, fake_spec, invented_record, write_jsonl
 
 

@@ -47,7 +47,7 @@ def test_create_copies_blinded_items(tmp_path: Path) -> None:
         create_study(tmp_path / "s", heart_run=tmp_path / "h", emoharbor_run=None, overlap=1)
     with pytest.raises(EmoharborError, match="at most 4 are available"):
         create_study(tmp_path / "s2", heart_run=tmp_path / "h", emoharbor_run=None, overlap=1, attention=5)
-    with pytest.raises(EmoharborError, match="not an EmoHarbor run"):
+    with pytest.raises(EmoharborError, match="holds a 'heart' run, not a 'emoharbor' run"):
         create_study(tmp_path / "s3", heart_run=None, emoharbor_run=tmp_path / "h", overlap=1)
 
 

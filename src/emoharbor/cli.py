@@ -13,7 +13,7 @@ import threading
 import click
 
 from . import __version__
-from .errors import EmoharborError
+from .errors import EmoharborError, WrongKind
 
 # each command and the module under emoharbor.commands that defines it (in its COMMANDS): a module is
 # imported only when one of its commands runs, so `emoharbor --version` or `emoharbor run --help` does not
@@ -114,6 +114,15 @@ def user_error(e: BaseException) -> EmoharborError | None:
     return None
 
 
+def said(e: EmoharborError) -> str:
+    """The error's line; a folder holding another kind of run says the kinds by their titles."""
+    if isinstance(e, WrongKind):
+        from . import kinds
+
+        return e.titled(kinds.title)
+    return str(e)
+
+
 def main(argv: list[str] | None = None) -> None:
     handle_interrupts()
     try:
@@ -122,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         found = user_error(e)
         if found is None:
             raise
-        click.echo(f"error: {found}", err=True)
+        click.echo(f"error: {said(found)}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +19,20 @@ class ConfigError(EmoharborError):
 
 class DataError(EmoharborError):
     """Bad input data: the message names the file, record and field."""
+
+
+class WrongKind(EmoharborError):
+    """A run folder that holds another kind of run than the one asked for. Its message names the kinds as the
+    run stores them ("holds a 'heart' run"); ``titled(title)`` says it with the kinds' titles ("holds a HEART
+    run"), which the caller that knows the kinds gives (the command line does)."""
+
+    def __init__(self, folder: object, have: str, wanted: tuple[str, ...], then: str = "") -> None:
+        self.folder, self.have, self.wanted, self.then = folder, have, wanted, then
+        super().__init__(self.titled(lambda kind: f"a '{kind}' run"))
+
+    def titled(self, title: Callable[[str], str]) -> str:
+        wanted = " or ".join(title(k) for k in self.wanted)
+        return f"{self.folder} holds {title(self.have)}, not {wanted}{self.then}"
 
 
 def validation_message(path: str, err: ValidationError) -> str:

@@ -13,12 +13,8 @@ What a kind does (a part it leaves as the base class has it, it has not: ``has``
   of the kind, through ``commands.runs.run_kind`` (preflight, the run, its summary line, its board, the exit
   status when every unit ended in error).
 
-This module imports nothing heavy (the store names kinds in its messages): ``TABLE`` holds each kind as a
-``module:Class`` path, imported the first time the kind is asked for.
-
-``not_units`` names the kinds of record a run keeps beside its units (written by a stage itself, not by the
-stage runner: HEART's histories, a stage's summary, the run's profiles), which carry no ``status``; every
-other record is a unit and says how it ended.
+This module imports nothing heavy: ``TABLE`` holds each kind as a ``module:Class`` path, imported the first
+time the kind is asked for.
 """
 
 from __future__ import annotations
@@ -64,7 +60,6 @@ class RunKind:
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
-    not_units: ClassVar[tuple[str, ...]] = ()  # record kinds it keeps that are not units (no status)
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
@@ -142,12 +137,6 @@ def has(name: str, part: str) -> bool:
     """Whether the kind ``name`` has ``part`` (one of ``PARTS``): its class overrides the base's."""
     found = get(name)
     return found is not None and getattr(type(found), part) is not getattr(RunKind, part)
-
-
-def not_units(name: str) -> frozenset[str]:
-    """The kinds of record a run of kind ``name`` keeps that are not units (they carry no status)."""
-    found = get(name)
-    return frozenset(found.not_units) if found is not None else frozenset()
 
 
 def with_part(part: str) -> list[str]:

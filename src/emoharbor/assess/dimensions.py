@@ -108,10 +108,6 @@ def load_rubric(ref: str = DEFAULT_RUBRIC) -> Rubric:
     return parse_rubric(str(path), userfiles.read_text(path, "rubric file"))
 
 
-def rubric_version() -> str:
-    return load_rubric().version
-
-
 def dimensions() -> tuple[Dimension, ...]:
     return load_rubric().dims
 
@@ -122,11 +118,3 @@ def keys() -> list[str]:
 
 def group_keys(group: str) -> list[str]:
     return load_rubric().group_keys(group)
-
-
-def rubric_text() -> str:
-    return load_rubric().prompt_text()
-
-
-def scores_schema() -> dict[str, Any]:
-    return load_rubric().schema()

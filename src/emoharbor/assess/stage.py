@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EmoharborError
 from ..models.base import ChatModel, ModelCallError
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
@@ -19,7 +19,7 @@ from ..store.run_store import RunStore
 from ..store.units import Events, finished, in_workers, unit
 from .cards import CardEntry, JudgeCard, card_of, judge_model
 from .judge import check_logprobs, judge_conversation
-from .judge_kinds import ConversationKind, card_kind
+from .judge_kinds import ELSEWHERE, ConversationKind, Rates
 
 
 @dataclass(frozen=True)
@@ -50,39 +50,37 @@ def distinct(judges: list[Judge]) -> list[Judge]:
     return judges
 
 
-def make_judges(refs: Sequence[CardEntry], judge: ModelSpec, user: ModelSpec, **options: str | None) -> list[Judge]:
-    """The judges of a run from card references; ``options``: ``scoring`` / ``sees`` from the command line.
-    A card of a kind shown the user's inner record (``user``) runs on the simulated user's model unless it
-    names its own; a card of a kind that does not rate a conversation is refused."""
-    out: list[Judge] = []
-    for ref in refs:
-        card = card_of(ref).with_options(**options)
-        lived = card_kind(card, ConversationKind).lived
-        spec = judge_model(card, user if lived else judge)
-        check_scoring(card, spec)
-        role = "user" if lived and spec == user else "judge"
-        out.append(Judge(card, spec, card.judge_id(spec.model, user.model), role))
-    return distinct(out)
-
-
 RATES = {"conversation": "whole conversations", "reply": "one reply", "pair": "two replies side by side"}
 
 
-def reply_judges(refs: Sequence[CardEntry], model: ModelSpec, scoring: str | None, *, rates: tuple[str, ...],
-                 wanted: str) -> list[Judge]:  # fmt: skip
-    """The judges of cards that rate what ``rates`` names (``reply``, ``pair``), on ``model`` unless a card
-    names its own; ``scoring``: the command line's, over every card's. A card that rates something else is
-    refused, saying what is ``wanted``."""
-    out = []
-    for ref in refs:
-        card = card_of(ref).with_options(scoring=scoring)
-        kind = card.judge_kind().rates
-        if kind not in rates:
-            raise ConfigError(f"judge card {card.name} ({card.kind}) rates {RATES[kind]}; {wanted}")
-        spec = card.model if card.model is not None else model
-        check_scoring(card, spec)
-        out.append(Judge(card, spec, card.judge_id(spec.model)))
-    return distinct(out)
+def make_judges(refs: Sequence[CardEntry], model: ModelSpec, user: ModelSpec | None = None, *,
+                rates: tuple[Rates, ...] = ("conversation",), wanted: str = "", scoring: str | None = None,
+                sees: str | None = None, option: str = "") -> list[Judge]:  # fmt: skip
+    """The judges of a run from card references, the one way every run makes them: each card on ``model``
+    unless it names its own; ``scoring`` / ``sees``: the command line's, over every card's. A card of a kind
+    shown the user's inner record (``user``) runs on the simulated user's model (``user``) unless it names
+    its own. A card of a kind that does not rate what ``rates`` names (whole conversations, one reply, two
+    replies side by side) is refused, saying what is ``wanted`` (by default, where such a card belongs);
+    ``option``: the command-line option that gave the cards, which an error then names (``--judge``)."""
+    try:
+        return distinct([_judge(card_of(ref).with_options(scoring=scoring, sees=sees), model, user, rates, wanted)
+                         for ref in refs])  # fmt: skip
+    except EmoharborError as e:
+        if not option:
+            raise
+        raise ConfigError(f"{option}: {e}") from None
+
+
+def _judge(card: JudgeCard, model: ModelSpec, user: ModelSpec | None, rates: tuple[Rates, ...], wanted: str) -> Judge:
+    kind = card.judge_kind()
+    if kind.rates not in rates:
+        why = f" ({card.kind}) rates {RATES[kind.rates]}; {wanted}" if wanted else f": {ELSEWHERE[kind.rates]}"
+        raise ConfigError(f"judge card {card.name}{why}")
+    lived = user is not None and isinstance(kind, ConversationKind) and kind.lived
+    spec = judge_model(card, user if lived and user is not None else model)
+    check_scoring(card, spec)
+    role = "user" if lived and spec == user else "judge"
+    return Judge(card, spec, card.judge_id(spec.model, user.model if user is not None else None), role)
 
 
 def judges_record(judges: list[Judge]) -> dict[str, Any]:

@@ -23,17 +23,6 @@ def default_run_dir(plan: Plan) -> Path:
     return Path("runs") / f"{plan.cfg.name}-{plan.hash[:8]}"
 
 
-def config_from(run_dir: Path) -> RunConfig:
-    from ..evaluate import config_of
-    from ..store.run_store import RunStore
-
-    store = RunStore.open_existing(run_dir)
-    try:
-        return config_of(store)
-    finally:
-        store.close()
-
-
 def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", baseline: str | None = None) -> tuple[
         str, Any]:  # fmt: skip
     """A run's leaderboard (a validate run's: its validation table), from its kind's ``board``: rendered, and

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..models.spec import ModelSpec
-from .core import model_spec
 from .options import progress_opt, set_option
+from .scorers import run_scorers, scorer_models, scorer_options
 
 
 @click.command("seekers")
@@ -22,13 +21,7 @@ from .options import progress_opt, set_option
               help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply (repeatable; default: every "
               "built-in card of kind reply: third_party_reply); none: the simulated user alone.")  # fmt: skip
-@click.option("--judge-model", help="The model of the judge cards that name none (default: --user-model).")
-@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="Override the cards' scoring.")
-@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
-@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/seekers-HASH).")
-@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
+@scorer_options("seekers", "--user-model")
 @progress_opt
 @set_option("reward.user_agent=rules")
 def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, user_model: str,
@@ -42,23 +35,15 @@ def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     the within-talk pairwise agreement, with bootstrap 95% intervals over talks, beside the reply's word
     count, its position in the talk and the seeker's words it echoes. Resumes in the same run folder; --set
     changes an option by name or a reward setting (reward.user_agent=rules)."""
-    from .. import kinds
-    from ..errors import ConfigError
     from ..overrides import parse_sets, with_sets
     from ..seekers.run import SeekersOptions, SeekersPlan, reply_cards
-    from ..store.record import hash_config
-    from .runs import run_kind
 
-    user = None if user_model == "none" else model_spec(ModelSpec, "--user-model", user_model, base_url, api_key_env)
-    judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
-    if judge is None:
-        raise ConfigError("--user-model none: give --judge-model for the judges")
+    user, judge = scorer_models("--user-model", user_model, judge_model, base_url, api_key_env)
     cards = [] if judges == ("none",) else list(judges) or reply_cards()
     opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, user=user, judge=judge,
                           judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.user_agent=rules"), "the seekers options")
-    folder = run_dir or Path("runs") / f"seekers-{hash_config(opts.resolved())[:8]}"
-    run_kind(kinds.of("seekers"), SeekersPlan.of(opts), folder, fmt=fmt, progress=not no_progress, seed=seed)
+    run_scorers("seekers", SeekersPlan.of(opts), opts.resolved(), run_dir, fmt=fmt, progress=not no_progress, seed=seed)
 
 
 COMMANDS = [seekers]

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..models.spec import ModelSpec
-from .core import model_spec
 from .options import progress_opt, set_option
+from .scorers import run_scorers, scorer_models, scorer_options
 
 SOURCE = click.Path(path_type=Path)
 
@@ -31,13 +30,7 @@ SOURCE = click.Path(path_type=Path)
               help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply or heart_pairwise (repeatable; "
               "default: third_party_reply and heart_pairwise).")  # fmt: skip
-@click.option("--judge-model", help="The model of the judge cards that name none (default: --model).")
-@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="Override the cards' scoring.")
-@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
-@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/sensitivity-HASH).")
-@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
+@scorer_options("sensitivity", "--model")
 @progress_opt
 @set_option("reward.fit=0.5")
 def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tuple[Path, ...], limit: int | None,
@@ -51,25 +44,18 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
     the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
     --set changes an option by name or a reward setting (reward.fit=0.5, reward.user_agent.intensity_step=10)."""
-    from .. import kinds
-    from ..errors import ConfigError
     from ..overrides import parse_sets, with_sets
     from ..sensitivity.bad import KINDS
     from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, SensitivityPlan
-    from ..store.record import hash_config
-    from .runs import run_kind
 
-    user = None if user_model == "none" else model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
-    judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
-    if judge is None:
-        raise ConfigError("--model none: give --judge-model for the judges")
+    user, judge = scorer_models("--model", user_model, judge_model, base_url, api_key_env)
     opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), from_run=list(from_run), limit=limit,
                               sample=sample, seed=seed, bad=list(bad) or list(KINDS), user=user, judge=judge,
                               judges=list(judges) or list(DEFAULT_JUDGES), scoring=scoring,
                               concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
-    folder = run_dir or Path("runs") / f"sensitivity-{hash_config(opts.resolved())[:8]}"
-    run_kind(kinds.of("sensitivity"), SensitivityPlan.of(opts), folder, fmt=fmt, progress=not no_progress, seed=seed)
+    plan = SensitivityPlan.of(opts)
+    run_scorers("sensitivity", plan, opts.resolved(), run_dir, fmt=fmt, progress=not no_progress, seed=seed)
 
 
 COMMANDS = [sensitivity]

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 class EmoharborKind(RunKind):
     name = "emoharbor"
     title = "an EmoHarbor run (emoharbor run)"
-    not_units = ("profile",)
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip

@@ -8,4 +8,3 @@ from ..kinds import RunKind
 class RefineKind(RunKind):
     name = "evolve_refine"
     title = "an evolve refine round"
-    not_units = ("stage",)

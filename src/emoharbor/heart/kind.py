@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 class HeartKind(RunKind):
     name = "heart"
     title = "a HEART run"
-    not_units = ("history", "load_report", "stage", "human_judgment", "human_import")
 
     def html(self, view: RunView, rid: str, seed: int) -> str:
         from ..report.heart_section import heart_html
@@ -35,4 +34,3 @@ class HeartKind(RunKind):
 class StrategyCheckKind(RunKind):
     name = "heart_strategy_check"
     title = "a strategy check (emoharbor heart strategy-check)"
-    not_units = ("stage",)

@@ -33,10 +33,3 @@ class Prompt:
 def load_prompt(name: str) -> Prompt:
     text = resources.files(__package__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
     return Prompt(name, text)
-
-
-def all_versions() -> dict[str, str]:
-    """The version of every prompt file: part of a run's record, so a run is never resumed with other prompts."""
-    folder = resources.files(__package__)
-    names = sorted(e.name[:-4] for e in folder.iterdir() if e.name.endswith(".txt"))
-    return {n: load_prompt(n).version for n in names}

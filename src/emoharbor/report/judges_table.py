@@ -121,7 +121,7 @@ def _scorer_rows(store: RunStore, kinds: tuple[str, ...], figures: list[dict[str
     """The rows of a run whose units are scorers' ``kinds`` (a sensitivity or seekers run), keyed by the
     (judge, scoring) each figure row stands for: each row's card, judgments, unscored share and cost added
     in; returns the figure row of each."""
-    from ..sensitivity.run import USER
+    from ..sensitivity.names import USER
 
     cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
     made = {}
@@ -155,7 +155,8 @@ def _scorer_rows(store: RunStore, kinds: tuple[str, ...], figures: list[dict[str
 
 
 def _sensitivity_rows(store: RunStore, folder: Path, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
-    from ..sensitivity.analysis import ALL, sensitivity_table
+    from ..sensitivity.analysis import sensitivity_table
+    from ..sensitivity.names import ALL
 
     data = sensitivity_table(store)
     for key, r in _scorer_rows(store, ("score", "pair"), data["rows"], rows).items():

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..reward.settings import RewardSettings
 from ..sensitivity.analysis import card_values, scorer_usage, user_values
-from ..sensitivity.run import REAL, USER
+from ..sensitivity.names import REAL, USER
 from ..simulate.rules_user import content_words
 from ..store.run_store import RunStore
 from ..store.units import finished

@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import builtin_names, load_card
-from ..assess.stage import Judge, check_judges, reply_judges
-from ..errors import ConfigError, DataError, EmoharborError
+from ..assess.stage import Judge, check_judges, make_judges
+from ..data.selection import check_selection, in_turn, select
+from ..errors import ConfigError, DataError
 from ..kinds import Summary
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..reward.settings import RewardSettings
-from ..sensitivity.cases import check_selection, select
-from ..sensitivity.run import REAL, USER, Item, scorer_models, work_of
+from ..sensitivity.names import REAL, USER
+from ..sensitivity.run import Item, scorer_models, work_of
 from ..simulate.agents import user_agent
 from ..store.keys import Key
 from ..store.record import open_record, run_record
@@ -79,7 +80,9 @@ class SeekersOptions:
 
     def make_judges(self) -> list[Judge]:
         wanted = "emoharbor seekers rates one reply: give a card of kind reply (third_party_reply)"
-        return reply_judges(self.judges, self.judge, self.scoring, rates=("reply",), wanted=wanted)
+        return make_judges(
+            self.judges, self.judge, rates=("reply",), scoring=self.scoring, wanted=wanted, option="--judge"
+        )
 
 
 def load_points(opts: SeekersOptions) -> list[Point]:
@@ -96,8 +99,7 @@ def load_points(opts: SeekersOptions) -> list[Point]:
                                 "names")  # fmt: skip
             seen[t[0].talk] = path
         chosen.append(talks)
-    longest = max(len(c) for c in chosen)
-    return [p for i in range(longest) for c in chosen if i < len(c) for p in c[i]]
+    return [p for talk in in_turn(chosen) for p in talk]
 
 
 @dataclass(frozen=True)
@@ -115,10 +117,7 @@ class SeekersPlan:
     def of(cls, opts: SeekersOptions) -> SeekersPlan:
         """Read the files first (a bad record is named before any card or model), then the cards."""
         points = load_points(opts)
-        try:
-            judges = opts.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
+        judges = opts.make_judges()
         prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()
         return cls(opts, points, judges, run_record(opts.resolved(), prompts, opts.files))
 

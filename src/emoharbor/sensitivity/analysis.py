@@ -34,9 +34,8 @@ from ..stats.clusters import cluster_mean_ci
 from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
 from .bad import KINDS
-from .run import REAL, USER
+from .names import ALL, REAL, USER
 
-ALL = "all kinds"
 Values = dict[tuple[str, str], float | None]  # (case, reply kind) -> score (None: unscored)
 
 

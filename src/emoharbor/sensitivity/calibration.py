@@ -17,14 +17,17 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..models.cache import default_cache_dir
+from ..stats.bootstrap import TOO_SMALL
 from ..store.run_store import RunStore
+from .names import ALL
 
-# what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that run.py may
-# import this module (and a report reading records imports no model code)
+# what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that a report
+# reading the records imports no model code
 PROMPTS = ("user_system", "user_appraise", "user_feel")
 FOLDER = "sensitivity"
 HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is
@@ -57,8 +60,6 @@ def key_prefix(model: str, versions: dict[str, str]) -> str:
 
 
 def _rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    from .analysis import ALL
-
     out = {}
     for r in data["rows"]:
         if r["scorer"].split(" (")[0] not in USER_ROWS:
@@ -70,19 +71,18 @@ def _rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None:
+def record(store: RunStore, table: Callable[..., dict[str, Any]], *, seed: int = 0, n_boot: int = 2000) -> Path | None:
     """Write the calibration record of the sensitivity run in ``store`` (open): the figures of the cases it
-    has finished (a run stopped part-way writes its own, and a resumed one writes it anew); its path, or None
-    when the run has no simulated user, no finished case or no user row (nothing is written) or the cache
-    folder cannot be written (the run's own results are not affected)."""
+    has finished (a run stopped part-way writes its own, and a resumed one writes it anew), from
+    ``table(store, seed=, n_boot=)`` (``analysis.sensitivity_table``, made only when there is a user to
+    record); its path, or None when the run has no simulated user, no finished case or no user row (nothing
+    is written) or the cache folder cannot be written (the run's own results are not affected)."""
     cfg = store.config()
     model = (cfg.get("user") or {}).get("model")
     versions = chain_versions(cfg.get("prompt_versions"))
     if not model or versions is None:
         return None
-    from .analysis import sensitivity_table
-
-    data = sensitivity_table(store, seed=seed, n_boot=n_boot)
+    data = table(store, seed=seed, n_boot=n_boot)
     if not data["cases"]:
         return None
     rows = _rows(data)
@@ -144,8 +144,6 @@ def pct(x: float | None) -> str:
 
 def sentence(rec: dict[str, Any]) -> str:
     """The run-health line of a calibration record."""
-    from ..stats.bootstrap import TOO_SMALL
-
     row = rec["rows"][rec["headline"]]
     if row["share"] is None:
         share = "n/a"

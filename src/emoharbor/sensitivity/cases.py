@@ -17,18 +17,15 @@ off-target reply and the wrong facts are drawn (``bad.py``).
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
-from ..errors import ConfigError
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, conversation_contexts, run_talks, talk
 from ..simulate.conversation import Turn
 
-T = TypeVar("T")
 MIN_WORDS = 8
 MIN_EMPATHY = 4
 FIRST_SEEKER_TURN = 3  # the cut is at this seeker turn (1-based) or later
@@ -133,21 +130,3 @@ def run_cases(folder: Path, pool: Pool) -> list[Case]:
                 out.append(Case(ctx.id, "run", ctx, c.turns[n].text, problem))
                 break
     return out
-
-
-def check_selection(limit: int | None, sample: int | None, unit: str) -> None:
-    """``--limit N`` or ``--sample N`` of ``unit`` ("cases", "talks"), not both, each at least 1."""
-    if limit is not None and sample is not None:
-        raise ConfigError(f"give --limit N (the first N {unit}) or --sample N (N at random), not both")
-    for name, v in (("limit", limit), ("sample", sample)):
-        if v is not None and v < 1:
-            raise ConfigError(f"--{name} must be at least 1, not {v}")
-
-
-def select(cases: list[T], limit: int | None, sample: int | None, seed: int) -> list[T]:
-    """The first ``limit`` cases (or any items: a file's talks), or ``sample`` drawn with ``seed`` (in their
-    order in the source), or all."""
-    if sample is not None:
-        picked = sorted(random.Random(seed).sample(range(len(cases)), min(sample, len(cases))))
-        return [cases[i] for i in picked]
-    return cases[:limit] if limit is not None else cases

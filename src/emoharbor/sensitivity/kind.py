@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ..kinds import Rows, RunKind, Summary
 from ..report.html import Cell, esc, heat, note, table
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
-from .analysis import ALL, Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
+from .analysis import Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
+from .names import ALL
 from .render import csv_rows, pct, render_sensitivity, usage_text
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     pairwise judge, orders that disagree; None: unscored)."""
     from ..reward.settings import RewardSettings
     from .bad import KINDS
-    from .run import REAL, USER
+    from .names import REAL, USER
 
     cfg = store.config()
     run = store.folder.name

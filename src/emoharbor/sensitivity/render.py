@@ -6,7 +6,7 @@ from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL
 from ..tables import render_data, text_table
-from .analysis import ALL
+from .names import ALL
 
 SHORT = {"off_target": "off-tgt", "generic": "generic", "generic_long": "gen-long", "dismissive": "dismiss",
          "dismissive_long": "dis-long", "advice": "advice", "ignores_last": "ign-last", "wrong_facts": "wrong",

@@ -22,8 +22,9 @@ from typing import Any
 
 from ..assess.judge_kinds import ReplyKind
 from ..assess.reply_judge import judge_reply
-from ..assess.stage import Judge, check_judges, judge_models, reply_judges
-from ..errors import ConfigError, EmoharborError
+from ..assess.stage import Judge, check_judges, judge_models, make_judges
+from ..data.selection import check_selection, in_turn, select
+from ..errors import ConfigError
 from ..heart.histories import SEEKER, SUPPORTER, History
 from ..heart.histories import Turn as HeartTurn
 from ..kinds import Summary
@@ -37,13 +38,13 @@ from ..store.keys import Key
 from ..store.record import open_record, run_record
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_groups, progress_bar, unit
+from .analysis import sensitivity_table
 from .bad import KINDS, bad_replies, suite_version
 from .calibration import record  # the user's measured sensitivity, quoted by other runs' health
-from .cases import Case, Pool, check_selection, esconv_cases, heart_cases, run_cases, select
+from .cases import Case, Pool, esconv_cases, heart_cases, run_cases
+from .names import REAL, USER
 
 KIND = "sensitivity"
-USER = "user"  # the scorer name of the simulated user's reaction
-REAL = "real"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
 
 
@@ -89,9 +90,9 @@ class SensitivityOptions:
         }
 
     def make_judges(self) -> list[Judge]:
-        return reply_judges(self.judges, self.judge, self.scoring, rates=("reply", "pair"),
-                            wanted="the suite rates one reply: give a card of a kind that rates one reply "
-                            "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
+        return make_judges(self.judges, self.judge, rates=("reply", "pair"), scoring=self.scoring, option="--judge",
+                           wanted="the suite rates one reply: give a card of a kind that rates one reply "
+                           "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
 
 
 def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
@@ -102,9 +103,7 @@ def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
     per_source = [esconv_cases(p, t, pool) for p in opts.esconv]
     per_source += [heart_cases(p, t, pool) for p in opts.heart]
     per_source += [run_cases(p, pool) for p in opts.from_run]
-    chosen = [select(c, opts.limit, opts.sample, opts.seed) for c in per_source]
-    longest = max((len(c) for c in chosen), default=0)
-    cases = [c[i] for i in range(longest) for c in chosen if i < len(c)]
+    cases = in_turn([select(c, opts.limit, opts.sample, opts.seed) for c in per_source])
     if not cases:
         raise ConfigError("no cases: no record of the sources has a context that qualifies (see `emoharbor "
                           "sensitivity --help`)")  # fmt: skip
@@ -128,10 +127,7 @@ class SensitivityPlan:
     def of(cls, opts: SensitivityOptions) -> SensitivityPlan:
         """Read the sources first (a bad record is named before any card or model), then the cards."""
         cases, pool = load_cases(opts)
-        try:
-            judges = opts.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
+        judges = opts.make_judges()
         prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()  # what it reads
         return cls(opts, cases, pool, judges, run_record(opts.resolved(), prompts, [*opts.esconv, *opts.heart]))
 
@@ -288,9 +284,10 @@ async def run_sensitivity(
                     await in_groups(todo, same_prefix, one, opts.concurrency)
                 finally:
                     bar.close()
-                    record(store)  # stopped or not: the finished cases' figures (a resumed run writes it anew)
+                    # stopped or not: the finished cases' figures (a resumed run writes them anew)
+                    record(store, sensitivity_table)
         else:
-            record(store)
+            record(store, sensitivity_table)
         store.set_meta("status", "complete")
         errors = sum(1 for k in ("score", "pair") for _, d in store.items(k) if d.get("status") == "error")
         return Summary("score", len(items), len(todo), errors, lead=f"{len(cases)} cases, ")

@@ -112,21 +112,20 @@ OPEN_SCHEMA: dict[str, Any] = {
 }
 
 
-def feel_schema(s: ChainSettings) -> dict[str, Any]:
-    """The Feeler's answer. It says how much better or worse the person feels and how trust moves, each as
-    one digit of a 7-point scale (4 = no change), not as a change of intensity: small models do not keep
-    straight that a higher intensity is worse, and a digit is one token, so the model's probabilities over
-    the scale can be read (``expected``). The thought comes first on purpose: a model writes the fields in
-    this order (llama.cpp's grammar keeps the schema's order), so the numbers follow from the words."""
-    return {
-        "type": "object",
-        "properties": {
-            "thought": {"type": "string"},
-            "better": {"type": "integer", "enum": SCALE},
-            "trust": {"type": "integer", "enum": SCALE},
-        },
-        "required": ["thought", "better", "trust"],
-    }
+# The Feeler's answer. It says how much better or worse the person feels and how trust moves, each as one digit
+# of a 7-point scale (4 = no change), not as a change of intensity: small models do not keep straight that a
+# higher intensity is worse, and a digit is one token, so the model's probabilities over the scale can be read
+# (``expected``). The thought comes first on purpose: a model writes the fields in this order (llama.cpp's
+# grammar keeps the schema's order), so the numbers follow from the words.
+FEEL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "thought": {"type": "string"},
+        "better": {"type": "integer", "enum": SCALE},
+        "trust": {"type": "integer", "enum": SCALE},
+    },
+    "required": ["thought", "better", "trust"],
+}
 
 
 def scale_step(value: float, bound: int) -> float:
@@ -233,7 +232,7 @@ class ChainUser:
             feel_scale=feel_scale(),
             trust_scale=trust_scale(),
         )
-        feeling = await ask_json(self.model, self.messages(turns, pf), feel_schema(self.s), seed=seed,
+        feeling = await ask_json(self.model, self.messages(turns, pf), FEEL_SCHEMA, seed=seed,
                                  prompt_version=self.p_feel.version, max_tokens=self.s.max_tokens,
                                  top_logprobs=lp)  # fmt: skip
         if feeling.data is None:

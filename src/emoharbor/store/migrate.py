@@ -8,7 +8,8 @@ decodes it: nothing is guessed.
 Format 1 -> 2:
 - a unit record's status, which format 1 guessed on every read from what the record held (a conversation
   that ended on a failed model call is an ``error``, output that did not parse ``unscored``, HEART's missing
-  replies and unlabelled messages, evolve's dropped contexts...), is written into the record;
+  replies and unlabelled messages, evolve's dropped contexts...), is written into the record (the records a
+  kind kept beside its units, ``FORMAT1_NOT_UNITS``, get none);
 - a key's parts, joined with "|" (which names could not hold), become a JSON array, in the results and in
   the unit keys of the calls and events;
 - the calls get the columns added since the first run stores (``superseded``, ``attempt``).
@@ -27,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..kinds import not_units
 from .keys import encode_key
 
 # The run format this code writes, and the oldest it brings up to date. Format 1 (no ``format_version``)
@@ -76,6 +76,17 @@ def migrate(db: sqlite3.Connection, folder: Path) -> None:
     db.execute("COMMIT")
 
 
+# The records each kind of run kept beside its units in format 1 (written by a stage itself, not by the stage
+# runner: they carry no status). These are facts of format 1, kept with its migration, so bringing an old store
+# up to date does not depend on the kinds this code has today.
+FORMAT1_NOT_UNITS: dict[str, frozenset[str]] = {
+    "emoharbor": frozenset({"profile"}),
+    "heart": frozenset({"history", "load_report", "stage", "human_judgment", "human_import"}),
+    "heart_strategy_check": frozenset({"stage"}),
+    "evolve_refine": frozenset({"stage"}),
+}
+
+
 def status_format1(record: dict[str, Any]) -> str:
     """How a format-1 unit ended, read by what it holds where it carries no status (as format 1 read it)."""
     status = record.get("status")
@@ -113,7 +124,7 @@ def _from_format1(db: sqlite3.Connection) -> None:
     if "attempt" not in have:
         db.execute("ALTER TABLE calls ADD COLUMN attempt TEXT NOT NULL DEFAULT ''")
     kind = db.execute("SELECT value FROM meta WHERE key='kind'").fetchone()[0]
-    plain = not_units(str(kind))
+    plain = FORMAT1_NOT_UNITS.get(str(kind), frozenset())
     rows = db.execute("SELECT kind, key, data, created FROM results").fetchall()
     db.execute("DELETE FROM results")
     for k, key, data, created in rows:

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import userfiles
-from ..errors import EmoharborError
-from ..kinds import not_units, title
+from ..errors import EmoharborError, WrongKind
 from ..models.base import CallRecord
 from .keys import Key, decode_key, encode_key
 from .migrate import FORMAT, migrate
@@ -114,9 +113,7 @@ class RunStore:
                     db.execute("INSERT INTO meta VALUES (?, ?)", (k, v))
         elif have.get("kind") != kind:
             store.close()
-            raise EmoharborError(
-                f"{store.folder} holds {title(str(have.get('kind')))}, not {title(kind)}: use another folder"
-            )
+            raise WrongKind(store.folder, str(have.get("kind")), (kind,), ": use another folder")
         elif have.get("config_hash") != config_hash:
             differs = config_differences(json.loads(have.get("config", "{}")), resolved)
             where = f"; it differs in {', '.join(differs)}" if differs else ""
@@ -151,8 +148,7 @@ class RunStore:
         kind = store.meta()["kind"]
         if kinds and kind not in kinds:
             store.close()
-            wanted = " or ".join(title(k) for k in kinds)
-            raise EmoharborError(f"{folder} holds {title(kind)}, not {wanted}")
+            raise WrongKind(folder, kind, kinds)
         return store
 
     def _connect(self, *, new_ok: bool) -> None:
@@ -232,8 +228,9 @@ class RunStore:
         """Write one finished unit and its events, atomically (its calls are in the store already, tagged with
         ``attempt``; None: calls of no attempt). A unit written again replaces its record and events; the calls
         of its earlier attempts are kept, marked superseded, since they were made (and paid for). A unit's record
-        says how it ended (one of ``STATUSES``); only the kinds the run's kind declares ``not_units``
-        (``kinds.py``: records a stage keeps beside its units, such as HEART's histories) carry none."""
+        says how it ended in ``status`` (one of ``STATUSES``; the stage runner sees to it, ``store.units``); a
+        record a stage keeps beside its units (HEART's histories, a stage's summary, the run's profiles) has
+        none: that is how the two are told apart (``unit_kinds``)."""
         self.put_many([(kind, key, data)], attempt=attempt, events=events)
 
     def put_many(
@@ -245,10 +242,9 @@ class RunStore:
     ) -> None:
         """``put`` of several records (kind, key, data) in one transaction: all of them are stored, or none
         (``events``: of each record)."""
-        units = not_units(self.kind())
         for kind, key, data in records:
-            if data.get("status") not in STATUSES and kind not in units:
-                raise RuntimeError(f"{kind} {key}: its record has status {data.get('status')!r}, not one of {STATUSES}")
+            if "status" in data and data["status"] not in STATUSES:
+                raise RuntimeError(f"{kind} {key}: its record has status {data['status']!r}, not one of {STATUSES}")
         with self._tx() as db:
             for kind, key, data in records:
                 text = encode_key(key)
@@ -302,6 +298,12 @@ class RunStore:
 
     def kinds(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT kind FROM results ORDER BY kind")]
+
+    def unit_kinds(self) -> list[str]:
+        """The kinds of record that are units: their records say how they ended (``status``); the records a
+        stage keeps beside its units carry none."""
+        sql = "SELECT DISTINCT kind FROM results WHERE json_extract(data, '$.status') IS NOT NULL ORDER BY kind"
+        return [r[0] for r in self._conn().execute(sql)]
 
     # -- accounting ----------------------------------------------------------------------
     def usage_by_role(self) -> dict[str, dict[str, float]]:

@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from ..models.structured import Reasks, reask_count
 from .keys import Key
-from .run_store import RunStore, unit_attempt
+from .run_store import STATUSES, RunStore, unit_attempt
 
 Events = list[tuple[str, str]]
 Work = Callable[[], Awaitable[tuple[dict[str, Any], Events]]]
@@ -62,6 +62,8 @@ async def unit(store: RunStore, kind: str, key: Key, work: Work, *, redo: bool =
     token, counting = unit_attempt.set((kind, key, attempt)), reask_count.set(reasks)
     try:
         made, events = await work()
+        if made.get("status") not in STATUSES:
+            raise RuntimeError(f"{kind} {key}: its record has status {made.get('status')!r}, not one of {STATUSES}")
         record = {**made, "reasks": reasks.n}
         store.put(kind, key, record, attempt=attempt, events=events)
     finally:

@@ -14,7 +14,6 @@ name, so a finished run can be rated by another card in the same folder: only th
 
 from __future__ import annotations
 
-import random
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -24,7 +23,8 @@ from typing import Any
 from ..assess.judge_kinds import ConversationKind, card_kind
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..data.esconv import EsconvDialog, load_esconv
-from ..errors import ConfigError, DataError, EmoharborError
+from ..data.selection import check_selection, in_turn, select
+from ..errors import ConfigError, DataError
 from ..kinds import Summary
 from ..models.base import ChatModel
 from ..models.pool import ModelPool, conversations_at_once
@@ -66,12 +66,7 @@ class ValidateOptions:
             raise ConfigError(f"user_agent: {e}") from None
         if not self.esconv:
             raise ConfigError("validate needs at least one ESConv file (--esconv PATH)")
-        if self.limit is not None and self.sample is not None:
-            raise ConfigError("give --limit N (the first N records) or --sample N (N at random), not both")
-        for name in ("limit", "sample"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ConfigError(f"--{name} must be at least 1, not {v}")
+        check_selection(self.limit, self.sample, "records")
         if self.max_supporter_turns < 0:
             raise ConfigError("--max-supporter-turns must be 0 (no cap) or more")
 
@@ -89,14 +84,9 @@ class ValidateOptions:
         }
 
     def make_judges(self) -> list[Judge]:
-        return make_judges(self.judges, self.judge, self.user, scoring=self.scoring, sees=self.judge_sees)
-
-
-def select(dialogs: list[EsconvDialog], limit: int | None, sample: int | None, seed: int) -> list[EsconvDialog]:
-    if sample is not None:
-        picked = sorted(random.Random(seed).sample(range(len(dialogs)), min(sample, len(dialogs))))
-        return [dialogs[i] for i in picked]
-    return dialogs[:limit] if limit is not None else dialogs
+        return make_judges(
+            self.judges, self.judge, self.user, scoring=self.scoring, sees=self.judge_sees, option="--judge"
+        )
 
 
 def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
@@ -111,8 +101,7 @@ def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
                 raise DataError(f"{path}: record id {d.id} is also in {seen[d.id]}: give files with different names")
             seen[d.id] = str(path)
         per_file.append(chosen)
-    longest = max((len(c) for c in per_file), default=0)
-    return [c[i] for i in range(longest) for c in per_file if i < len(c)]
+    return in_turn(per_file)
 
 
 @dataclass(frozen=True)
@@ -136,10 +125,7 @@ class ValidatePlan:
     def of(cls, opts: ValidateOptions) -> ValidatePlan:
         """Read the ESConv files first (a bad record is named before any card or model), then the cards."""
         dialogs: dict[Key, EsconvDialog] = {(d.id,): d for d in load_selection(opts)}
-        try:
-            judges = opts.make_judges()
-        except EmoharborError as e:
-            raise ConfigError(f"--judge: {e}") from None
+        judges = opts.make_judges()
         return cls(opts, dialogs, judges, run_record(opts.resolved(), inputs=opts.esconv))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...assess.reply_judge import judge_reply
-from ...assess.stage import Judge, check_judges, judge_models, reply_judges
+from ...assess.stage import Judge, check_judges, judge_models, make_judges
 from ...models.base import ModelCallError
 from ...models.pool import ModelPool
 from ...models.spec import ModelSpec
@@ -47,7 +47,7 @@ async def score_replies(run_dir: Path, cards: list[str], judge: ModelSpec | None
     try:
         first = config.judges[0]
         default = judge or ModelSpec.model_validate(first.model_dump(exclude={"name", "card"}))
-        judges = reply_judges(cards, default, scoring, rates=("reply",), wanted=HEART_CARDS)
+        judges = make_judges(cards, default, rates=("reply",), scoring=scoring, wanted=HEART_CARDS)
         check_judges(store, judges)
         hs = histories(store)
         replies = [c for c in candidates(store).values() if c["status"] == "ok" and c["history_id"] in hs]
