@@ -110,8 +110,8 @@ async def test_csv_unknown_table_is_an_error(tmp_path: Path, capsys: pytest.Capt
 
 async def test_one_subset_is_shown_once_and_reports_are_titled_by_the_run(tmp_path: Path) -> None:
     from emoharbor.heart.analysis import reports
+    from emoharbor.heart.section import heart_html
     from emoharbor.heart.stages import pipeline
-    from emoharbor.report.heart_section import heart_html
     from heart_helpers import blunt_reply, kind_reply, make_config, models
     from test_heart_strategies import labeller
 

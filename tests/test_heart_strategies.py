@@ -14,6 +14,7 @@ from emoharbor.cli import cli
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
 from emoharbor.heart.analysis import reports
+from emoharbor.heart.section import heart_html
 from emoharbor.heart.stages import pipeline, strategy_check
 from emoharbor.heart.stages.strategies import (
     builtin_strategies,
@@ -25,7 +26,6 @@ from emoharbor.heart.stages.strategies import (
 )
 from emoharbor.models.base import Message
 from emoharbor.models.spec import ModelSpec
-from emoharbor.report.heart_section import heart_html
 from emoharbor.testing.fake_server import FakeOpenAIServer
 from heart_helpers import models, preferring, run_all, scripted
 

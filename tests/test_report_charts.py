@@ -17,10 +17,10 @@ from emoharbor.assess.dimensions import keys
 from emoharbor.report.build import build_html
 from emoharbor.report.html import PALETTE, est, side_of_zero
 from emoharbor.report.leaderboard_html import difference_table, dimension_chart
-from emoharbor.report.other_sections import JITTER, validation_scatters
 from emoharbor.report.svg import Dots, forest, intervals, jitter, ticks_around_zero
 from emoharbor.stats.bootstrap import MIN_N
 from emoharbor.testing.fake_server import FakeOpenAIServer, default_reply
+from emoharbor.validate.section import JITTER, validation_scatters
 from report_helpers import small_run
 
 SVG = ""  # inline SVG in HTML: no namespace

@@ -1,13 +1,19 @@
 """A worked example of adding a kind of run: ``EchoKind`` asks a model for a reply to each of a few prompts and
 counts the words. It is defined here, and registered with one line (``kinds.register(EchoKind())``); the
 shared run command (``commands.runs.run_kind``) runs it end to end on the scripted backend, resumes it, and
-``emoharbor leaderboard``, ``report`` and ``export`` show it through the table of kinds.
+``emoharbor leaderboard``, ``report`` (its HTML section, its rows of the runs side by side, and
+``--format md``), ``export`` and ``judges`` (its model's answers as judgments, with a column of its own)
+show it through the table of kinds.
 
 Files touched to add it: this module (its kind) and the one ``register`` line; a kind that ships with
-emoharbor is its own module (``<package>/kind.py``) and one line in ``kinds.TABLE``. Before the table of
-kinds was one object per kind, the same kind touched 9-11 files (kinds.py, its run and render modules, a
-command, cli.py, report/runs.py, report/build.py, results.py, preflight.py, config_kinds.py,
-report/judges_table.py). docs/extending.md walks through it.
+emoharbor is its own module (``<package>/kind.py``, its section beside it if long) and one line in
+``kinds.TABLE``. Before the table of kinds was one object per kind, the same kind touched 9-11 files (kinds.py,
+its run and render modules, a command, cli.py, report/runs.py, report/build.py, results.py, preflight.py,
+config_kinds.py, report/judges_table.py); before each kind owned its rows of ``emoharbor judges``, its rows of
+the runs side by side and its view's data, it still touched report/judges_table.py (the unit kind's judge
+position, a rows function and its branch, the header, the cells), commands/judges.py (the note under the
+table), report/build.py (the side-by-side table named the one kind it showed) and report/runs.py (a field of
+``RunView`` for its data, or borrowing another kind's). docs/extending.md walks through it.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from cli_helpers import run_main
 from emoharbor import kinds
 from emoharbor.commands.runs import run_kind
 from emoharbor.errors import ConfigError
-from emoharbor.kinds import Rows, RunKind, Summary
+from emoharbor.kinds import JudgeRows, Rows, RunKind, Summary
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.spec import ModelSpec
 from emoharbor.report.html import esc, table
+from emoharbor.report.judges_table import add
 from emoharbor.report.runs import RunView
 from emoharbor.store.record import open_run
 from emoharbor.store.run_store import RunStore, call_sink
@@ -48,6 +55,7 @@ def words(store: RunStore) -> Rows:
 class EchoKind(RunKind):
     name = "echo"
     title = "an echo run (the worked example)"
+    judges_note = "'words / answer' (an echo run): the mean length of the model's answers."
 
     def check(self, plan: EchoPlan, *, new: bool) -> None:
         if not plan.prompts:
@@ -82,12 +90,26 @@ class EchoKind(RunKind):
         return text_table(["prompt", "words"], [[r["prompt"], str(r["words"])] for r in rows], fmt == "md"), rows
 
     def view(self, store: RunStore, view: RunView, seed: int) -> None:
-        view.analysis = {"rows": words(store)}
+        view.data = {"rows": words(store), "model": store.config()["model"]["model"]}
 
     def html(self, view: RunView, rid: str, seed: int) -> str:
-        assert view.analysis is not None
-        rows = [[esc(r["prompt"]), str(r["words"])] for r in view.analysis["rows"]]
+        rows = [[esc(r["prompt"]), str(r["words"])] for r in view.data["rows"]]
         return table(["prompt", "words"], rows, tid=f"{rid}-echo")
+
+    def side_by_side(self, view: RunView) -> list[list[Any]]:
+        # supporter, conversations, overall, generic, personal, gap, intensity change
+        return [[esc(view.data["model"]), str(len(view.data["rows"])), *["-"] * 5]]
+
+    def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
+        # its model's answers as the judgments of "echo:MODEL" (a kind whose units name their judge counts
+        # them and their calls' cost with ``judges_table.counts``)
+        got = words(store)
+        judge = "echo:" + store.config()["model"]["model"]
+        row = add(rows, judge, "argmax", {"version": "echo@1", "sees": "the prompt"}, {"judgments": len(got)})
+        row["echo_words"] = sum(r["words"] for r in got) / len(got) if got else None
+
+    def judge_columns(self) -> list[tuple[str, Any]]:
+        return [("words / answer", lambda r: "-" if r.get("echo_words") is None else f"{r['echo_words']:.1f}")]
 
     def export(self, store: RunStore) -> dict[str, Rows]:
         return {"echo_words": words(store)}
@@ -119,16 +141,32 @@ def test_a_kind_defined_outside_emoharbor_runs_resumes_and_is_read_by_every_comm
     assert code == 0, err
     assert {r["prompt"]: r["words"] for r in json.loads(out_text)} == dict.fromkeys(plan.prompts, 4)
 
-    code, out_text, err = run_main(["report", str(folder)], capsys)
+    code, out_text, err = run_main(["report", str(folder), str(folder)], capsys)  # twice: side by side
     html = (folder / "report.html").read_text("utf-8")
     assert code == 0 and out_text.strip() == str(folder / "report.html"), err
     assert 'id="run0-echo-run-echo"' in html and "My sister will not call me back." in html
+    compared = html[html.index('id="runs-compared"') :].split("</table>")[0]
+    assert compared.count("<td>scripted</td><td>3</td>") == 2  # its own row of the runs side by side, each time
+    code, out_text, err = run_main(["report", str(folder), "--format", "md"], capsys)
+    assert code == 0, err
+    assert out_text.splitlines()[:3] == ["| prompt | words |", "|---|---|", "| I cannot sleep. | 4 |"]
 
     code, out_text, err = run_main(["export", str(folder), "--format", "csv"], capsys)
     assert code == 0, err
     exported = {Path(p).name for p in out_text.split()}
     assert {"results.csv", "echo_words.csv"} <= exported
     assert (folder / "export" / "echo_words.csv").read_text("utf-8").count("\n") == 1 + 3
+
+    code, out_text, err = run_main(["judges", str(folder), "--format", "json"], capsys)
+    assert code == 0, err
+    (row,) = json.loads(out_text)
+    assert row["judge"] == "echo:scripted" and row["judgments"] == 3 and row["unscored_rate"] == 0
+    assert row["echo_words"] == pytest.approx(4.0) and row["card"] == "echo@1"
+    code, out_text, err = run_main(["judges", str(folder)], capsys)
+    head, _, first = out_text.splitlines()[:3]
+    assert head.index("words / answer") > head.index("agrees with the seekers")  # after the kinds before it
+    assert first.split()[:3] == ["echo:scripted", "argmax", "the"] and " 4.0 " in first
+    assert out_text.rstrip().endswith("'words / answer' (an echo run): the mean length of the model's answers.")
 
 
 def test_a_kind_without_a_part_is_refused_by_the_commands_that_need_it(

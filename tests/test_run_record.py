@@ -95,8 +95,11 @@ def test_every_kind_in_the_table_of_run_kinds_loads_under_its_name() -> None:
     found = {name: kinds.of(name) for name in list(kinds.TABLE)}
     assert all(k.name == name and k.title for name, k in found.items())
     parts = {name: [p for p in kinds.PARTS if kinds.has(name, p)] for name in found}
-    assert parts["emoharbor"] == ["board", "view", "html", "rejudge", "tidy", "check", "execute"]
-    assert parts["validate"] == list(kinds.PARTS) and parts["heart"] == ["html", "tidy"]
+    assert parts["emoharbor"] == ["board", "view", "html", "side_by_side", "judges", "rejudge", "tidy", "check",
+                                  "execute"]  # fmt: skip
+    assert parts["validate"] == [p for p in kinds.PARTS if p != "side_by_side"]
+    assert parts["heart"] == ["html", "judges", "tidy"]
+    assert kinds.with_part("judges") == ["emoharbor", "validate", "heart", "sensitivity", "seekers"]
     assert parts["heart_strategy_check"] == parts["evolve_refine"] == []
     assert kinds.with_part("rejudge") == ["emoharbor", "validate"]
     assert (

@@ -16,16 +16,16 @@ from click.testing import CliRunner
 
 from emoharbor import kinds
 from emoharbor.cli import cli
+from emoharbor.heart.section import _rating, _win_rate, heart_html
 from emoharbor.report.build import build_html
 from emoharbor.report.health import health_html
-from emoharbor.report.heart_section import _rating, _win_rate, heart_html
-from emoharbor.report.judges_table import HEADER, judges_table, sensitivity_judge, table_cells
+from emoharbor.report.judges_table import header, judges_table, table_cells
 from emoharbor.report.runs import RunView, load_run
 from emoharbor.results import load_results, tidy_rows
 from emoharbor.sensitivity import calibration
 from emoharbor.sensitivity.analysis import sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
-from emoharbor.sensitivity.kind import tidy
+from emoharbor.sensitivity.kind import sensitivity_judge, tidy
 from emoharbor.sensitivity.names import ALL
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
@@ -191,7 +191,7 @@ def test_the_judges_table_reads_sensitivity_runs(sens: Path, small: Path, runs: 
     assert pair["judgments"] == (6 + 3) * 10 * 2 and pair["unscored_rate"] == 0 and pair["card"].startswith("heart")
     assert pair["sensitivity_ties"] == pytest.approx(1.0)  # the scripted judge always picks the first shown
     assert ("words", "argmax") not in rows and (CARD, "expected") not in rows
-    col = HEADER.index("prefers the real reply")
+    col = header().index("prefers the real reply")
     assert table_cells([user])[0][col].startswith("100% [100%, 100%] n=6, ties 0%")
     assert table_cells([pair])[0][col] == "50% [50%, 50%] n=6, ties 100%"
     r = CliRunner().invoke(cli, ["judges", str(sens), "--format", "md"])

@@ -13,7 +13,6 @@ import pytest
 
 from emoharbor import embed
 from emoharbor.assess.dimensions import keys
-from emoharbor.report.other_sections import validation_html
 from emoharbor.stats.correlation import auroc, spearman, spearman_ci
 from emoharbor.store.run_store import RunStore
 from emoharbor.validate import baselines
@@ -29,6 +28,7 @@ from emoharbor.validate.baselines import (
     word_features,
 )
 from emoharbor.validate.render import render_validation
+from emoharbor.validate.section import validation_html
 
 TURNS = [
     {"speaker": "user", "text": "I feel very alone tonight"},

@@ -5,7 +5,12 @@ one line in ``TABLE`` (or one ``register`` call): see docs/extending.md.
 What a kind does (a part it leaves as the base class has it, it has not: ``has``):
 - ``board(store, fmt, ...) -> (text, data)``: ``emoharbor leaderboard``, ``report --format`` and the table a
   run command prints at its end;
-- ``view(store, view, seed)``: fills the report's ``RunView``; ``html(view, rid, seed) -> str``: its section;
+- ``view(store, view, seed)``: fills the report's ``RunView`` (its common fields, and ``view.data``: what the
+  kind's own section reads); ``html(view, rid, seed) -> str``: its section of ``emoharbor report``;
+  ``side_by_side(view) -> rows of cells``: its rows of the report's "runs side by side" table (several runs);
+- ``judges(store, folder, rows)``: adds its figures to the rows of ``emoharbor judges`` (one per judge and
+  scoring: ``report.judges_table``), ``judge_columns()`` the columns they fill and ``judges_note`` the line
+  printed under the table about them;
 - ``export(store) -> {name: rows}``: more tables for ``emoharbor export``;
 - ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges);
 - ``tidy(store) -> rows``: the run's tidy table of results (``emoharbor.load_results``, ``export``);
@@ -25,10 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .report.runs import RunView
     from .store.run_store import RunStore
 
 Rows = list[dict[str, Any]]
+JudgeRows = dict[tuple[str, str], dict[str, Any]]  # (judge, scoring) -> its row of ``emoharbor judges``
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,7 @@ class RunKind:
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
+    judges_note: ClassVar[str] = ""  # printed under ``emoharbor judges``: how to read its columns
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
@@ -70,6 +79,20 @@ class RunKind:
 
     def html(self, view: RunView, rid: str, seed: int) -> str:
         raise NotImplementedError
+
+    def side_by_side(self, view: RunView) -> list[list[Any]]:
+        """Its rows of the report's table of several runs side by side (``report.build.COMPARED``: supporter,
+        conversations, overall, generic, personal, gap, intensity change), as cells; none: a row of dashes."""
+        raise NotImplementedError
+
+    def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
+        """Add the run's judges to ``rows`` of ``emoharbor judges``: each one's judgments and cost
+        (``report.judges_table.add``) and the figures its ``judge_columns`` show."""
+        raise NotImplementedError
+
+    def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+        """The columns of ``emoharbor judges`` its figures fill: (header, the cell of a row)."""
+        return []
 
     def export(self, store: RunStore) -> dict[str, Rows]:
         raise NotImplementedError
@@ -90,7 +113,7 @@ class RunKind:
         raise NotImplementedError
 
 
-PARTS = ("board", "view", "html", "export", "rejudge", "tidy", "check", "execute")
+PARTS = ("board", "view", "html", "side_by_side", "judges", "export", "rejudge", "tidy", "check", "execute")
 
 # one line per kind: its name and where its class is (imported when the kind is first asked for)
 TABLE: dict[str, str | RunKind] = {
@@ -140,5 +163,10 @@ def has(name: str, part: str) -> bool:
 
 
 def with_part(part: str) -> list[str]:
-    """The kinds that have ``part``: those a command reading it accepts."""
+    """The kinds that have ``part``: those a command reading it accepts (in the table's order)."""
     return [name for name in list(TABLE) if has(name, part)]
+
+
+def having(name: str, part: str) -> RunKind | None:
+    """The kind called ``name`` if it has ``part``; None else (a kind without it, or a name not in the table)."""
+    return of(name) if has(name, part) else None

@@ -1,9 +1,10 @@
-"""A run's results as one tidy table, for a notebook or a paper table: one row per (run, unit, judge, dimension)
-with the score (and the probability-weighted score where there is one), whether it was scored, the supporter,
-the repeat and the profile's attributes; HEART runs one row per (history, pair, order, judge, dimension) with the
-winner and the strength; sensitivity runs one row per (case, kind of bad reply, scorer) with both replies'
-scores and the outcome (``sensitivity.kind.tidy``). ``load_results(RUN)`` gives it as a pandas DataFrame;
-``emoharbor export --format parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
+"""A run's results as one tidy table, for a notebook or a paper table; each kind of run gives its own rows
+(``RunKind.tidy``). A run of judged units has one row per (run, unit, judge, dimension) with the score (and the
+probability-weighted score where there is one), whether it was scored, the supporter, the repeat and the
+profile's attributes (``assessment_rows``, which such kinds share); a HEART run one row per (history, pair,
+order, judge, dimension) with the winner and the strength; a sensitivity run one row per (case, kind of bad
+reply, scorer) with both replies' scores and the outcome. ``load_results(RUN)`` gives it as a pandas
+DataFrame; ``emoharbor export --format parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
 
 from __future__ import annotations
 
@@ -54,35 +55,8 @@ def assessment_rows(store: RunStore, convs: dict[str, dict[str, Any]], profiles:
     return out
 
 
-def emoharbor_rows(store: RunStore) -> list[dict[str, Any]]:
-    from .evaluate import stored_profiles
-
-    return assessment_rows(store, {d["id"]: d for _, d in store.items("conversation")}, stored_profiles(store))
-
-
-def validate_rows(store: RunStore) -> list[dict[str, Any]]:
-    replays = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
-    profiles = {str(d["profile_id"]): Profile.model_validate(d["profile"]) for d in replays.values() if "profile" in d}
-    return assessment_rows(store, replays, profiles)
-
-
-def heart_rows(store: RunStore) -> list[dict[str, Any]]:
-    run = store.folder.name
-    out = []
-    for c in records.comparisons(store):
-        base = {"run": run, "history_id": c.history_id, "subset": c.subset, "a": c.a, "b": c.b, "order": c.order,
-                "first": c.first, "judge": c.judge, "status": c.status}  # fmt: skip
-        if c.status != "ok":
-            out.append({**base, "dimension": None, "winner": None, "strength": None, "strength_expected": None})
-            continue
-        for dim, v in c.verdicts.items():
-            out.append({**base, "dimension": dim, "winner": v.get("winner"), "strength": v.get("strength"),
-                        "strength_expected": v.get("strength_expected")})  # fmt: skip
-    return out
-
-
 def tidy_rows(store: RunStore) -> list[dict[str, Any]]:
-    """The tidy table of a run of any kind that has one (EmoHarbor, validate, HEART, sensitivity)."""
+    """The tidy table of a run of any kind that has one (``RunKind.tidy``)."""
     kind = store.meta()["kind"]
     if not kinds.has(kind, "tidy"):
         raise EmoharborError(f"{store.folder} holds {kinds.title(kind)}, which has no table of results")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import EmoharborError
-from ..report.judges_table import HEADER, judges_table, table_cells
+from ..report.judges_table import header, judges_table, notes, table_cells
 from ..tables import text_table
 
 
@@ -27,12 +27,8 @@ def judges(runs: tuple[Path, ...], fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(text_table(HEADER, table_cells(rows), md=fmt == "md"))
-    click.echo(
-        "\nA judge whose 'AUROC minus best baseline' interval does not lie above 0 has not shown that it "
-        "measures more than what a word count or a similarity score already tells. 'prefers the real reply' "
-        "(emoharbor sensitivity): 50% is chance, and a tie counts half."
-    )
+    click.echo(text_table(header(), table_cells(rows), md=fmt == "md"))
+    click.echo("\n" + notes())
 
 
 COMMANDS = [judges]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kinds import Rows, RunKind, Summary
+from ..kinds import JudgeRows, Rows, RunKind, Summary
 
 if TYPE_CHECKING:
     from ..models.spec import ModelSpec
@@ -47,14 +47,27 @@ class EmoharborKind(RunKind):
         return render(data, fmt), data
 
     def view(self, store: RunStore, view: RunView, seed: int) -> None:
-        from ..report.runs import load_emoharbor
+        from .section import load_view
 
-        load_emoharbor(store, view, seed)
+        load_view(store, view, seed)
 
     def html(self, view: RunView, rid: str, seed: int) -> str:
-        from ..report.build import emoharbor_body
+        from .section import section_html
 
-        return emoharbor_body(view, rid, seed)
+        return section_html(view, rid, seed)
+
+    def side_by_side(self, view: RunView) -> list[list[Any]]:
+        from .section import side_by_side
+
+        return side_by_side(view)
+
+    def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
+        """Its judge cards' assessments: judgments and cost (the figures are validate's)."""
+        import json
+
+        from ..report.judges_table import judged_rows
+
+        judged_rows(store, "assessment", -1, json.loads(store.meta().get("judges", "{}")), rows)
 
     async def rejudge(self, run_dir: Path, cards: list[str], judge: ModelSpec | None, *,
                       scoring: str | None = None, progress: bool = True) -> int:  # fmt: skip
@@ -63,9 +76,12 @@ class EmoharborKind(RunKind):
         return await rejudge(run_dir, cards, judge, scoring=scoring, progress=progress)
 
     def tidy(self, store: RunStore) -> Rows:
-        from ..results import emoharbor_rows
+        """One row per assessment and dimension of its conversations (``results.assessment_rows``)."""
+        from ..results import assessment_rows
+        from . import stored_profiles
 
-        return emoharbor_rows(store)
+        convs = {d["id"]: d for _, d in store.items("conversation")}
+        return assessment_rows(store, convs, stored_profiles(store))
 
     def check(self, plan: Plan, *, new: bool) -> None:
         from ..preflight import check_run_config

@@ -10,13 +10,8 @@ from string import Template
 from typing import Any
 
 from .. import __version__, kinds
-from .breakdowns import breakdowns_html
-from .health import health_html
-from .html import esc, est, note, section, table
-from .leaderboard_html import dimensions_html, leaderboard_html, trajectories_html
-from .other_sections import not_emoharbor_html
+from .html import esc, note, section, table
 from .runs import RunView, load_run
-from .transcripts import transcripts_html
 
 
 def _asset(name: str) -> str:
@@ -27,58 +22,30 @@ def run_id(i: int, view: RunView) -> str:
     return f"run{i}-" + (re.sub(r"[^a-z0-9]+", "-", view.label.lower()).strip("-") or "run")
 
 
-def emoharbor_body(view: RunView, rid: str, seed: int) -> str:
-    user_board = view.boards.get("user") or next(iter(view.boards.values()))
-    supporters = [r["supporter"] for r in user_board["rows"]]
-    parts = [note(n) for n in view.notes]
-    parts.append(section("Leaderboard", leaderboard_html(view.boards, rid), level=3))
-    parts.append(section("Dimensions: every supporter on one axis", dimensions_html(view.boards), level=3))
-    parts.append(section("Emotion intensity", trajectories_html(view.conversations, supporters, seed), level=3))
-    parts.append(section("Where personalisation fails: by profile attribute", breakdowns_html(view), level=3))
-    parts.append(section("Run health", health_html(view), level=3))
-    parts.append(section(f"Transcripts ({len(view.conversations)})", transcripts_html(view, rid), level=3))
-    return "".join(parts)
+COMPARED = ["supporter", "conversations", "overall", "generic", "personal", "gap", "intensity change (end - start)"]
 
 
 def comparison_table(views: list[RunView]) -> str:
-    """Several runs side by side: every supporter of every EmoHarbor run, by the user-judge."""
+    """Several runs side by side: each run's rows (``RunKind.side_by_side``: every supporter of an EmoHarbor
+    run, by the user-judge), a row of dashes for a run without."""
     rows = []
     for v in views:
-        board = v.boards.get("user")
-        if v.kind != "emoharbor" or board is None:
-            rows.append([esc(v.label), esc(v.kind), "-", "-", "-", "-", "-", "-", "-"])
-            continue
-        for r in board["rows"]:
-            rows.append(
-                [
-                    esc(v.label),
-                    esc(v.kind),
-                    esc(r["supporter"]),
-                    str(r["conversations"]),
-                    est(r["overall"]),
-                    est(r["generic"]),
-                    est(r["personal"]),
-                    est(r["gap"]),
-                    est(r["intensity_change"], 1),
-                ]
-            )
-    header = [
-        "run",
-        "kind",
-        "supporter",
-        "conversations",
-        "overall",
-        "generic",
-        "personal",
-        "gap",
-        "intensity change (end - start)",
-    ]
-    return table(header, rows, tid="runs-compared")
+        kind = kinds.having(v.kind, "side_by_side")
+        own = kind.side_by_side(v) if kind is not None else []
+        rows += [[esc(v.label), esc(v.kind), *r] for r in own] or [[esc(v.label), esc(v.kind), *["-"] * len(COMPARED)]]
+    return table(["run", "kind", *COMPARED], rows, tid="runs-compared")
+
+
+def nothing_html(view: RunView) -> str:
+    return note(
+        f"{view.folder} holds a '{view.kind}' run, not an EmoHarbor run: this report has nothing to show for it."
+    )
 
 
 def run_section(i: int, view: RunView, seed: int) -> tuple[str, str]:
     rid = run_id(i, view)
-    body = kinds.of(view.kind).html(view, rid, seed) if kinds.has(view.kind, "html") else not_emoharbor_html(view)
+    kind = kinds.having(view.kind, "html")
+    body = kind.html(view, rid, seed) if kind is not None else nothing_html(view)
     head = f'<p class="runmeta">folder <code>{esc(view.folder)}</code>, kind <b>{esc(view.kind)}</b></p>'
     return rid, f'<section class="run" id="{rid}"><h2>{esc(view.label)}</h2>{head}{body}</section>'
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from ..assess.evidence import assessment_evidence
 from ..simulate.coherence import total_coherence
 from ..tables import num
-from .html import esc, note, table
+from .html import esc, note, section, table
 from .runs import RunView
 from .timings import timings_html
 
@@ -143,6 +145,14 @@ def units_health(view: RunView) -> str:
     health = f"<p>Run status: <b>{esc(view.meta.get('status', '?'))}</b>.</p>"
     health += "<h4>Tokens, cost, retries and errors per role</h4>" + usage_table(view)
     return health + "<h4>Events (parse failures, retries, ...)</h4>" + events_table(view)
+
+
+def units_section(view: RunView, rid: str, title: str, table_html: Callable[[Any, str], str], kind: str) -> str:
+    """The section of a run of scored units: its table (``table_html(view.data, rid)``) under ``title``, then
+    its health; a note where the run's ``kind`` ("sensitivity") could not be read."""
+    if view.data is None:
+        return note(f"This {kind} run could not be read.")
+    return section(title, table_html(view.data, rid), level=3) + section("Run health", units_health(view), level=3)
 
 
 def health_html(view: RunView) -> str:

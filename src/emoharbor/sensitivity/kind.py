@@ -1,21 +1,22 @@
 """The sensitivity run (``emoharbor sensitivity``) as a kind of run (``kinds.py``): ``emoharbor leaderboard``
 and ``report --format`` print its sensitivity table, ``emoharbor report`` shows it as a heat map (scorer x
-kind of bad reply), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``) and the tidy results
-hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``)."""
+kind of bad reply: ``section.py``), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``), the
+tidy results hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``) and
+``emoharbor judges`` shows how often each judge prefers the real reply."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kinds import Rows, RunKind, Summary
-from ..report.html import Cell, esc, heat, note, table
-from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
+from ..kinds import JudgeRows, Rows, RunKind, Summary
 from .analysis import Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
 from .names import ALL
-from .render import csv_rows, pct, render_sensitivity, usage_text
+from .render import csv_rows, render_sensitivity
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..report.runs import RunView
     from ..store.run_store import RunStore
     from .run import SensitivityPlan
@@ -56,67 +57,61 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     return out
 
 
-# -- the report's section --------------------------------------------------------------------------------
+def sensitivity_judge(scorer: str, pairwise: bool) -> tuple[str, str] | None:
+    """The (judge, scoring) a sensitivity (or seekers) row stands for: the simulated user's reward is "user", a
+    reply card's written and expected scores its argmax and expected scoring, a pairwise judge argmax; None
+    for the other rows (the word count, the user's parts)."""
+    if pairwise:
+        return scorer, "argmax"
+    if scorer in ("user reward", "user reward (expected)"):
+        return "user", "expected" if scorer.endswith("(expected)") else "argmax"
+    for suffix, scoring in ((" (written)", "argmax"), (" (expected)", "expected")):
+        if scorer.endswith(suffix) and not scorer.startswith("user "):
+            return scorer.removesuffix(suffix), scoring
+    return None
 
 
-def _share(c: dict[str, Any], *, interval: bool = False) -> tuple[str, str]:
-    """A share as a cell: the percentage, coloured from red (the bad reply wins) through white (chance) to
-    green (the real reply wins), its ties and unscored pairs on hover; with ``interval`` its bootstrap
-    interval and ties shown; under ``MIN_N`` cases uncoloured, "n too small"."""
-    n = f" <small>n={c['n']}</small>"
-    hover = f'title="ties {c["ties"]}, unscored {c["unscored"]}"'
-    ties = f" <small>ties {c['ties']}</small>" if interval else ""
-    if c["share"] is None:
-        return f'<span class="na" data-sort="">n/a</span>{n}', hover
-    shown = f'<span data-sort="{c["share"]:.6f}">{pct(c["share"])}%</span>'
-    if too_small(c["n"]):
-        return f'{shown} <small class="small-n">{TOO_SMALL}</small>{n}{ties}', hover
-    ci = f" <small>[{pct(c['lo'])}, {pct(c['hi'])}]</small>" if interval and c["lo"] is not None else ""
-    return shown + ci + n + ties, f"{heat(c['share'] - 0.5, 0.5)} {hover}"
+def scorer_rows(store: RunStore, unit_kinds: tuple[str, ...], figures: list[dict[str, Any]],
+                rows: JudgeRows) -> dict[tuple[str, str], dict[str, Any]]:  # fmt: skip
+    """The rows of ``emoharbor judges`` of a run whose units are scorers' ``unit_kinds`` (a sensitivity or
+    seekers run: a score's key is (case, reply kind, scorer), a pair's (case, bad kind, judge, order)), keyed
+    by the (judge, scoring) each figure row stands for, with each one's card, judgments, unscored share and
+    cost; returns the figure row of each."""
+    import json
+
+    from ..report.judges_table import add, counts
+    from .names import USER
+
+    cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+    made = {}
+    for r in figures:
+        got = sensitivity_judge(r["scorer"], bool(r.get("pairwise")))
+        if got is not None:
+            made[got] = r
+    counted = counts(store, unit_kinds, 2, field="scorer")
+    for judge, scoring in made:
+        scorer = USER if judge == "user" else judge
+        add(rows, judge, scoring, cards.get(scorer, {}), counted.get(scorer, {}))
+    return made
 
 
-def sensitivity_html(data: dict[str, Any], rid: str) -> str:
-    kinds = data["kinds"]
-    header = ["scorer", *[esc(k) for k in kinds], f"{ALL} [95% interval]", "ties", "pairs", "unscored",
-              "distinct values", "calls, model time"]  # fmt: skip
-    rows: list[list[Cell]] = []
-    for r in data["rows"]:
-        name = esc(r["scorer"]) + (" <small>(pairwise)</small>" if r["pairwise"] else "")
-        tie = "-" if r["tie_rate"] is None else f'<span data-sort="{r["tie_rate"]:.6f}">{pct(r["tie_rate"])}%</span>'
-        rows.append([name, *[_share(r["cells"][k]) for k in kinds], _share(r[ALL], interval=True), tie,
-                     str(r["pairs"]), str(r[ALL]["unscored"]), "-" if r["distinct"] is None else str(r["distinct"]),
-                     esc(usage_text(r["usage"]))])  # fmt: skip
-    src = ", ".join(f"{n} {s}" for s, n in sorted(data["sources"].items())) or "none"
-    parts = [
-        f"<p>{data['cases']} cases ({esc(src)}); simulated user <b>{esc(data['user_model'] or '(none)')}</b>; "
-        f"suite <code>{esc(data['suite'])}</code>; model time so far {data['wall_s']:.0f} s.</p>",
-        '<p class="hint">For each scorer and kind of bad reply: the share of cases where the real reply scores '
-        "above the rule-made bad one (ties count half; a pairwise judge whose two orders disagree is a tie). "
-        "Green: the scorer prefers the real reply; white: chance (50%); red: it prefers the bad one. "
-        f"{esc(ALL)}: the mean over every pair, with a bootstrap 95% interval resampling cases; under {MIN_N} "
-        f"cases no interval and no colour ({TOO_SMALL}). The word count needs no model: a scorer no better "
-        "than it on a padded kind (generic_long, dismissive_long) reads length, not support.</p>",
-    ]
-    if not data["rows"]:
-        return "".join(parts) + note("no scorer has scored a reply yet")
-    parts.append(table(header, rows, tid=f"{rid}-sensitivity", cls="sensitivity"))
-    return "".join(parts)
-
-
-def run_html(view: RunView, rid: str) -> str:
-    from ..report.health import units_health
-    from ..report.html import section
-
-    if view.analysis is None:
-        return note("This sensitivity run could not be read.")
-    return section("Does each scorer prefer the real reply?", sensitivity_html(view.analysis, rid), level=3) + section(
-        "Run health", units_health(view), level=3
-    )
+def preference(r: dict[str, Any]) -> str:
+    """The cell of ``emoharbor judges``: the share of pairs where the real reply is preferred, its interval and
+    n, the tie rate."""
+    c = r.get("sensitivity")
+    if not c or c.get("value") is None:
+        return "-"
+    ties = r.get("sensitivity_ties")
+    tail = f", ties {ties:.0%}" if ties is not None else ""
+    if c.get("lo") is None:
+        return f"{c['value']:.0%} (n={c['n']}{tail})"
+    return f"{c['value']:.0%} [{c['lo']:.0%}, {c['hi']:.0%}] n={c['n']}{tail}"
 
 
 class SensitivityKind(RunKind):
     name = "sensitivity"
     title = "a sensitivity run (emoharbor sensitivity)"
+    judges_note = "'prefers the real reply' (emoharbor sensitivity): 50% is chance, and a tie counts half."
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
@@ -125,10 +120,33 @@ class SensitivityKind(RunKind):
         return render_sensitivity(data, fmt), data
 
     def view(self, store: RunStore, view: RunView, seed: int) -> None:
-        view.analysis = sensitivity_table(store, seed=seed)
+        view.data = sensitivity_table(store, seed=seed)
 
     def html(self, view: RunView, rid: str, seed: int) -> str:
-        return run_html(view, rid)
+        from .section import section_html
+
+        return section_html(view, rid)
+
+    def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
+        """Each judge's share of pairs where it prefers the real reply to a rule-made bad one (over every kind
+        of bad reply, ties half, with its bootstrap interval) and its tie rate; the simulated user's reward is
+        the judge "user" (expected: from its probability-weighted readouts). From the run with the most cases."""
+        data = sensitivity_table(store)
+        for key, r in scorer_rows(store, ("score", "pair"), data["rows"], rows).items():
+            row = rows[key]
+            if row.get("sensitivity_n", -1) >= data["cases"]:
+                continue
+            c = r[ALL]
+            row.update(
+                sensitivity_run=str(folder),
+                sensitivity_n=data["cases"],
+                sensitivity={"value": c["share"], "lo": c["lo"], "hi": c["hi"], "n": c["n"]},
+                sensitivity_ties=r["tie_rate"],
+                sensitivity_pairs=r["pairs"],
+            )
+
+    def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+        return [("prefers the real reply", preference)]
 
     def export(self, store: RunStore) -> dict[str, Rows]:
         """``sensitivity``: one row per scorer and kind of bad reply (and "all kinds"), as ``--format csv``."""

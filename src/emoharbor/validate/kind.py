@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kinds import Rows, RunKind, Summary
+from ..kinds import JudgeRows, Rows, RunKind, Summary
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..models.spec import ModelSpec
     from ..report.runs import RunView
     from ..store.run_store import RunStore
@@ -18,6 +20,10 @@ if TYPE_CHECKING:
 class ValidateKind(RunKind):
     name = "validate"
     title = "a validate run"
+    judges_note = (
+        "A judge whose 'AUROC minus best baseline' interval does not lie above 0 has not shown that it measures "
+        "more than what a word count or a similarity score already tells."
+    )
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
@@ -29,42 +35,51 @@ class ValidateKind(RunKind):
         return render_validation(table, fmt), table
 
     def view(self, store: RunStore, view: RunView, seed: int) -> None:
-        from ..profiles.schema import Profile
-        from ..report.runs import by_conversation
-        from ..simulate.conversation import Conversation
-        from ..store.records import assessments
-        from .analysis import score_rows, validation_table
+        from .section import load_view
 
-        records = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
-        view.conversations = [Conversation.model_validate(d) for d in records.values()]
-        view.assessments = by_conversation(assessments(store))
-        view.extras = {k: d["esconv"] for k, d in records.items()}
-        view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
-        view.validation = validation_table(store, seed=seed)
-        view.validation_scores = score_rows(store)
-        lived = [d["chain_prompts"] for d in records.values() if d.get("perceived") and d.get("chain_prompts")]
-        if lived:  # replayed through the chain: the user whose reactions a sensitivity run measures
-            view.user_model = (store.config().get("user") or {}).get("model")
-            view.user_prompts = dict(lived[0])
+        load_view(store, view, seed)
 
     def html(self, view: RunView, rid: str, seed: int) -> str:
-        from ..report.health import health_html
-        from ..report.html import section
-        from ..report.leaderboard_html import trajectories_html
-        from ..report.other_sections import validation_html, validation_scatters
-        from ..report.transcripts import transcripts_html
-        from .replay import SUPPORTER
+        from .section import section_html
 
-        assert view.validation is not None
-        scatters = validation_scatters(view.validation_scores, seed)
-        intensity = trajectories_html(view.conversations, [SUPPORTER], seed)
-        return "".join([
-            section("Agreement with real help-seekers", validation_html(view.validation, rid), level=3),
-            section("Judge scores against the seekers' ratings", scatters, level=3),
-            section("Simulated intensity while hearing the real supporter", intensity, level=3),
-            section("Run health", health_html(view), level=3),
-            section(f"Replayed conversations ({len(view.conversations)})", transcripts_html(view, rid), level=3),
-        ])  # fmt: skip
+        return section_html(view, rid, seed)
+
+    def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
+        """Its judges' judgments and cost, and the overall score's AUROC (success vs failed) and rho with the
+        seeker's empathy, and its AUROC margin over the best baseline: from the run with the most
+        conversations."""
+        import json
+
+        from ..report.judges_table import cell, judged_rows
+        from .analysis import validation_table
+
+        judged_rows(store, "assessment", -1, json.loads(store.meta().get("judges", "{}")), rows)
+        data = validation_table(store)
+        margins = {(r["judge"].removesuffix(" - best baseline"), r["score"], r["scoring"]): r for r in data["margins"]}
+        n_convs = data["counts"]["conversations"]
+        for r in data["rows"]:
+            if r["score"] != "overall" or not r.get("scoring"):
+                continue
+            row = rows[(r["judge"], r["scoring"])]
+            if row.get("validate_n", -1) >= n_convs:
+                continue
+            m = margins.get((r["judge"], "overall", r["scoring"]))
+            row.update(
+                validate_run=str(folder),
+                validate_n=n_convs,
+                auroc=cell(r["cells"]["not_failed"]),
+                rho_empathy=cell(r["cells"]["empathy"]),
+                auroc_margin=cell(m["cells"]["not_failed"]) if m else None,
+            )
+
+    def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+        from ..report.judges_table import interval_text
+
+        return [
+            ("AUROC success vs failed", lambda r: interval_text(r.get("auroc"))),
+            ("rho vs seeker empathy", lambda r: interval_text(r.get("rho_empathy"))),
+            ("AUROC minus best baseline", lambda r: interval_text(r.get("auroc_margin"))),
+        ]
 
     def export(self, store: RunStore) -> dict[str, Rows]:
         from .analysis import export_tables
@@ -78,9 +93,15 @@ class ValidateKind(RunKind):
         return await rejudge(run_dir, cards, judge, scoring=scoring, progress=progress)
 
     def tidy(self, store: RunStore) -> Rows:
-        from ..results import validate_rows
+        """One row per assessment and dimension of its replays (``results.assessment_rows``)."""
+        from ..profiles.schema import Profile
+        from ..results import assessment_rows
 
-        return validate_rows(store)
+        replays = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
+        profiles = {
+            str(d["profile_id"]): Profile.model_validate(d["profile"]) for d in replays.values() if "profile" in d
+        }
+        return assessment_rows(store, replays, profiles)
 
     def check(self, plan: ValidatePlan, *, new: bool) -> None:
         """The plan read the user's files and the judges' cards; a new run's models are built and reached."""

@@ -1,5 +1,5 @@
-"""The report's section for a HEART run: what `emoharbor heart ratings|agreement|strategies` print, as HTML
-tables (the run's own bootstrap setting, so the intervals match the command's)."""
+"""A HEART run's section of ``emoharbor report``: what `emoharbor heart ratings|agreement|strategies` print, as
+HTML tables (the run's own bootstrap setting, so the intervals match the command's)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..heart.analysis.render import length_term_rows, overview_md, rating_tables, win_rate_rows
+from ..report.html import dict_rows_table, esc, note, plain, table
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
 from ..tables import bounds, num
-from .html import dict_rows_table, esc, note, plain, table
+from .analysis.render import length_term_rows, overview_md, rating_tables, win_rate_rows
 
 LC_SHORT = "length-controlled"
 
 
 def heart_html(folder: Path) -> str:
-    from ..heart.analysis.reports import agreement_report, ratings_report, strategies_report
-    from ..heart.stages.pipeline import read_run
-    from ..heart.stages.strategies import label_patterns
+    from .analysis.reports import agreement_report, ratings_report, strategies_report
+    from .stages.pipeline import read_run
+    from .stages.strategies import label_patterns
 
     try:
         store, config, base = read_run(folder)

@@ -1,16 +1,59 @@
-"""Report sections for runs that are not EmoHarbor evaluations: validate runs and anything else (HEART runs:
-``heart_section``)."""
+"""A validate run's section of ``emoharbor report``: the validation table, each judge's scores against the
+seekers' ratings, the simulated intensity, the run's health and the replayed conversations."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..report.health import health_html
+from ..report.html import esc, est, heat, note, section, table
+from ..report.leaderboard_html import trajectories_html
+from ..report.runs import by_conversation
+from ..report.svg import Point, jitter, scatter
+from ..report.transcripts import transcripts_html
 from ..stats.bootstrap import too_small
 from ..stats.correlation import spearman
 from ..tables import num
-from .html import esc, est, heat, note, table
-from .runs import RunView
-from .svg import Point, jitter, scatter
+from .render import all_rows, is_difference, summary_lines
+from .replay import SUPPORTER
+
+if TYPE_CHECKING:
+    from ..report.runs import RunView
+    from ..store.run_store import RunStore
+
+
+def load_view(store: RunStore, view: RunView, seed: int) -> None:
+    """The replays as the view's conversations (with their ESConv facts and profiles), their assessments, and
+    ``view.data``: the validation table (``table``) and every judge's scores (``scores``)."""
+    from ..profiles.schema import Profile
+    from ..simulate.conversation import Conversation
+    from ..store.records import assessments
+    from .analysis import score_rows, validation_table
+
+    records = {k[0]: d for k, d in store.items("replay")}  # by dialog id, the key's one part
+    view.conversations = [Conversation.model_validate(d) for d in records.values()]
+    view.assessments = by_conversation(assessments(store))
+    view.extras = {k: d["esconv"] for k, d in records.items()}
+    view.profiles = {d["profile_id"]: Profile.model_validate(d["profile"]) for d in records.values()}
+    view.data = {"table": validation_table(store, seed=seed), "scores": score_rows(store)}
+    lived = [d["chain_prompts"] for d in records.values() if d.get("perceived") and d.get("chain_prompts")]
+    if lived:  # replayed through the chain: the user whose reactions a sensitivity run measures
+        view.user_model = (store.config().get("user") or {}).get("model")
+        view.user_prompts = dict(lived[0])
+
+
+def section_html(view: RunView, rid: str, seed: int) -> str:
+    assert view.data is not None
+    scatters = validation_scatters(view.data["scores"], seed)
+    intensity = trajectories_html(view.conversations, [SUPPORTER], seed)
+    return "".join([
+        section("Agreement with real help-seekers", validation_html(view.data["table"], rid), level=3),
+        section("Judge scores against the seekers' ratings", scatters, level=3),
+        section("Simulated intensity while hearing the real supporter", intensity, level=3),
+        section("Run health", health_html(view), level=3),
+        section(f"Replayed conversations ({len(view.conversations)})", transcripts_html(view, rid), level=3),
+    ])  # fmt: skip
+
 
 FAILED, SUCCEEDED = "#c0392b", "#2e86c1"
 
@@ -23,8 +66,6 @@ def _cell(c: dict[str, Any], target: str, difference: bool = False) -> str | tup
 
 
 def validation_html(data: dict[str, Any], run_id: str) -> str:
-    from ..validate.render import all_rows, is_difference, summary_lines
-
     targets = data["targets"]
     header = ["judge", "score", "scoring", *[esc(data["target_labels"][t]) for t in targets]]
     rows = [
@@ -96,9 +137,3 @@ def validation_scatters(rows: list[dict[str, Any]], seed: int = 0) -> str:
     if not charts:
         return note("no conversation has both a judge's score and the seeker's empathy rating yet")
     return f'<div class="charts">{"".join(charts)}</div>'
-
-
-def not_emoharbor_html(view: RunView) -> str:
-    return note(
-        f"{view.folder} holds a '{view.kind}' run, not an EmoHarbor run: this report has nothing to show for it."
-    )
