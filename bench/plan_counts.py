@@ -63,7 +63,9 @@ def count_calls(counted: dict[str, str], modules: tuple[str, ...]) -> None:
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    originals = {name: getattr(sys.modules[home], name) for name, home in counted.items()}
+    originals: dict[str, Callable[..., Any]] = {
+        name: getattr(sys.modules[home], name) for name, home in counted.items()
+    }
     for mod in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("emoharbor")]:
         for name, original in originals.items():
             if getattr(mod, name, None) is original:

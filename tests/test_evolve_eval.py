@@ -15,6 +15,7 @@ import pytest
 
 from emoharbor.config import RunConfig
 from emoharbor.errors import EmoharborError
+from emoharbor.evaluate.plan import Plan
 from emoharbor.evolve import evaluate
 from emoharbor.store.run_store import RunStore
 
@@ -30,7 +31,8 @@ SCORES: dict[str, list[dict[str, Any]]] = {
 
 
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> None:
-    async def run_evaluation(cfg: RunConfig, run_dir: Path, progress: bool = True) -> None:
+    async def run_evaluation(plan: Plan, run_dir: Path, progress: bool = True) -> None:
+        cfg = plan.cfg  # each model's run: the evaluation's plan with its supporter replaced
         seen.append(cfg)
         name = cfg.roles.supporter[0].name
         store = RunStore.create_or_resume(run_dir, "emoharbor", cfg.resolved(), cfg.config_hash())
