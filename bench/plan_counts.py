@@ -56,19 +56,27 @@ def counting(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@contextlib.contextmanager
-def counters() -> Iterator[None]:
-    """Every module's binding of the counted functions (``from .cards import load_card`` copies the name)
-    replaced by a counting one; the store's record readers (``get``, ``items``: one JSON decode per record
-    returned) and ``Conversation.model_validate`` likewise."""
-    for name in MODULES:
+def count_calls(counted: dict[str, str], modules: tuple[str, ...]) -> None:
+    """Every module's binding of the ``counted`` functions (name -> its home module; ``from .cards import
+    load_card`` copies the name) replaced by a counting one, once ``modules`` are imported (one a checkout
+    lacks is skipped)."""
+    for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    originals = {name: getattr(sys.modules[home], name) for name, home in COUNTED.items()}
+    originals: dict[str, Callable[..., Any]] = {
+        name: getattr(sys.modules[home], name) for name, home in counted.items()
+    }
     for mod in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("emoharbor")]:
         for name, original in originals.items():
             if getattr(mod, name, None) is original:
                 setattr(mod, name, counting(name, original))
+
+
+@contextlib.contextmanager
+def counters() -> Iterator[None]:
+    """``count_calls`` of ``COUNTED``; the store's record readers (``get``, ``items``: one JSON decode per record
+    returned) and ``Conversation.model_validate`` likewise; every model scripted."""
+    count_calls(COUNTED, MODULES)
     get, items = RunStore.get, RunStore.items
 
     def counted_get(self: RunStore, kind: str, key: Any) -> dict[str, Any] | None:
@@ -90,11 +98,17 @@ def counters() -> Iterator[None]:
 
     Conversation.model_validate = counted_validate  # type: ignore[assignment,method-assign]
 
+    script_models()
+    yield
+
+
+def script_models() -> None:
+    """Every model a pool builds answered by the fake server's reply function, in this process."""
+
     async def scripted(self: ModelPool, spec: Any) -> ScriptedModel:
         return ScriptedModel(default_reply)
 
     ModelPool._build = scripted  # type: ignore[method-assign]
-    yield
 
 
 def demo_config(folder: Path) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from emoharbor.heart.config import HeartConfig
+from emoharbor.heart.plan import HeartPlan
 from emoharbor.heart.stages import pipeline
 from emoharbor.models.base import ChatModel, Message
 from emoharbor.models.scripted import ScriptedModel
@@ -93,6 +94,11 @@ def scripted(fn: Any, name: str = "scripted") -> ScriptedModel:
     return ScriptedModel(fn, name=name)
 
 
+def plan_of(config: HeartConfig, base: Path) -> HeartPlan:
+    """The plan of a new run of ``config`` (its files read from ``base``)."""
+    return HeartPlan.of(config, base, "the config")
+
+
 def make_config(folder: Path, judges: list[str] | None = None) -> HeartConfig:
     reg, adv = write_histories(folder)
     return HeartConfig.model_validate({
@@ -114,7 +120,7 @@ def blunt_reply(messages: list[Message], schema: Any) -> str:
 async def run_all(tmp_path: Path, judges: dict[str, Any]) -> tuple[Any, HeartConfig]:
     config = make_config(tmp_path, list(judges))
     table = {"kind": scripted(kind_reply), "blunt": scripted(blunt_reply), **judges}
-    store = pipeline.open_run(tmp_path / "run", config, tmp_path)
-    await pipeline.generate(store, config, tmp_path, models(table), progress=False)
-    await pipeline.judge(store, config, models(table), progress=False)
+    store = pipeline.open_run(tmp_path / "run", plan_of(config, tmp_path))
+    await pipeline.generate(store, plan_of(config, tmp_path), models(table), progress=False)
+    await pipeline.judge(store, plan_of(config, tmp_path), models(table), progress=False)
     return store, config

@@ -17,11 +17,11 @@ from emoharbor.episodes.reward_func import EpisodeRewardFunc
 from emoharbor.episodes.settings import EpisodeSettings
 from emoharbor.errors import ConfigError
 from emoharbor.evolve.config import load_evolve_config
+from emoharbor.evolve.plan import EvolvePlan
 from emoharbor.models.base import ChatModel, Message, ModelCallError
 from emoharbor.models.pool import ModelPool
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.models.spec import ModelSpec
-from emoharbor.preflight import check_evolve_config
 from emoharbor.profiles.loader import resolve_profiles
 from emoharbor.reward.context import openings
 from emoharbor.simulate.agents import perceiving_user
@@ -122,9 +122,9 @@ def test_a_user_with_no_model_and_no_judge_model_is_refused_in_one_line(tmp_path
     card.write_text("name: mine\nkind: third_party\n")
     cfg = load_evolve_config(None, {"grpo": {**rules, "episodes": {**rules["episodes"], "judge": str(card)}}})
     with pytest.raises(ConfigError, match=r"grpo\.episodes\.reward: judge needs a model"):
-        check_evolve_config(cfg, "evolve.yaml")
+        EvolvePlan.of(cfg, "evolve.yaml")
     card.write_text("name: mine\nkind: third_party\nmodel: scripted\n")
-    check_evolve_config(cfg, "evolve.yaml")  # the card's own model
+    EvolvePlan.of(cfg, "evolve.yaml")  # the card's own model
 
 
 async def test_an_episode_with_reward_judge_needs_its_judge() -> None:

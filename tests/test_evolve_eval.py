@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from emoharbor.config import RunConfig
 from emoharbor.errors import EmoharborError
+from emoharbor.evaluate.plan import Plan
 from emoharbor.evolve import evaluate
 from emoharbor.store.run_store import RunStore
 
@@ -30,7 +30,8 @@ SCORES: dict[str, list[dict[str, Any]]] = {
 
 
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> None:
-    async def run_evaluation(cfg: RunConfig, run_dir: Path, progress: bool = True) -> None:
+    async def run_evaluation(plan: Plan, run_dir: Path, progress: bool = True) -> None:
+        cfg = plan.cfg  # each model's run: the evaluation's plan with its supporter replaced
         seen.append(cfg)
         name = cfg.roles.supporter[0].name
         store = RunStore.create_or_resume(run_dir, "emoharbor", cfg.resolved(), cfg.config_hash())
@@ -38,9 +39,8 @@ def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> No
             store.put("assessment", (f"c{i}", rec["judge"]), {"status": "ok", **rec, "conversation": f"c{i}"})
         store.close()
 
-    mod = types.ModuleType("emoharbor.evaluate")
-    mod.run_evaluation = run_evaluation  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "emoharbor.evaluate", mod)
+    # the evaluator replaced, not the package: the run store still finds the run kinds in it
+    monkeypatch.setattr("emoharbor.evaluate.run_evaluation", run_evaluation)
 
 
 def test_means_and_changes_per_dimension(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

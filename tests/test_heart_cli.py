@@ -112,16 +112,16 @@ async def test_one_subset_is_shown_once_and_reports_are_titled_by_the_run(tmp_pa
     from emoharbor.heart.analysis import reports
     from emoharbor.heart.section import heart_html
     from emoharbor.heart.stages import pipeline
-    from heart_helpers import blunt_reply, kind_reply, make_config, models
+    from heart_helpers import blunt_reply, kind_reply, make_config, models, plan_of
     from test_heart_strategies import labeller
 
     full = make_config(tmp_path)
     config = full.model_copy(update={"histories": full.histories[:1], "name": "solo"})  # regular histories only
     table = {"kind": scripted(kind_reply), "blunt": scripted(blunt_reply), "fair": scripted(preferring("here for"))}
-    store = pipeline.open_run(tmp_path / "solo-1234", config, tmp_path)
-    await pipeline.generate(store, config, tmp_path, models(table), progress=False)
-    await pipeline.judge(store, config, models(table), progress=False)
-    await pipeline.label(store, config, tmp_path, models({"scripted": scripted(labeller)}), progress=False)
+    store = pipeline.open_run(tmp_path / "solo-1234", plan_of(config, tmp_path))
+    await pipeline.generate(store, plan_of(config, tmp_path), models(table), progress=False)
+    await pipeline.judge(store, plan_of(config, tmp_path), models(table), progress=False)
+    await pipeline.label(store, plan_of(config, tmp_path), models({"scripted": scripted(labeller)}), progress=False)
     data = reports.ratings_report(store, config)
     assert {r["subset"] for r in data["ratings"] + data["win_rates_vs_human"]} == {"all"}
     assert {r["subset"] for r in reports.strategies_report(store, config, tmp_path)["profiles"]} == {"all"}

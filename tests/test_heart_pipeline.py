@@ -11,7 +11,7 @@ import pytest
 from emoharbor.heart.analysis import reports
 from emoharbor.heart.stages import pipeline
 from emoharbor.models.base import Message
-from heart_helpers import first_shown_judge, models, preferring, run_all, scripted
+from heart_helpers import first_shown_judge, models, plan_of, preferring, run_all, scripted
 
 
 async def test_generate_counts_skips_missing_and_empty_replies(tmp_path: Path) -> None:
@@ -100,9 +100,9 @@ async def test_stages_resume_without_new_calls(tmp_path: Path) -> None:
     judge = scripted(preferring("here for you"))
     store, config = await run_all(tmp_path, {"fair": judge})
     calls = len(judge.calls)
-    again = await pipeline.judge(store, config, models({"fair": judge}), progress=False)
+    again = await pipeline.judge(store, plan_of(config, tmp_path), models({"fair": judge}), progress=False)
     assert again["done_now"] == 0 and again["resumed"] == 14 and len(judge.calls) == calls
-    gen = await pipeline.generate(store, config, tmp_path, models({}), progress=False)
+    gen = await pipeline.generate(store, plan_of(config, tmp_path), models({}), progress=False)
     assert gen["done_now"] == 0
 
 
@@ -125,14 +125,16 @@ async def test_model_call_errors_are_recorded_and_retried_on_rerun(tmp_path: Pat
         raise ModelCallError("endpoint down", retries=4)
 
     config = make_config(tmp_path)
-    store = pipeline.open_run(tmp_path / "run", config, tmp_path)
+    store = pipeline.open_run(tmp_path / "run", plan_of(config, tmp_path))
     table = {"kind": scripted(kind_reply), "blunt": scripted(down)}
-    first = await pipeline.generate(store, config, tmp_path, models(table), progress=False)
+    first = await pipeline.generate(store, plan_of(config, tmp_path), models(table), progress=False)
     assert first["candidates_by_status"]["error"] == 5 and store.event_counts()["candidate_error"] == 5
-    judged = await pipeline.judge(store, config, models({"fair": scripted(preferring("here for you"))}), progress=False)
+    judged = await pipeline.judge(
+        store, plan_of(config, tmp_path), models({"fair": scripted(preferring("here for you"))}), progress=False
+    )
     assert judged["pairs_candidate_unusable"] > 0  # pairs with an errored candidate are not judged
     table["blunt"] = scripted(blunt_reply)
-    again = await pipeline.generate(store, config, tmp_path, models(table), progress=False)
+    again = await pipeline.generate(store, plan_of(config, tmp_path), models(table), progress=False)
     assert again["done_now"] == 5 and again["resumed"] == 15 - 5
     assert "error" not in again["candidates_by_status"]
     assert "candidate_error" not in store.event_counts()  # the unit's events were replaced
@@ -142,10 +144,10 @@ async def test_with_human_pairs_follow_the_heart_design(tmp_path: Path) -> None:
     from heart_helpers import blunt_reply, kind_reply, make_config
 
     config = make_config(tmp_path).model_copy(update={"pairs": "with_human"})
-    store = pipeline.open_run(tmp_path / "run", config, tmp_path)
+    store = pipeline.open_run(tmp_path / "run", plan_of(config, tmp_path))
     table = {"kind": scripted(kind_reply), "blunt": scripted(blunt_reply), "fair": scripted(preferring("here"))}
-    await pipeline.generate(store, config, tmp_path, models(table), progress=False)
-    summary = await pipeline.judge(store, config, models(table), progress=False)
+    await pipeline.generate(store, plan_of(config, tmp_path), models(table), progress=False)
+    summary = await pipeline.judge(store, plan_of(config, tmp_path), models(table), progress=False)
     pairs = {k[:3] for k in store.keys("comparison")}
     # regular:0 (human ok): human-kind, human-blunt; regular:1: human-kind (blunt empty);
     # regular:2 and the adversarial histories (no human reply): kind-blunt
@@ -160,8 +162,8 @@ async def test_replies_written_as_the_seeker_are_kept_and_counted(tmp_path: Path
     from heart_helpers import kind_reply, make_config
 
     config = make_config(tmp_path)
-    store = pipeline.open_run(tmp_path / "run", config, tmp_path)
+    store = pipeline.open_run(tmp_path / "run", plan_of(config, tmp_path))
     table = {"kind": scripted(kind_reply), "blunt": scripted(lambda m, s: "Seeker: Thanks, that helps.")}
-    await pipeline.generate(store, config, tmp_path, models(table), progress=False)
+    await pipeline.generate(store, plan_of(config, tmp_path), models(table), progress=False)
     assert store.get("candidate", ("regular:0", "blunt"))["text"] == "Seeker: Thanks, that helps."  # type: ignore[index]
     assert reports.overview(store)["candidates_written_as_the_seeker"] == {"blunt": 5}

@@ -27,11 +27,12 @@ from emoharbor.heart.histories import History, Rating, Turn
 from emoharbor.heart.rated import read_rated
 from emoharbor.heart.rated_pairs import pair_rows
 from emoharbor.heart.stages import pipeline
+from emoharbor.heart.stages.sources import load_histories
 from emoharbor.models.base import ChatResult, Message, TokenLogprob
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
-from heart_helpers import models
+from heart_helpers import models, plan_of
 
 WELIVITA_COLUMNS = ["dialog_id", "emotion", "situation", "speaker_uttr", "extra_note",
                     *(f"{k}_{c}" for c in ("human", "chatgpt", "chatgpt_empathy")
@@ -166,10 +167,10 @@ def test_limit_and_sample_keep_a_part_of_the_histories(tmp_path: Path) -> None:
     src = {"path": str(welivita(tmp_path, rows)), "format": "rated", "preset": "welivita"}
     first = read_rated(HistorySource.model_validate(src), Path(src["path"]))[0]
     cfg = HeartConfig.model_validate({"histories": [{**src, "sample": 3, "seed": 4}], "judges": ["scripted"]})
-    loaded = pipeline.load_histories(cfg, tmp_path)[0]
+    loaded = load_histories(cfg, tmp_path)[0]
     assert len(first) == 8 and len(loaded) == 3 and {h.id for h in loaded} <= {h.id for h in first}
     cfg = HeartConfig.model_validate({"histories": [{**src, "first": 2}], "judges": ["scripted"]})
-    assert [h.id for h in pipeline.load_histories(cfg, tmp_path)[0]] == ["welivita:p0", "welivita:p1"]
+    assert [h.id for h in load_histories(cfg, tmp_path)[0]] == ["welivita:p0", "welivita:p1"]
 
 
 # -- how ratings become pairs --------------------------------------------------------------------------------------
@@ -316,10 +317,10 @@ async def test_the_seeker_chooses_in_both_orders_with_probabilities(tmp_path: Pa
         "histories": [{"path": str(path), "format": "rated", "preset": "welivita"}],
         "judges": [{"model": "scripted", "name": "seeker", "card": "seeker_choice"}], "bootstrap": 20})  # fmt: skip
     seeker = ProbableSeeker(seeker_answer("sorry"))  # p1's chatgpt_empathy reply only
-    store = pipeline.open_run(tmp_path / "run", cfg, tmp_path)
+    store = pipeline.open_run(tmp_path / "run", plan_of(cfg, tmp_path))
     try:
-        await pipeline.generate(store, cfg, tmp_path, models({}), progress=False)
-        summary = await pipeline.judge(store, cfg, models({"seeker": seeker}), progress=False)
+        await pipeline.generate(store, plan_of(cfg, tmp_path), models({}), progress=False)
+        summary = await pipeline.judge(store, plan_of(cfg, tmp_path), models({"seeker": seeker}), progress=False)
         assert summary["judgements"] == 12 and summary["judgements_by_status"] == {"ok": 12}
         prompt = next(c[-1]["content"] for c in seeker.calls if "Reply 1:" in c[-1]["content"])
         assert "How you feel: lonely." in prompt and "What happened, as you told it before the chat: I moved" in prompt

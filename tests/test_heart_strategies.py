@@ -27,7 +27,7 @@ from emoharbor.heart.stages.strategies import (
 from emoharbor.models.base import Message
 from emoharbor.models.spec import ModelSpec
 from emoharbor.testing.fake_server import FakeOpenAIServer
-from heart_helpers import models, preferring, run_all, scripted
+from heart_helpers import models, plan_of, preferring, run_all, scripted
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 METADATA = SHARED / "heart" / "strategy_metadata.json"
@@ -87,7 +87,7 @@ def labeller(messages: list[Message], schema: dict[str, Any] | None) -> str:
 async def test_labels_and_profiles(tmp_path: Path) -> None:
     store, config = await run_all(tmp_path, {"fair": scripted(preferring("here for you"))})
     table = {"scripted": scripted(labeller)}
-    summary = await pipeline.label(store, config, tmp_path, models(table), progress=False)
+    summary = await pipeline.label(store, plan_of(config, tmp_path), models(table), progress=False)
     # usable candidates: kind x5, blunt x4, human x2 (regular:0 and regular:1)
     assert summary["replies"] == 11 and summary["candidates_unusable"] == 4
     assert summary["replies_by_status"] == {"ok": 9, "unscored": 2}  # the exam history, twice
@@ -105,7 +105,7 @@ async def test_labels_and_profiles(tmp_path: Path) -> None:
     kind = prof[("all", "kind")]
     assert kind["sentences"] == 5 and kind["unlabelled"] == 1 and kind["Chit Chat"] == pytest.approx(1.0)
     assert prof[("adversarial", "kind")]["replies"] == 2 and ("adversarial", "human") not in prof
-    again = await pipeline.label(store, config, tmp_path, models({}), progress=False)
+    again = await pipeline.label(store, plan_of(config, tmp_path), models({}), progress=False)
     assert again["done_now"] == 0
     patterns = label_patterns([d for _, d in store.items("strategy")], list(builtin_strategies()))
     assert patterns["most_common_first"] == "Chit Chat" and patterns["first_sentences"] == 9

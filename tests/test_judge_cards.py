@@ -212,7 +212,7 @@ async def test_a_heart_judge_card_set_to_expected_weighs_strengths_by_probabilit
     from emoharbor.heart.analysis.verdicts import combine_orders
     from emoharbor.heart.config import HeartConfig
     from emoharbor.heart.stages import pipeline
-    from heart_helpers import kind_reply, models, scripted, write_histories
+    from heart_helpers import kind_reply, models, plan_of, scripted, write_histories
 
     card = tmp_path / "pairwise.yaml"
     card.write_text(
@@ -231,9 +231,11 @@ async def test_a_heart_judge_card_set_to_expected_weighs_strengths_by_probabilit
         assert config.resolved()["judge_cards"]["j"].startswith("pairwise_expected@")
         async with ModelPool(cache_path=None) as pool:
             judge = await pool.get(config.judges[0], "judge")
-            store = pipeline.open_run(tmp_path / "run", config, tmp_path)
-            await pipeline.generate(store, config, tmp_path, models({"kind": scripted(kind_reply), "j": judge}))
-            await pipeline.judge(store, config, models({"j": judge}), progress=False)
+            store = pipeline.open_run(tmp_path / "run", plan_of(config, tmp_path))
+            await pipeline.generate(
+                store, plan_of(config, tmp_path), models({"kind": scripted(kind_reply), "j": judge})
+            )
+            await pipeline.judge(store, plan_of(config, tmp_path), models({"j": judge}), progress=False)
         comparisons = [d for _, d in store.items("comparison")]
         store.close()
     scored = [c for c in comparisons if c["status"] == "ok"]

@@ -56,11 +56,11 @@ def test_validate_run_report_and_several_runs_side_by_side(runs: dict[str, Path]
 
 async def test_heart_and_unknown_runs_get_a_short_section(tmp_path: Path, runs: dict[str, Path]) -> None:
     from emoharbor.heart.stages import pipeline
-    from heart_helpers import models, preferring, run_all, scripted
+    from heart_helpers import models, plan_of, preferring, run_all, scripted
     from test_heart_strategies import labeller
 
     store, config = await run_all(tmp_path, {"fair": scripted(preferring("here for you"))})
-    await pipeline.label(store, config, tmp_path, models({"scripted": scripted(labeller)}), progress=False)
+    await pipeline.label(store, plan_of(config, tmp_path), models({"scripted": scripted(labeller)}), progress=False)
     store.close()
     other = RunStore.create_or_resume(tmp_path / "other", "evolve", {}, "h")
     other.close()

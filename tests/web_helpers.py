@@ -14,6 +14,7 @@ from pathlib import Path
 from emoharbor.config import RunConfig
 from emoharbor.heart.config import HeartConfig
 from emoharbor.heart.histories import History, Turn
+from emoharbor.heart.plan import HeartPlan, cards_of
 from emoharbor.heart.stages import pipeline
 from emoharbor.heart.stages.candidates import record
 from emoharbor.simulate.conversation import Conversation
@@ -67,7 +68,7 @@ def heart_run(folder: Path) -> Path:
         "candidates": [{"model": "scripted", "name": "zeta-bot"}, {"model": "scripted", "name": "omega-bot"}],
         "judges": [{"model": "scripted", "name": "fair"}],
     })  # fmt: skip
-    store = pipeline.open_run(folder, config, folder)
+    store = pipeline.open_run(folder, HeartPlan(config, folder, str(folder), cards_of(config)))  # histories put below
     try:
         for hid, lines in HISTORIES.items():
             speakers = ["seeker" if (len(lines) - 1 - i) % 2 == 0 else "supporter" for i in range(len(lines))]

@@ -9,14 +9,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from . import userfiles
+from . import kinds, userfiles
 from .assess.cards import JudgeCard, load_card
 from .config import RunConfig, load_config
 from .errors import ConfigError
-from .evaluate import Plan
+from .evaluate.plan import Plan, check_plan
 from .evolve.config import EvolveConfig, load_evolve_config
+from .evolve.plan import EvolvePlan
 from .heart.config import HeartConfig, load_heart_config
-from .preflight import check_evolve_config, check_heart_config, check_named_models, check_run_config
+from .heart.plan import HeartPlan
+from .preflight import check_named_models
 from .profiles.loader import load_profile_file
 from .profiles.schema import Profile
 
@@ -57,11 +59,13 @@ def check_config(path: Path, *, models: bool) -> list[str]:
     where = str(path)
     if kind == "HEART config":
         heart, base = load_heart_config(path)
-        check_heart_config(heart, base, where, models=models)
-        return [_dump(heart.resolved()), f"# {kind}; config hash: {heart.config_hash()}"]
+        heart_plan = HeartPlan.of(heart, base, where)
+        if models:
+            kinds.of("heart").check(heart_plan, new=False)
+        return [_dump(heart_plan.record), f"# {kind}; config hash: {heart_plan.hash}"]
     if kind == "evolve config":
         evolve = load_evolve_config(path)
-        check_evolve_config(evolve, where)
+        EvolvePlan.of(evolve, where)
         if models and evolve.refine.generator is not None:
             check_named_models([("refine.generator", evolve.refine.generator)], where)
         return [_dump(evolve.resolved()), f"# {kind}"]
@@ -80,7 +84,7 @@ def check_config(path: Path, *, models: bool) -> list[str]:
         return [f"# {kind}: {len(profiles)} valid profiles: {', '.join(p.id for p in profiles)}"]
     cfg = load_config(path)
     plan = Plan.of(cfg, where)
-    check_run_config(plan, models=models, reach=False)
+    check_plan(plan, models=models, reach=False)
     return [
         _dump(cfg.resolved()),
         f"# config hash: {cfg.config_hash()}",

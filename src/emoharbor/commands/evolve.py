@@ -139,11 +139,10 @@ def grpo(config_path: Path | None, sets: tuple[str, ...], model_dir: Path | None
     _needs_train()
     from ..evolve.grpo import run_grpo
     from ..evolve.grpo_report import REPORT
-    from ..preflight import check_evolve_config
+    from ..evolve.plan import EvolvePlan
 
-    cfg = _config(config_path, sets)
-    check_evolve_config(cfg, str(config_path or "the built-in evolve settings"))  # its files before any model
-    summary = run_grpo(cfg, model_dir, out, log=_log, evaluate=not no_eval, progress=not no_progress)
+    plan = EvolvePlan.of(_config(config_path, sets), str(config_path or "the built-in evolve settings"))  # its files
+    summary = run_grpo(plan, model_dir, out, log=_log, evaluate=not no_eval, progress=not no_progress)
     t, unit = summary["rewards"], summary["unit"]
     _echo_main(f"grpo: {summary['train']['steps']} steps, {t.get(unit, 0)} {unit} rewarded ({t.get('ok', 0)} "
                f"scored, {t.get('unscored', 0)} unscored, {t.get('error', 0)} errors) in {summary['wall_s']:.0f}s; "
@@ -195,13 +194,12 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, no_progress: bool) -> None:
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
     from ..config import load_config
-    from ..evaluate.plan import Plan
+    from ..evaluate.plan import Plan, check_plan
     from ..evolve.evaluate import evaluate_models
-    from ..preflight import check_run_config
 
     plan = Plan.of(load_config(run_config), str(run_config))  # its files, cards too
-    check_run_config(plan, models=False, reach=False)
-    click.echo(evaluate_models(run_config, _named(models), out, log=_log, progress=not no_progress))
+    check_plan(plan, models=False, reach=False)
+    click.echo(evaluate_models(plan, _named(models), out, log=_log, progress=not no_progress))
 
 
 COMMANDS = [evolve]

@@ -7,26 +7,27 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from .. import userfiles
+from .. import kinds, userfiles
 from ..data.esconv import load_esconv
 from ..errors import ConfigError, DataError
 from ..heart.analysis import render, reports
 from ..heart.config import HeartConfig, load_heart_config
+from ..heart.plan import HeartPlan
 from ..heart.presets import GENERIC, PRESETS
 from ..heart.rated import competitors_in
 from ..heart.stages import pipeline, reply_scores, strategy_check
-from ..heart.stages.sources import load_rated_source
 from ..heart.stages.strategies import label_patterns, load_strategy_file
 from ..models.base import ChatModel
 from ..models.pool import GetModel, ModelPool
 from ..models.spec import ModelSpec
 from ..overrides import parse_sets, validated, with_sets
-from ..preflight import check_heart_config, check_models, check_reach, is_new_run
+from ..preflight import check_models, check_reach, is_new_run
 from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
 from .core import model_spec
@@ -98,15 +99,26 @@ def _run_sets(sets: tuple[str, ...]) -> dict[str, Any]:
     return overrides
 
 
-def _read_run(run_dir: Path, sets: tuple[str, ...]) -> tuple[RunStore, HeartConfig, Path]:
-    """The run of ``run_dir`` with its config changed by ``--set`` for this command only."""
+def _read_run(run_dir: Path, sets: tuple[str, ...]) -> tuple[RunStore, HeartPlan]:
+    """The run of ``run_dir`` and its plan, its config changed by ``--set`` for this command only (the
+    settings that change no stored output: the cards stay the plan's)."""
     overrides = _run_sets(sets)
-    store, cfg, base = pipeline.read_run(run_dir)
+    store, plan = pipeline.stored_run(run_dir)
     try:
-        return store, with_sets(cfg, overrides, f"{run_dir} (stored config)"), base
+        return store, replace(plan, cfg=with_sets(plan.cfg, overrides, f"{run_dir} (stored config)"))
     except BaseException:
         store.close()
         raise
+
+
+def _generate(cfg: HeartConfig, base: Path, where: str, run_dir: Path | None, progress: bool) -> tuple[
+        dict[str, Any], Path]:  # fmt: skip
+    """A new HEART run, or one to resume: its plan (every file read once), its kind's checks (the models
+    reached for a new folder), its first stage."""
+    plan = HeartPlan.of(cfg, base, where)
+    folder = run_dir or Path("runs") / f"{cfg.name}-{plan.hash[:8]}"
+    kinds.of(pipeline.KIND).check(plan, new=is_new_run(folder))
+    return asyncio.run(pipeline.generate_run(folder, plan, progress=progress)), folder
 
 
 run_arg = click.argument("run_dir", metavar="RUN", type=click.Path(path_type=Path, file_okay=False))
@@ -138,17 +150,7 @@ def generate_cmd(config: Path, run_dir: Path | None, no_progress: bool, sets: tu
     """Load the histories of CONFIG and write every competitor's candidate reply (resumable)."""
     cfg, base = load_heart_config(config)
     cfg = with_sets(cfg, parse_sets(sets, EXAMPLE), str(config))
-    check_heart_config(cfg, base, str(config))
-    folder = run_dir or Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
-    if is_new_run(folder):
-        check_reach(cfg.candidates)
-    store = pipeline.open_run(folder, cfg, base)
-    try:
-        summary = asyncio.run(
-            _with_pool(store, lambda get: pipeline.generate(store, cfg, base, get, progress=not no_progress))
-        )
-    finally:
-        store.close()
+    summary, folder = _generate(cfg, base, str(config), run_dir, not no_progress)
     for name, skipped in summary["items_skipped"].items():  # broken lines and the like: said, not only stored
         click.echo(
             f"history source {name}: skipped {sum(skipped.values())} ({render.counts_text(skipped)}; the notes are "
@@ -218,16 +220,8 @@ def import_rated_cmd(file: Path, preset: str, scale_text: str | None, dimension:
     src = cfg.rated_source()
     if src is None:
         raise ConfigError(f"--set: the run's one history source must stay the file {file}")
-    load_rated_source(src, Path(src.path))  # the file first: its errors name the file, the row and the field
     base = config_file.resolve().parent if config_file else Path.cwd()
-    check_heart_config(cfg, base, where)
-    folder = run_dir or Path("runs") / f"{cfg.name}-{cfg.config_hash()[:8]}"
-    store = pipeline.open_run(folder, cfg, base)
-    try:
-        summary = asyncio.run(_with_pool(store, lambda get: pipeline.generate(store, cfg, base, get,
-                                                                              progress=not no_progress)))  # fmt: skip
-    finally:
-        store.close()
+    summary, folder = _generate(cfg, base, where, run_dir, not no_progress)  # the file's errors name it, its row
     _summary("import", summary, folder)
 
 
@@ -259,9 +253,9 @@ def score_replies_cmd(run_dir: Path, cards: tuple[str, ...], judge_model: str | 
 @set_opt
 def judge_cmd(run_dir: Path, no_progress: bool, sets: tuple[str, ...]) -> None:
     """Judge every pair of candidates of RUN in both orders, by every judge (resumable)."""
-    store, cfg, _ = _read_run(run_dir, sets)
+    store, plan = _read_run(run_dir, sets)
     try:
-        summary = asyncio.run(_with_pool(store, lambda get: pipeline.judge(store, cfg, get, progress=not no_progress)))
+        summary = asyncio.run(_with_pool(store, lambda get: pipeline.judge(store, plan, get, progress=not no_progress)))
     finally:
         store.close()
     _summary("judge", summary, run_dir)
@@ -279,9 +273,9 @@ def ratings_cmd(
 ) -> None:
     """Bradley-Terry ratings, win rates against the human, order consistency."""
     _table_with_csv(fmt, table)
-    store, cfg, _ = _read_run(run_dir, sets)
+    store, plan = _read_run(run_dir, sets)
     try:
-        data = reports.ratings_report(store, cfg, bootstrap=bootstrap)
+        data = reports.ratings_report(store, plan.cfg, bootstrap=bootstrap)
     finally:
         store.close()
     _show(data, fmt, "ratings", table, render.ratings_md, out)
@@ -306,7 +300,8 @@ def agreement_cmd(
 ) -> None:
     """Judge-human and human-human agreement, kappa, alpha, judge biases, rationale focus."""
     _table_with_csv(fmt, table)
-    store, cfg, base = _read_run(run_dir, sets)
+    store, plan = _read_run(run_dir, sets)
+    cfg, base = plan.cfg, plan.base
     try:
         for path in human_files:
             rep = reports.import_human_judgments(store, cfg, path)
@@ -335,11 +330,12 @@ def strategies_cmd(
 ) -> None:
     """Sentence-level support-strategy labels of every candidate reply, and each competitor's profile."""
     _table_with_csv(fmt, table)
-    store, cfg, base = _read_run(run_dir, sets)
+    store, plan = _read_run(run_dir, sets)
+    cfg, base = plan.cfg, plan.base
     try:
         if label:
             summary = asyncio.run(
-                _with_pool(store, lambda get: pipeline.label(store, cfg, base, get, progress=not no_progress))
+                _with_pool(store, lambda get: pipeline.label(store, plan, get, progress=not no_progress))
             )
             click.echo(render.stage_text("strategies", summary), err=True)
         data = reports.strategies_report(store, cfg, base)

@@ -84,9 +84,9 @@ class EmoharborKind(RunKind):
         return assessment_rows(store, convs, stored_profiles(store))
 
     def check(self, plan: Plan, *, new: bool) -> None:
-        from ..preflight import check_run_config
+        from .plan import check_plan
 
-        check_run_config(plan, models=new, reach=new)
+        check_plan(plan, models=new, reach=new)
 
     async def execute(self, plan: Plan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_evaluation

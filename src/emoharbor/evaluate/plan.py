@@ -5,7 +5,7 @@ profiles; the report, export and leaderboard read them back from the store, not 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -13,11 +13,15 @@ from typing import Any
 from ..assess.stage import Judge, judges_record, make_judges
 from ..config import RunConfig
 from ..errors import ConfigError, DataError
+from ..models.spec import ModelSpec
+from ..preflight import check_named_models, check_reach
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
 from ..profiles.schema import Profile
 from ..simulate.agents import user_agent
 from ..simulate.supporter import supporter_prompt
 from ..store.record import record_hash, run_record
+
+MAX_CONVERSATIONS = 1_000_000  # profiles x supporters x repeats in one run
 
 
 def run_prompts(cfg: RunConfig) -> list[str]:
@@ -67,5 +71,39 @@ class Plan:
             judges = make_judges(cfg.judges, cfg.roles.judge, cfg.roles.user)
         except ConfigError as e:
             raise ConfigError(f"{where}: field 'judges': {e}") from None
-        resolved = {**cfg.resolved(), "judge_cards": judges_record(judges)}
-        return cls(cfg, where, profiles, judges, run_record(resolved, run_prompts(cfg), run_inputs(cfg)))
+        return cls(cfg, where, profiles, judges, _record(cfg, judges))
+
+    def with_config(self, cfg: RunConfig) -> Plan:
+        """This plan for ``cfg``, which has its profiles and judges (another supporter, another name): their
+        files are not read again; the supporters' prompts must have been checked (they are this plan's)."""
+        return replace(self, cfg=cfg, record=_record(cfg, self.judges))
+
+
+def _record(cfg: RunConfig, judges: list[Judge]) -> dict[str, Any]:
+    resolved = {**cfg.resolved(), "judge_cards": judges_record(judges)}
+    return run_record(resolved, run_prompts(cfg), run_inputs(cfg))
+
+
+def check_plan(plan: Plan, *, models: bool = True, reach: bool = True) -> None:
+    """An EmoHarbor run's plan (its files were read when it was made): the run is not too large, and
+    (``models``) its models can be built and (``reach``) reached."""
+    cfg, where, profiles, judges = plan.cfg, plan.where, plan.profiles, plan.judges
+    conversations = len(profiles) * len(cfg.roles.supporter) * cfg.repeats
+    if conversations > MAX_CONVERSATIONS:
+        raise ConfigError(
+            f"{where}: profiles x supporters x repeats is {conversations:,} conversations, more than one run "
+            f"holds ({MAX_CONVERSATIONS:,}): lower repeats or split the profiles over several runs"
+        )
+
+    def field_of(i: int, spec: ModelSpec) -> str:  # a judge's model: the judge role's, the user's, or its card's
+        return "roles.judge" if spec == cfg.roles.judge else "roles.user" if spec == cfg.roles.user else f"judges.{i}"
+
+    named = [
+        *((f"roles.supporter.{i}", s) for i, s in enumerate(cfg.roles.supporter)),
+        ("roles.user", cfg.roles.user),
+        *((field_of(i, j.model), j.model) for i, j in enumerate(judges)),
+    ]
+    if models:
+        check_named_models(named, where)
+    if reach:
+        check_reach([*cfg.roles.supporter, cfg.roles.user, *(j.model for j in judges)])

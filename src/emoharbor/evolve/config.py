@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from .. import userfiles
 from ..episodes.settings import EpisodeSettings
@@ -121,12 +121,13 @@ class GrpoSettings(TrainSettings):
     # the EmoHarbor run config of the held-out evaluation that ends the stage (before and after, per dimension)
     eval_config: str | None = None
     episodes: EpisodeSettings = Field(default_factory=EpisodeSettings)  # whole talks with the user (multi-turn)
+    _judge: tuple[str, Any] | None = PrivateAttr(default=None)  # the episode judge built, by what it was made of
 
     @model_validator(mode="after")
     def _check(self) -> GrpoSettings:
         args = effective("grpo", self.train_args)
         if self.episodes.reward == "judge" and not self.episodes.judge.endswith((".yaml", ".yml")):
-            try:  # a built-in card now; a card file once its path is resolved (preflight, the stage)
+            try:  # a built-in card now; a card file once its path is resolved (the evolve plan)
                 self.episode_judge()
             except ConfigError as e:
                 raise ValueError(str(e)) from None
@@ -141,10 +142,15 @@ class GrpoSettings(TrainSettings):
 
     def episode_judge(self) -> Judge:
         """The judge of ``episodes.reward: judge``; a ConfigError in one line when it has no model or is not a
-        judge of a conversation."""
+        judge of a conversation. Built once (the check of the settings builds it; the plan takes it) unless a
+        setting it is made of changed since."""
         from ..episodes.judged import episode_judge
 
-        return episode_judge(self.episodes, self.user, self.reward.user_agent.agent)
+        made_of = f"{self.episodes.model_dump_json()}|{self.user.model_dump_json()}|{self.reward.user_agent.agent}"
+        if self._judge is None or self._judge[0] != made_of:
+            self._judge = (made_of, episode_judge(self.episodes, self.user, self.reward.user_agent.agent))
+        judge: Judge = self._judge[1]
+        return judge
 
 
 class EvolveConfig(_Strict):

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import RunConfig, load_config
 from ..errors import EmoharborError
+from ..evaluate.plan import Plan
 from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
@@ -101,10 +102,12 @@ def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) ->
     return "\n".join(lines)
 
 
-def evaluate_models(config_path: Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
+def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
                     progress: bool = True) -> str:  # fmt: skip
+    """The evaluation of ``plan`` (a run config's file is planned here first: the library's callers) on each of
+    ``models``, each run the plan with its supporter replaced (its profiles and judges are the plan's)."""
     run_evaluation = _evaluator()
-    base = load_config(config_path)
+    plan = plan if isinstance(plan, Plan) else Plan.of(load_config(plan), str(plan))
     for name, folder in models:  # every model and name checked before any run folder is made
         if "|" in name or not name:
             raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
@@ -113,7 +116,7 @@ def evaluate_models(config_path: Path, models: list[tuple[str, Path | str]], out
     for name, folder in models:
         run_dir = out / name
         log(f"eval: {name} ({folder}) -> {run_dir}")
-        result = run_evaluation(model_config(base, name, folder), run_dir, progress=progress)
+        result = run_evaluation(plan.with_config(model_config(plan.cfg, name, folder)), run_dir, progress=progress)
         if inspect.isawaitable(result):
             asyncio.run(_wait(result))
         release()

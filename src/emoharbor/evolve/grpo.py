@@ -38,10 +38,10 @@ from ..profiles.loader import resolve_profiles
 from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts, sample
 from ..reward.trl_reward import UserRewardFunc
 from ..simulate.agents import user_agent
-from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
 from .grpo_report import REPORT, REPORT_HTML, reward_curve, reward_totals, write_reports
 from .guard import EvalGuard, load_guard
+from .plan import EvolvePlan
 from .trainer import (
     Log,
     begin_stage,
@@ -62,15 +62,6 @@ from .trainer import (
 CONTEXTS = "contexts.jsonl"
 REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.jsonl
 EPISODES = "episodes.jsonl"  # the same, of an episode stage (episodes-rank{r}.jsonl)
-
-
-def eval_profile_ids(cfg: EvolveConfig) -> set[str]:
-    """The profiles of the held-out evaluation (none without ``grpo.eval_config``)."""
-    if not cfg.grpo.eval_config:
-        return set()
-    from ..config import load_config
-
-    return {p.id for p in resolve_profiles(load_config(cfg.grpo.eval_config).profiles)}
 
 
 def build_contexts(cfg: EvolveConfig, guard: EvalGuard, user: ChatModel | None = None) -> tuple[
@@ -145,27 +136,30 @@ def trim_rewards(path: Path, step: int) -> None:
     path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
 
 
-def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, evaluate: bool = True,
-             user: ChatModel | None = None, progress: bool = True,
+def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path, *, log: Log,
+             evaluate: bool = True, user: ChatModel | None = None, progress: bool = True,
              callbacks: Sequence[Any] = ()) -> dict[str, Any]:  # fmt: skip
-    """Train the policy (``model_dir``, an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new
-    LoRA adapter) into ``out`` against the simulated user, resuming from a checkpoint there; then the
-    held-out evaluation of both (``evaluate``). ``user``: a ChatModel in place of ``grpo.user`` (a
-    scripted user in tests; a model already open in a notebook). ``callbacks``: transformers callbacks added
-    to the trainer (``episodes.heldout``: a held-out curve during training)."""
+    """Run ``plan`` (a config is planned here first: the library's callers): train the policy (``model_dir``,
+    an adapter from sft/dpo/grpo, or ``cfg.base_model`` with a new LoRA adapter) into ``out`` against the
+    simulated user, resuming from a checkpoint there; then the held-out evaluation of both (``evaluate``).
+    ``user``: a ChatModel in place of ``grpo.user`` (a scripted user in tests; a model already open in a
+    notebook). ``callbacks``: transformers callbacks added to the trainer (``episodes.heldout``: a held-out
+    curve during training)."""
     refuse_if_card(out)
+    cfg = plan.cfg if isinstance(plan, EvolvePlan) else plan
     check_machine(cfg)
     g = cfg.grpo
     if evaluate and not g.eval_config:
         raise ConfigError("grpo.eval_config is not set: give the EmoHarbor run config (held-out profiles, the user "
                           "judge and a third-party judge) that the stage ends with, or pass --no-eval")  # fmt: skip
-    judge = g.episode_judge() if g.episodes.enabled and g.episodes.reward == "judge" else None
+    plan = plan if isinstance(plan, EvolvePlan) else EvolvePlan.of(cfg, "the evolve config")
+    judge = plan.episode_judge if g.episodes.enabled else None
     say = main_log(log)
     started = time.monotonic()
     parent = read_model_card(model_dir) if model_dir is not None else None
     src = resolve_hf(str(model_dir) if model_dir is not None else cfg.base_model)
     guard = load_guard(cfg.holdout)
-    guard.profile_ids |= eval_profile_ids(cfg)
+    guard.profile_ids |= {p.id for p in plan.evaluation.profiles} if plan.evaluation else set()  # held out
     args = training_args("grpo", cfg, out, seed=cfg.seed)
     inputs = {"parent": str(Path(model_dir).resolve()) if model_dir else None, "contexts": g.contexts.model_dump(),
               "user": g.user.model_dump(mode="json"), "reward": g.reward.model_dump(mode="json")}  # fmt: skip
@@ -176,7 +170,7 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     say(f"grpo: {len(contexts)} contexts ({used}); {args.num_generations} replies each")
     if not contexts:
         raise EmoharborError("grpo: no contexts to train on (every source empty, or all held out)")
-    system = supporter_prompt(cfg.system_prompt).text.strip()
+    system = plan.system.text.strip()
     from datasets import Dataset
     from trl.trainer.grpo_trainer import GRPOTrainer
 
@@ -218,11 +212,11 @@ def run_grpo(cfg: EvolveConfig, model_dir: Path | None, out: Path, *, log: Log, 
     release_memory()
     if me.main:
         table = ""
-        if evaluate and g.eval_config:
+        if evaluate and plan.evaluation is not None:
             from .evaluate import evaluate_models
 
             start = model_dir if model_dir is not None else cfg.base_model
-            table = evaluate_models(Path(g.eval_config), [("before", start), ("after", out)], out / "eval", log=say,
+            table = evaluate_models(plan.evaluation, [("before", start), ("after", out)], out / "eval", log=say,
                                     progress=progress)  # fmt: skip
             summary["eval"] = table
         summary["wall_s_with_eval"] = time.monotonic() - started

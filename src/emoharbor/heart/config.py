@@ -243,14 +243,17 @@ class HeartConfig(BaseModel):
     def labeller_spec(self) -> ModelSpec:
         return self.labeller or self.judges[0]
 
-    def resolved(self) -> dict[str, Any]:
-        """The config as written, with the version of every judge's card (its prompt's text included)."""
+    def resolved(self, card_versions: dict[str, str] | None = None) -> dict[str, Any]:
+        """The config as written, with the version of every judge's card (its prompt's text included):
+        ``card_versions`` (judge name -> version) of the cards already loaded, else each card is loaded."""
         dump = self.model_dump(mode="json")
         for h in dump["histories"]:
             for f in RATED_FIELDS:
                 if h[f] is None:
                     del h[f]
-        return {**dump, "judge_cards": {j.name: load_card(j.card).version for j in self.judges}}
+        if card_versions is None:
+            card_versions = {j.name: load_card(j.card).version for j in self.judges}
+        return {**dump, "judge_cards": card_versions}
 
     def config_hash(self) -> str:
         return hash_config(self.resolved())

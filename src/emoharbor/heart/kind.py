@@ -1,19 +1,20 @@
-"""HEART's kinds of run (``kinds.py``): a HEART run (``emoharbor heart run``: its report section, its rows of
-``emoharbor judges`` and its tidy table) and a strategy check (``emoharbor heart strategy-check``: named in
-messages only)."""
+"""HEART's kinds of run (``kinds.py``): a HEART run (``emoharbor heart generate|import-rated``: its checks and
+its first stage, its report section, its rows of ``emoharbor judges`` and its tidy table) and a strategy
+check (``emoharbor heart strategy-check``: named in messages only)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kinds import JudgeRows, Rows, RunKind
+from ..kinds import JudgeRows, Rows, RunKind, Summary
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..report.runs import RunView
     from ..store.run_store import RunStore
+    from .plan import HeartPlan
 
 
 class HeartKind(RunKind):
@@ -79,6 +80,23 @@ class HeartKind(RunKind):
                 out.append({**base, "dimension": dim, "winner": v.get("winner"), "strength": v.get("strength"),
                             "strength_expected": v.get("strength_expected")})  # fmt: skip
         return out
+
+    def check(self, plan: HeartPlan, *, new: bool) -> None:
+        """The plan read the run's files (histories, prompts, strategy and lexicon files, cards); every model
+        can be built, and for a new run (``new``) the candidates' endpoints are reached."""
+        from ..preflight import check_named_models, check_reach
+
+        check_named_models(plan.models(), plan.where)
+        if new:
+            check_reach(plan.cfg.candidates)
+
+    async def execute(self, plan: HeartPlan, folder: Path, *, progress: bool = True) -> Summary:
+        """The run's first stage: its histories kept and every competitor's candidate written (imported)."""
+        from .stages.pipeline import generate_run
+
+        done = await generate_run(folder, plan, progress=progress)
+        return Summary("candidate", done["units"], done["done_now"], done["candidates_by_status"].get("error", 0),
+                       lead=f"{done['histories']} histories, ")  # fmt: skip
 
 
 class StrategyCheckKind(RunKind):

@@ -7,6 +7,10 @@ reply shown first); ``strategy`` -> "{history_id}|{competitor}"; ``human_judgmen
 ``reply_score`` -> (history, competitor, judge): a card of one reply (``reply_scores``). A run imported from
 replies rated by people (``heart import-rated``, ``HeartConfig.rated_source``) has no model candidates: its
 histories hold the file's replies and ratings, and its human judgments are the pairs the ratings imply.
+
+Every stage reads the run's plan (``heart.plan.HeartPlan``: its config, its judges' cards and, for a new run,
+its histories and candidates' system prompts, each read once by the command); a run folder's plan is
+``stored_run``'s.
 """
 
 from __future__ import annotations
@@ -16,22 +20,21 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from ...assess.cards import load_card
 from ...assess.judge import check_logprobs
 from ...config import SupporterSpec
 from ...errors import EmoharborError
-from ...models.pool import GetModel, LazyModels
+from ...models.pool import GetModel, LazyModels, ModelPool
 from ...store import record
 from ...store.keys import Key
-from ...store.run_store import RunStore
+from ...store.run_store import RunStore, call_sink
 from ...store.units import Events, StageDone, Work, run_stage
 from ..analysis.humans import ImportReport, human_key
 from ..config import HUMAN, HeartConfig, HistorySource, JudgeSpec, parse_heart_config, resolve_path
 from ..histories import History, LoadReport
+from ..plan import HeartPlan
 from ..rated_pairs import rated_judgments
-from .candidates import given_candidate, human_candidate, model_candidate, system_prompt
+from .candidates import given_candidate, human_candidate, model_candidate
 from .judging import Shown, judge_pair, neutral_ids
-from .sources import load_histories
 from .strategies import label_reply, load_strategies
 
 KIND = "heart"
@@ -51,26 +54,40 @@ def inputs(config: HeartConfig, base_dir: Path) -> list[Path]:
     return paths + [resolve_path(base_dir, p[1:]) for p in prompts]
 
 
-def open_run(folder: Path, config: HeartConfig, base_dir: Path) -> RunStore:
-    store = record.open_run(folder, KIND, config.resolved(), prompts=PROMPTS, inputs=inputs(config, base_dir))
-    store.set_meta("heart_config_dir", str(base_dir))
+def open_run(folder: Path, plan: HeartPlan) -> RunStore:
+    store = record.open_run(folder, KIND, plan.record, prompts=PROMPTS, inputs=inputs(plan.cfg, plan.base))
+    store.set_meta("heart_config_dir", str(plan.base))
     return store
 
 
-def read_run(folder: Path) -> tuple[RunStore, HeartConfig, Path]:
+def stored_run(folder: Path) -> tuple[RunStore, HeartPlan]:
+    """The run in ``folder`` and its plan, made of the stored config (its judges' cards must be the versions
+    the run started with)."""
     store, stored = record.read_run(folder, KIND)
-    cards = stored.pop("judge_cards", {})
-    config = parse_heart_config(stored, f"{folder} (stored config)")
-    now = config.resolved()["judge_cards"]
-    changed = sorted(name for name, version in cards.items() if now.get(name) != version)
-    if changed:
+    try:
+        cards = stored.pop("judge_cards", {})
+        config = parse_heart_config(stored, f"{folder} (stored config)")
+        base = Path(store.meta().get("heart_config_dir", "."))
+        return store, HeartPlan.stored(config, base, str(folder), cards)
+    except BaseException:
         store.close()
-        raise EmoharborError(
-            f"{folder}: the card of judge {', '.join(changed)} changed since the run started "
-            f"({', '.join(cards[n] for n in changed)} then, {', '.join(str(now.get(n)) for n in changed)} now): "
-            "put the old card back or start a new run folder"
-        )
-    return store, config, Path(store.meta().get("heart_config_dir", "."))
+        raise
+
+
+def read_run(folder: Path) -> tuple[RunStore, HeartConfig, Path]:
+    """``stored_run``'s store, config and the folder its relative paths are read from."""
+    store, plan = stored_run(folder)
+    return store, plan.cfg, plan.base
+
+
+async def generate_run(folder: Path, plan: HeartPlan, *, progress: bool = True) -> dict[str, Any]:
+    """``generate`` in ``folder`` (a new run, or one to resume), its models from a pool of its own."""
+    store = open_run(folder, plan)
+    try:
+        async with ModelPool(cache_path=True, sink=call_sink(store)) as pool:
+            return await generate(store, plan, pool.get, progress=progress)
+    finally:
+        store.close()
 
 
 def histories(store: RunStore) -> dict[str, History]:
@@ -81,13 +98,11 @@ def candidates(store: RunStore) -> dict[tuple[str, str], dict[str, Any]]:
     return {(d["history_id"], d["competitor"]): d for _, d in store.items("candidate")}
 
 
-async def generate(
-    store: RunStore, config: HeartConfig, base_dir: Path, get_model: GetModel, *, progress: bool = True
-) -> dict[str, Any]:
-    """Load the histories into the store, then write every competitor's candidate reply. From a file of rated
-    replies (``rated_source``), the replies are its own, no model is asked, and the pairs its ratings imply are
-    the run's human judgments, stored with the histories in one transaction."""
-    loaded, reports = load_histories(config, base_dir)
+async def generate(store: RunStore, plan: HeartPlan, get_model: GetModel, *, progress: bool = True) -> dict[str, Any]:
+    """Keep the plan's histories in the store, then write every competitor's candidate reply. From a file of
+    rated replies (``rated_source``), the replies are its own, no model is asked, and the pairs its ratings
+    imply are the run's human judgments, stored with the histories in one transaction."""
+    config, base_dir, loaded, reports = plan.cfg, plan.base, plan.histories, plan.reports
     records: list[tuple[str, Key, dict[str, Any]]] = [("history", (h.id,), h.to_dict()) for h in loaded
                                                       if not store.has("history", (h.id,))]  # fmt: skip
     records += [("load_report", (r.name,), r.to_dict()) for r in reports]
@@ -102,7 +117,7 @@ async def generate(
     if rated is not None:
         return await import_given(store, config, loaded, reports, judgments, progress=progress)
     models = LazyModels(get_model)
-    systems = {spec.name: system_prompt(spec, base_dir) for spec in config.candidates}
+    systems = plan.systems
 
     def model_work(h: History, spec: SupporterSpec) -> Work:
         async def work() -> tuple[dict[str, Any], Events]:
@@ -197,13 +212,13 @@ def pairs_to_judge(
     return out, counts
 
 
-async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, progress: bool = True) -> dict[str, Any]:
-    """Every pair of usable candidates on every history, by every judge, in both orders."""
+async def judge(store: RunStore, plan: HeartPlan, get_model: GetModel, *, progress: bool = True) -> dict[str, Any]:
+    """Every pair of usable candidates on every history, by every judge (the plan's cards), in both orders."""
     if not store.keys("history"):
         raise EmoharborError(f"{store.folder}: no histories yet: run 'emoharbor heart generate' first")
+    config, cards = plan.cfg, plan.cards
     pairs, counts = pairs_to_judge(store, config)
     models = LazyModels(get_model)
-    cards = {spec.name: load_card(spec.card) for spec in config.judges}
     for spec in config.judges:  # a card set to scoring: expected needs log-probabilities: found out now
         if cards[spec.name].scoring == "expected":
             await check_logprobs(cards[spec.name], await models.get(spec.name, spec, "judge"))
@@ -240,10 +255,9 @@ async def judge(store: RunStore, config: HeartConfig, get_model: GetModel, *, pr
                          **counts)  # fmt: skip
 
 
-async def label(
-    store: RunStore, config: HeartConfig, base_dir: Path, get_model: GetModel, *, progress: bool = True
-) -> dict[str, Any]:
+async def label(store: RunStore, plan: HeartPlan, get_model: GetModel, *, progress: bool = True) -> dict[str, Any]:
     """Strategy labels for every usable candidate reply."""
+    config, base_dir = plan.cfg, plan.base
     strategies = load_strategies(resolve_path(base_dir, config.strategy_file) if config.strategy_file else None)
     hs = histories(store)
     models = LazyModels(get_model)

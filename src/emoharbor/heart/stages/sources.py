@@ -124,8 +124,9 @@ def load_histories(config: HeartConfig, base_dir: Path) -> tuple[list[History], 
         path = resolve_path(base_dir, src.path)
         try:
             got, report = LOADERS[src.format](src, path)
-        except DataError as e:  # a file that cannot be read at all: which source of the config it is
-            raise DataError(f"field 'histories.{i}': {e}") from None
+        except DataError as e:  # a file that cannot be read at all: which source of the config it is (a file of
+            # rated replies is the run's one source: its errors name the file, the row and the field)
+            raise (e if src.format == "rated" else DataError(f"field 'histories.{i}': {e}")) from None
         histories.extend(got)
         reports.append(report)
     ids = [h.id for h in histories]
