@@ -19,7 +19,7 @@ from emoharbor.cli import cli, main
 from emoharbor.profiles.loader import resolve_profiles
 from emoharbor.profiles.schema import Profile
 from emoharbor.report.breakdowns import ATTRIBUTES, attribute_names, breakdown, breakdowns_html, render_breakdown
-from emoharbor.report.runs import RunView
+from emoharbor.run_view import RunView
 from emoharbor.simulate.conversation import Conversation
 from emoharbor.stats.bootstrap import MIN_N, bootstrap_ci
 from emoharbor.store.records import Assessment

@@ -10,7 +10,7 @@ import pytest
 
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.report.health import coherence_table, health_html
-from emoharbor.report.runs import RunView
+from emoharbor.run_view import RunView
 from emoharbor.simulate.chain_user import ChainUser
 from emoharbor.simulate.coherence import Coherence, conversation_coherence, total_coherence
 from emoharbor.simulate.conversation import Conversation, Turn, UserState

@@ -34,7 +34,7 @@ from emoharbor.models.pool import ModelPool
 from emoharbor.models.spec import ModelSpec
 from emoharbor.report.html import esc, table
 from emoharbor.report.judges_table import add
-from emoharbor.report.runs import RunView
+from emoharbor.run_view import RunView
 from emoharbor.store.record import open_run
 from emoharbor.store.run_store import RunStore, call_sink
 from emoharbor.store.units import Events, Work, ended_in_error, finished, run_stage

@@ -17,12 +17,13 @@ from click.testing import CliRunner
 from emoharbor import kinds
 from emoharbor.cli import cli
 from emoharbor.heart.section import _rating, _win_rate, heart_html
+from emoharbor.report import calibration
 from emoharbor.report.build import build_html
 from emoharbor.report.health import health_html
 from emoharbor.report.judges_table import header, judges_table, table_cells
-from emoharbor.report.runs import RunView, load_run
+from emoharbor.report.runs import load_run
 from emoharbor.results import load_results, tidy_rows
-from emoharbor.sensitivity import calibration
+from emoharbor.run_view import RunView
 from emoharbor.sensitivity.analysis import sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
 from emoharbor.sensitivity.kind import sensitivity_judge, tidy
@@ -212,7 +213,7 @@ def test_a_record_is_written_looked_up_and_quoted(sens: Path, runs: dict[str, Pa
     store = RunStore.open_existing(sens)
     try:
         versions = store.config()["prompt_versions"]
-        path = calibration.record(store, sensitivity_table)
+        path = calibration.record(store, sensitivity_table, ALL)
     finally:
         store.close()
     assert path is not None and path.parent == tmp_path / "cache" / "sensitivity"
@@ -271,7 +272,7 @@ def test_a_run_without_a_user_writes_no_record(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
     store = RunStore.create_or_resume(tmp_path / "r", "sensitivity", {"user": None, "prompt_versions": {}}, "h")
     try:
-        assert calibration.record(store, sensitivity_table) is None
+        assert calibration.record(store, sensitivity_table, ALL) is None
     finally:
         store.close()
     assert not (tmp_path / "cache" / "sensitivity").exists()

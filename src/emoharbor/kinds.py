@@ -1,6 +1,6 @@
 """The kinds of run, in one table: a kind is one object (a ``RunKind``) that says what the kind is called and
 does everything the commands that read or make any run ask of it. A new kind of run is its own module and
-one line in ``TABLE`` (or one ``register`` call): see docs/extending.md.
+one line in ``kind_table.BUILT_IN`` (or one ``register`` call): see docs/extending.md.
 
 What a kind does (a part it leaves as the base class has it, it has not: ``has``):
 - ``board(store, fmt, ...) -> (text, data)``: ``emoharbor leaderboard``, ``report --format`` and the table a
@@ -18,8 +18,8 @@ What a kind does (a part it leaves as the base class has it, it has not: ``has``
   of the kind, through ``commands.runs.run_kind`` (preflight, the run, its summary line, its board, the exit
   status when every unit ended in error).
 
-This module imports nothing heavy: ``TABLE`` holds each kind as a ``module:Class`` path, imported the first
-time the kind is asked for.
+This module imports nothing and names no kind: ``TABLE`` holds each kind as a ``module:Class`` path (the
+built-in ones put there by ``kind_table``), imported the first time the kind is asked for.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .report.runs import RunView
+    from .run_view import RunView
     from .store.run_store import RunStore
 
 Rows = list[dict[str, Any]]
@@ -115,16 +115,9 @@ class RunKind:
 
 PARTS = ("board", "view", "html", "side_by_side", "judges", "export", "rejudge", "tidy", "check", "execute")
 
-# one line per kind: its name and where its class is (imported when the kind is first asked for)
-TABLE: dict[str, str | RunKind] = {
-    "emoharbor": "emoharbor.evaluate.kind:EmoharborKind",
-    "validate": "emoharbor.validate.kind:ValidateKind",
-    "heart": "emoharbor.heart.kind:HeartKind",
-    "sensitivity": "emoharbor.sensitivity.kind:SensitivityKind",
-    "seekers": "emoharbor.seekers.kind:SeekersKind",
-    "heart_strategy_check": "emoharbor.heart.kind:StrategyCheckKind",
-    "evolve_refine": "emoharbor.evolve.kind:RefineKind",
-}
+# one entry per kind: its name and its kind, or where its class is (``module:Class``, imported when the kind is
+# first asked for). The built-in kinds are filled in by ``kind_table`` when the package is imported.
+TABLE: dict[str, str | RunKind] = {}
 
 
 def register(kind: RunKind) -> None:

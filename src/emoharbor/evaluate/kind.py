@@ -9,7 +9,7 @@ from ..kinds import JudgeRows, Rows, RunKind, Summary
 
 if TYPE_CHECKING:
     from ..models.spec import ModelSpec
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
     from .plan import Plan
 

@@ -14,7 +14,7 @@ from ..report.runs import by_conversation
 from ..report.transcripts import transcripts_html
 
 if TYPE_CHECKING:
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
 
 

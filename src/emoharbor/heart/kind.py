@@ -12,7 +12,7 @@ from ..kinds import JudgeRows, Rows, RunKind, Summary
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
     from .plan import HeartPlan
 

@@ -29,11 +29,11 @@ import numpy as np
 from ..assess.dimensions import group_keys
 from ..profiles.schema import Profile
 from ..profiles.stats import CATEGORICAL, TRAITS
+from ..run_view import RunView
 from ..stats.bootstrap import MIN_N, TOO_SMALL, bootstrap_ci, shown, too_small
 from ..store.records import Assessment
 from ..tables import csv_table, interval, num, text_table
 from .html import esc, heat, note, table
-from .runs import RunView
 
 HIGH, LOW = 0.67, 0.33  # a trait at or above HIGH is "high", at or below LOW "low", between them left out
 

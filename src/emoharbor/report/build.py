@@ -10,8 +10,9 @@ from string import Template
 from typing import Any
 
 from .. import __version__, kinds
+from ..run_view import RunView
 from .html import esc, note, section, table
-from .runs import RunView, load_run
+from .runs import load_run
 
 
 def _asset(name: str) -> str:

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..assess.evidence import assessment_evidence
+from ..run_view import RunView
 from ..simulate.coherence import total_coherence
 from ..tables import num
 from .html import esc, note, section, table
-from .runs import RunView
 from .timings import timings_html
 
 
@@ -127,7 +127,7 @@ def sensitivity_line(view: RunView) -> str:
     """The simulated user's measured sensitivity (``emoharbor sensitivity``, recorded in the cache folder) for
     the run's user model and prompts, or a note that it has not been measured; "" for a run whose simulated
     user read no reactions (the simple user, a validate run without a user-kind judge)."""
-    from ..sensitivity.calibration import lookup, not_measured, sentence
+    from .calibration import lookup, not_measured, sentence
 
     if not view.user_model:
         return ""

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from ..assess.dimensions import keys
+from ..run_view import RunView
 from ..simulate.conversation import Conversation, Turn
 from ..store.records import Assessment
 from .html import esc, table
-from .runs import RunView
 
 MAX_SHOWN = 400  # conversations shown in full; more would make the file heavy
 

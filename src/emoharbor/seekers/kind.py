@@ -13,7 +13,7 @@ from ..kinds import JudgeRows, Rows, RunKind, Summary
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
     from .run import SeekersPlan
 

@@ -10,7 +10,7 @@ from ..report.html import Cell, esc, est, heat, note, table
 from ..sensitivity.render import usage_text
 
 if TYPE_CHECKING:
-    from ..report.runs import RunView
+    from ..run_view import RunView
 
 
 def _cell(c: dict[str, Any] | None, verdict: str = "") -> Cell:

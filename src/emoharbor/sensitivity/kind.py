@@ -17,7 +17,7 @@ from .render import csv_rows, render_sensitivity
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
     from .run import SensitivityPlan
 

@@ -31,6 +31,7 @@ from ..kinds import Summary
 from ..models.base import ChatModel, ModelCallError
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
+from ..report.calibration import record  # the user's measured sensitivity, quoted by other runs' health
 from ..reward.score import UserReward
 from ..reward.settings import RewardSettings
 from ..simulate.agents import user_agent
@@ -40,9 +41,8 @@ from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, Work, finished, in_groups, progress_bar, unit
 from .analysis import sensitivity_table
 from .bad import KINDS, bad_replies, suite_version
-from .calibration import record  # the user's measured sensitivity, quoted by other runs' health
 from .cases import Case, Pool, esconv_cases, heart_cases, run_cases
-from .names import REAL, USER
+from .names import ALL, REAL, USER
 
 KIND = "sensitivity"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
@@ -285,9 +285,9 @@ async def run_sensitivity(
                 finally:
                     bar.close()
                     # stopped or not: the finished cases' figures (a resumed run writes them anew)
-                    record(store, sensitivity_table)
+                    record(store, sensitivity_table, ALL)
         else:
-            record(store, sensitivity_table)
+            record(store, sensitivity_table, ALL)
         store.set_meta("status", "complete")
         errors = sum(1 for k in ("score", "pair") for _, d in store.items(k) if d.get("status") == "error")
         return Summary("score", len(items), len(todo), errors, lead=f"{len(cases)} cases, ")

@@ -12,7 +12,7 @@ from .names import ALL
 from .render import pct, usage_text
 
 if TYPE_CHECKING:
-    from ..report.runs import RunView
+    from ..run_view import RunView
 
 
 def _share(c: dict[str, Any], *, interval: bool = False) -> tuple[str, str]:

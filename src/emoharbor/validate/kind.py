@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..models.spec import ModelSpec
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
     from .run import ValidatePlan
 

@@ -18,7 +18,7 @@ from .render import all_rows, is_difference, summary_lines
 from .replay import SUPPORTER
 
 if TYPE_CHECKING:
-    from ..report.runs import RunView
+    from ..run_view import RunView
     from ..store.run_store import RunStore
 
 

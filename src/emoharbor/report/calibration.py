@@ -24,7 +24,6 @@ from typing import Any
 from ..models.cache import default_cache_dir
 from ..stats.bootstrap import TOO_SMALL
 from ..store.run_store import RunStore
-from .names import ALL
 
 # what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that a report
 # reading the records imports no model code
@@ -59,23 +58,25 @@ def key_prefix(model: str, versions: dict[str, str]) -> str:
     return f"{safe(model)}-{prompts_hash(versions)}"
 
 
-def _rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _rows(data: dict[str, Any], column: str) -> dict[str, dict[str, Any]]:
     out = {}
     for r in data["rows"]:
         if r["scorer"].split(" (")[0] not in USER_ROWS:
             continue
-        c = r[ALL]
+        c = r[column]
         out[r["scorer"]] = {"share": c["share"], "lo": c["lo"], "hi": c["hi"], "n": c["n"], "ties": c["ties"],
                             "tie_rate": r["tie_rate"], "pairs": r["pairs"],
                             "kinds": {k: v["share"] for k, v in r["cells"].items()}}  # fmt: skip
     return out
 
 
-def record(store: RunStore, table: Callable[..., dict[str, Any]], *, seed: int = 0, n_boot: int = 2000) -> Path | None:
+def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *, seed: int = 0,
+           n_boot: int = 2000) -> Path | None:  # fmt: skip
     """Write the calibration record of the sensitivity run in ``store`` (open): the figures of the cases it
     has finished (a run stopped part-way writes its own, and a resumed one writes it anew), from
     ``table(store, seed=, n_boot=)`` (``analysis.sensitivity_table``, made only when there is a user to
-    record); its path, or None when the run has no simulated user, no finished case or no user row (nothing
+    record), its shares read from its ``column`` (the one over every kind of bad reply); its path, or None
+    when the run has no simulated user, no finished case or no user row (nothing
     is written) or the cache folder cannot be written (the run's own results are not affected)."""
     cfg = store.config()
     model = (cfg.get("user") or {}).get("model")
@@ -85,7 +86,7 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], *, seed: int =
     data = table(store, seed=seed, n_boot=n_boot)
     if not data["cases"]:
         return None
-    rows = _rows(data)
+    rows = _rows(data, column)
     headline = next((h for h in HEADLINES if h in rows), None)
     if headline is None:
         return None
