@@ -145,7 +145,7 @@ from pathlib import Path
 from emoharbor.store.run_store import RunStore
 store = RunStore.open_existing(Path(sys.argv[1]))
 print(store.get("history", ("regular:0",)), store.unit_kinds())
-print(sorted(m for m in sys.modules if m == "emoharbor.kinds" or m.startswith("emoharbor.heart")))
+print(sorted(m for m in sys.modules if m.endswith(".kind") or m.startswith("emoharbor.heart")))  # no kind module
 """
 
 
