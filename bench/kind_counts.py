@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import sys
 import tempfile
@@ -33,8 +32,7 @@ from typing import Any
 
 import yaml
 
-from emoharbor.cli import main
-from plan_counts import count_calls, counts, invented_esconv, script_models
+from plan_counts import command, count_calls, invented_esconv, script_models
 
 MODULES = ("emoharbor.preflight", "emoharbor.config_kinds", "emoharbor.commands.heart", "emoharbor.commands.evolve",
            "emoharbor.heart.plan", "emoharbor.heart.kind", "emoharbor.heart.stages.pipeline",
@@ -59,19 +57,6 @@ EVOLVE = {"episode judges built": ("episode_judge",), "run configs loaded": ("lo
 HISTORY = {"dialogue_history": ["Hi, how are you?", "Not great, I lost my job today."],
            "prev_speakers": ["supporter", "seeker"], "emotion_type": "sadness", "problem_type": "job crisis",
            "situation": "lost job", "vanilla_completion": "I'm sorry, that must be a shock."}  # fmt: skip
-
-
-def command(argv: list[str], named: dict[str, tuple[str, ...]]) -> dict[str, float]:
-    """``emoharbor ARGV`` as a user types it; the ``named`` counts it made."""
-    counts.clear()
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            main(argv)
-    except SystemExit as e:
-        if e.code:
-            raise SystemExit(f"emoharbor {' '.join(argv)} failed:\n{err.getvalue()}") from None
-    return {name: sum(counts[f] for f in functions) for name, functions in named.items()}
 
 
 def heart_files(folder: Path) -> Path:
