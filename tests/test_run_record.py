@@ -98,7 +98,7 @@ def test_every_kind_in_the_table_of_run_kinds_loads_under_its_name() -> None:
     assert parts["emoharbor"] == ["board", "view", "html", "side_by_side", "judges", "rejudge", "tidy", "check",
                                   "execute"]  # fmt: skip
     assert parts["validate"] == [p for p in kinds.PARTS if p != "side_by_side"]
-    assert parts["heart"] == ["html", "judges", "tidy"]
+    assert parts["heart"] == ["html", "judges", "tidy", "check", "execute"]
     assert kinds.with_part("judges") == ["emoharbor", "validate", "heart", "sensitivity", "seekers"]
     assert parts["heart_strategy_check"] == parts["evolve_refine"] == []
     assert kinds.with_part("rejudge") == ["emoharbor", "validate"]
