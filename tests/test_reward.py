@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from cli_helpers import run_main
+from emoharbor.data.esconv import load_esconv
 from emoharbor.evolve.guard import EvalGuard
 from emoharbor.models.base import ModelCallError
 from emoharbor.profiles.loader import builtin_profiles
 from emoharbor.reward import RewardContext, RewardSettings, UserReward, UserRewardFunc, tally
-from emoharbor.reward.context import esconv_contexts, heart_contexts, openings, sample
+from emoharbor.reward.context import esconv_contexts, heart_contexts, load_heart_histories, openings, sample
 from emoharbor.reward.penalties import penalties
 from emoharbor.simulate.agents import default_user
 from emoharbor.simulate.conversation import Turn
@@ -158,8 +159,8 @@ def test_contexts_from_esconv_and_heart_end_on_the_seeker_and_the_guard_holds_ou
     esconv, heart = SHARED / "esconv" / "valid.jsonl", SHARED / "heart" / "dialogues_regular.json"
     if not esconv.is_file() or not heart.is_file():
         pytest.skip("the shared data is not here")
-    es = esconv_contexts([str(esconv)], initial_trust=40)
-    hs = heart_contexts([str(heart)], initial_trust=40)
+    es = esconv_contexts(load_esconv(esconv), initial_trust=40)
+    hs = heart_contexts(load_heart_histories(str(heart)), initial_trust=40)
     assert es and hs
     assert all(c.turns[-1].speaker == "user" for c in es + hs)
     assert len(hs) == 279  # the one history that ends on the supporter has no seeker turn to answer

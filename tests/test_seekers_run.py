@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import html
 import json
 import os
 import signal
@@ -18,6 +19,9 @@ import pytest
 
 from cli_helpers import count, emoharbor, run_main
 from emoharbor.models.spec import ModelSpec
+from emoharbor.report import calibration
+from emoharbor.report.health import health_html
+from emoharbor.run_view import RunView
 from emoharbor.seekers.analysis import seekers_table
 from emoharbor.seekers.run import SeekersOptions, run_seekers
 from emoharbor.store.run_store import RunStore
@@ -80,6 +84,32 @@ def test_the_command_scores_every_point_and_shows_it_everywhere(
         flat = list(csv.DictReader(f))
     assert len(flat) == POINTS and {"rating", "words", "position", "echo", "user reward"} <= set(flat[0])
     assert (tmp_path / "x" / "seekers.csv").exists()
+    check_record(tmp_path, run)
+
+
+def check_record(tmp_path: Path, run: Path) -> None:
+    """The run's record of the user's agreement with the seekers, and the health of another run that quotes it."""
+    [path] = (tmp_path / "cache" / "seekers").glob("fake-*.json")
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    store = RunStore.open_existing(run)
+    try:
+        versions = store.config()["prompt_versions"]
+        want = {r["scorer"]: r for r in seekers_table(store)["rows"]}["user reward (expected)"]
+    finally:
+        store.close()
+    assert rec["user_model"] == "fake" and rec["size"] == POINTS and rec["talks"] == TALKS
+    assert rec["headline"] == "user reward (expected)" and rec["run"] == str(run.resolve())
+    assert rec["row"]["pairs"]["value"] == pytest.approx(want["pairs"]["value"])
+    assert rec["row"]["pairs_beats"] == want["pairs_beats"] and rec["prompt_versions"] == calibration.chain_versions(
+        versions
+    )
+    assert f"(emoharbor seekers, {POINTS} points in {TALKS} talks, " in rec["line"]
+    assert f"in {want['pairs']['value']:.2f} [" in rec["line"]
+    # an EmoHarbor run with the same user model and prompts states it in its health; another model's does not
+    view = RunView(folder=tmp_path, kind="emoharbor", meta={}, user_model="fake", user_prompts=dict(versions))
+    assert html.escape(rec["line"]) in health_html(view)
+    view.user_model = "other"
+    assert "agreement with the seekers" not in health_html(view)
 
 
 def test_the_rule_user_alone_calls_no_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

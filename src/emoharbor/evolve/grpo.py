@@ -64,10 +64,11 @@ REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.
 EPISODES = "episodes.jsonl"  # the same, of an episode stage (episodes-rank{r}.jsonl)
 
 
-def build_contexts(cfg: EvolveConfig, guard: EvalGuard, user: ChatModel | None = None) -> tuple[
+def build_contexts(plan: EvolvePlan, guard: EvalGuard, user: ChatModel | None = None) -> tuple[
         list[RewardContext], dict[str, Any]]:  # fmt: skip
-    """The sampled contexts (openings written by the simulated user, the others as the files say) and counts:
-    per source, the contexts found, held out by the guard, and used."""
+    """The sampled contexts (openings written by the simulated user, the others as the plan's files say) and
+    counts: per source, the contexts found, held out by the guard, and used."""
+    cfg = plan.cfg
     c, g = cfg.grpo.contexts, cfg.grpo
     trust = g.reward.user_agent.initial_trust
     counts: dict[str, Counter[str]] = {}
@@ -82,8 +83,8 @@ def build_contexts(cfg: EvolveConfig, guard: EvalGuard, user: ChatModel | None =
     profiles = keep("profile", resolve_profiles(c.profiles) if c.profiles else [],
                     lambda p: {"profile_id": p.id, "evaluation_only": p.evaluation_only})  # fmt: skip
     ready = keep("run", [x for f in c.runs for x in run_contexts(Path(f))], RewardContext.guard_record)
-    ready += keep("esconv", esconv_contexts(c.esconv, initial_trust=trust), RewardContext.guard_record)
-    ready += keep("heart", heart_contexts(c.heart, initial_trust=trust), RewardContext.guard_record)
+    ready += keep("esconv", esconv_contexts(plan.esconv, initial_trust=trust), RewardContext.guard_record)
+    ready += keep("heart", heart_contexts(plan.heart, initial_trust=trust), RewardContext.guard_record)
     items: list[Any] = [*profiles, *ready]
     chosen = sample(items, c.n, cfg.seed, lambda x: x.history if isinstance(x, RewardContext) else x.id,
                     lambda x: x.source if isinstance(x, RewardContext) else "profile")  # fmt: skip
@@ -109,12 +110,12 @@ async def _openings(cfg: EvolveConfig, profiles: list[Any], user: ChatModel | No
         return await openings(profiles, model, seed=cfg.seed, settings=g.reward.user_agent)
 
 
-def _contexts(cfg: EvolveConfig, out: Path, guard: EvalGuard, user: ChatModel | None) -> tuple[
+def _contexts(plan: EvolvePlan, out: Path, guard: EvalGuard, user: ChatModel | None) -> tuple[
         list[RewardContext], dict[str, Any]]:  # fmt: skip
     """The stage's contexts: made once by the main process (``contexts.jsonl``), read by every process."""
     path = out / CONTEXTS
     if processes().main and not path.is_file():
-        made, counts = build_contexts(cfg, guard, user)
+        made, counts = build_contexts(plan, guard, user)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"counts": counts}) + "\n" + "".join(c.to_json() + "\n" for c in made), "utf-8")
         tmp.replace(path)
@@ -165,7 +166,7 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
               "user": g.user.model_dump(mode="json"), "reward": g.reward.model_dump(mode="json")}  # fmt: skip
     with args.main_process_first(desc="the stage folder and its contexts"):
         begin_stage(out, stage_settings(cfg, "grpo", **inputs), "grpo")
-        contexts, counts = _contexts(cfg, out, guard, user)
+        contexts, counts = _contexts(plan, out, guard, user)
     used = ", ".join(f"{k} {v.get('used', 0)}" for k, v in counts.items())
     say(f"grpo: {len(contexts)} contexts ({used}); {args.num_generations} replies each")
     if not contexts:

@@ -1,22 +1,23 @@
 """What an evolve command is to do, built once from its config and passed on: the supporter prompt of the policy,
 the episode judge (``grpo.episodes.reward: judge``) and the plan of the held-out evaluation
-(``grpo.eval_config``: its profiles and judges). Making it checks every file the config names (the data, pair
-and held-out files are there; GRPO's ESConv and HEART context files load; the evaluation config and what it
-names can be read), before any stage loads a model or contacts one; the GRPO stage reads it."""
+(``grpo.eval_config``: its profiles and judges), and GRPO's ESConv talks and HEART histories (its context
+files, read once). Making it checks every file the config names (the data, pair and held-out files are there;
+the context files load; the evaluation config and what it names can be read), before any stage loads a model
+or contacts one; the GRPO stage reads it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..assess.stage import Judge
 from ..config import load_config
-from ..data.esconv import load_esconv
+from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError, DataError
 from ..evaluate.plan import Plan, check_plan
-from ..heart.config import HistorySource
-from ..heart.stages.sources import load_heart_source
+from ..heart.histories import History
 from ..prompts import Prompt
+from ..reward.context import load_heart_histories
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
 
@@ -28,6 +29,8 @@ class EvolvePlan:
     system: Prompt  # the policy's system prompt (``system_prompt``)
     episode_judge: Judge | None  # with ``grpo.episodes.reward: judge``
     evaluation: Plan | None  # the held-out evaluation's (``grpo.eval_config``)
+    esconv: list[EsconvDialog] = field(default_factory=list)  # ``grpo.contexts.esconv``'s talks
+    heart: list[History] = field(default_factory=list)  # ``grpo.contexts.heart``'s histories
 
     @classmethod
     def of(cls, cfg: EvolveConfig, where: str) -> EvolvePlan:
@@ -42,10 +45,8 @@ class EvolvePlan:
                 if not Path(p).is_file():
                     raise ConfigError(f"{where}: field '{name}': {p} not found")
         try:
-            for p in c.esconv:
-                load_esconv(p)
-            for p in c.heart:
-                load_heart_source(HistorySource(path=p), Path(p))
+            esconv = [d for p in c.esconv for d in load_esconv(p)]
+            heart = [h for p in c.heart for h in load_heart_histories(p)]
         except DataError as e:
             raise DataError(f"{where}: field 'grpo.contexts': {e}") from None
         try:
@@ -62,4 +63,4 @@ class EvolvePlan:
         if cfg.grpo.eval_config:
             evaluation = Plan.of(load_config(cfg.grpo.eval_config), cfg.grpo.eval_config)
             check_plan(evaluation, models=False, reach=False)
-        return cls(cfg, where, system, judge, evaluation)
+        return cls(cfg, where, system, judge, evaluation, esconv, heart)

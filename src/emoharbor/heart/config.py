@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from .. import userfiles
-from ..assess.cards import load_card
+from ..assess.cards import JudgeCard, load_card
 from ..assess.judge_kinds import PairKind
 from ..config import SupporterSpec, plain_name
 from ..errors import ConfigError, EmoharborError, validation_message
@@ -120,6 +120,7 @@ class HistorySource(BaseModel):
 class JudgeSpec(ModelSpec):
     name: str = ""
     card: str = "heart_pairwise"  # a judge card of kind heart_pairwise: a built-in name or a YAML file
+    _loaded: tuple[str, JudgeCard] | None = PrivateAttr(default=None)  # (card, its card loaded at validation)
 
     @model_validator(mode="after")
     def _card_kind(self) -> JudgeSpec:
@@ -130,7 +131,15 @@ class JudgeSpec(ModelSpec):
         if not isinstance(card.judge_kind(), PairKind):
             raise ValueError(f"judge card {self.card!r} is of kind {card.kind}, not heart_pairwise nor another "
                              "kind that compares two replies")  # fmt: skip
+        self._loaded = (self.card, card)
         return self
+
+    def judge_card(self) -> JudgeCard:
+        """The card the spec was validated with (loaded once; a spec whose card was changed after validation
+        has it loaded again)."""
+        if self._loaded is None or self._loaded[0] != self.card:
+            self._loaded = (self.card, load_card(self.card))
+        return self._loaded[1]
 
 
 def _name_specs(specs: list[Any], what: str) -> None:
@@ -252,7 +261,7 @@ class HeartConfig(BaseModel):
                 if h[f] is None:
                     del h[f]
         if card_versions is None:
-            card_versions = {j.name: load_card(j.card).version for j in self.judges}
+            card_versions = {j.name: j.judge_card().version for j in self.judges}
         return {**dump, "judge_cards": card_versions}
 
     def config_hash(self) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..assess.cards import JudgeCard, load_card
+from ..assess.cards import JudgeCard
 from ..errors import ConfigError, DataError, EmoharborError
 from ..models.spec import ModelSpec
 from ..store.record import hash_config
@@ -98,4 +98,4 @@ class HeartPlan:
 
 
 def cards_of(cfg: HeartConfig) -> dict[str, JudgeCard]:
-    return {spec.name: load_card(spec.card) for spec in cfg.judges}
+    return {spec.name: spec.judge_card() for spec in cfg.judges}

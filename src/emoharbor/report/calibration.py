@@ -8,6 +8,11 @@ per-kind shares, the run folder and the date. ``lookup(model, prompt_versions)``
 made with that model and those prompt versions (another prompt's version, such as a supporter's, is not
 compared); an EmoHarbor or validate run's health names it (``report.health``), or says it has not been
 measured.
+
+Another suite that measures the user against people (``emoharbor seekers``: the seekers' own ratings) writes
+its records the same way (``write``) under a folder of its own name, each with the line a run's health quotes
+(``line``) and its size (``size``, the points it stands on): ``quoted`` gives the line of every such suite's
+best record for the run's user model and prompts, so a new suite reaches the health without a change here.
 """
 
 from __future__ import annotations
@@ -31,10 +36,6 @@ PROMPTS = ("user_system", "user_appraise", "user_feel")
 FOLDER = "sensitivity"
 HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is
 USER_ROWS = ("user reward", "user reaction", "user fit", "user relief", "user trust")
-
-
-def folder() -> Path:
-    return default_cache_dir() / FOLDER
 
 
 def chain_versions(prompt_versions: dict[str, Any] | None) -> dict[str, str] | None:
@@ -70,6 +71,15 @@ def _rows(data: dict[str, Any], column: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def user_of(store: RunStore) -> tuple[str, dict[str, str]] | None:
+    """The simulated user's model of the run in ``store`` and the versions of its reaction prompts; None for a
+    run without one (or whose user read no reactions)."""
+    cfg = store.config()
+    model = (cfg.get("user") or {}).get("model")
+    versions = chain_versions(cfg.get("prompt_versions"))
+    return None if not model or versions is None else (str(model), versions)
+
+
 def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *, seed: int = 0,
            n_boot: int = 2000) -> Path | None:  # fmt: skip
     """Write the calibration record of the sensitivity run in ``store`` (open): the figures of the cases it
@@ -78,11 +88,11 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
     record), its shares read from its ``column`` (the one over every kind of bad reply); its path, or None
     when the run has no simulated user, no finished case or no user row (nothing
     is written) or the cache folder cannot be written (the run's own results are not affected)."""
-    cfg = store.config()
-    model = (cfg.get("user") or {}).get("model")
-    versions = chain_versions(cfg.get("prompt_versions"))
-    if not model or versions is None:
+    user = user_of(store)
+    if user is None:
         return None
+    model, versions = user
+    cfg = store.config()
     data = table(store, seed=seed, n_boot=n_boot)
     if not data["cases"]:
         return None
@@ -106,8 +116,14 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
         "config_hash": store.meta().get("config_hash", ""),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+    return write(FOLDER, model, versions, run, rec)
+
+
+def write(suite: str, model: str, versions: dict[str, str], run: str, rec: dict[str, Any]) -> Path | None:
+    """Write ``rec`` as the record of the run folder ``run`` in ``suite``'s folder of the cache (one file per
+    run, replaced whole); its path, or None when the folder cannot be written."""
     run_hash = hashlib.sha256(run.encode()).hexdigest()[:8]
-    path = folder() / f"{key_prefix(model, versions)}-{run_hash}.json"
+    path = default_cache_dir() / suite / f"{key_prefix(model, versions)}-{run_hash}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
@@ -118,14 +134,15 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
     return path
 
 
-def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The calibration record with the most cases (the newest among equals) of ``model_name`` with the same
-    versions of the user's reaction prompts as ``prompt_versions`` (a run's, which may name more prompts);
-    None if there is none."""
+def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None,
+           suite: str = FOLDER) -> dict[str, Any] | None:  # fmt: skip
+    """The record of ``suite`` with the most cases (``size``; the newest among equals) of ``model_name`` with
+    the same versions of the user's reaction prompts as ``prompt_versions`` (a run's, which may name more
+    prompts); None if there is none."""
     versions = chain_versions(prompt_versions)
     if not model_name or versions is None:
         return None
-    where = folder()
+    where = default_cache_dir() / suite
     if not where.is_dir():
         return None
     found = []
@@ -136,7 +153,22 @@ def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None) -> di
             continue
         if isinstance(rec, dict) and rec.get("user_model") == model_name and rec.get("prompt_versions") == versions:
             found.append(rec)
-    return max(found, key=lambda r: (int(r.get("cases") or 0), str(r.get("date", ""))), default=None)
+    size = "cases" if suite == FOLDER else "size"
+    return max(found, key=lambda r: (int(r.get(size) or 0), str(r.get("date", ""))), default=None)
+
+
+def quoted(model_name: str | None, prompt_versions: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    """(suite, record) of every suite besides the sensitivity's with a record for this user model and these
+    prompts (its best, ``lookup``) that has a ``line`` to quote, by suite name."""
+    root = default_cache_dir()
+    if not model_name or chain_versions(prompt_versions) is None or not root.is_dir():
+        return []
+    out = []
+    for suite in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != FOLDER):
+        rec = lookup(model_name, prompt_versions, suite)
+        if rec is not None and isinstance(rec.get("line"), str):
+            out.append((suite, rec))
+    return out
 
 
 def pct(x: float | None) -> str:

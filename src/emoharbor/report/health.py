@@ -139,6 +139,16 @@ def sensitivity_line(view: RunView) -> str:
     return f'<p class="sensitivity" title="{esc(rec.get("run", ""))}">{esc(sentence(rec))}.</p>'
 
 
+def agreement_lines(view: RunView) -> str:
+    """The simulated user's measured agreement with people (``emoharbor seekers``, and any suite that records
+    its figures the same way) for the run's user model and prompts, one line a suite; "" where none is
+    recorded."""
+    from .calibration import quoted
+
+    return "".join(f'<p class="agreement {esc(suite)}" title="{esc(rec.get("run", ""))}">{esc(rec["line"])}.</p>'
+                   for suite, rec in quoted(view.user_model, view.user_prompts))  # fmt: skip
+
+
 def units_health(view: RunView) -> str:
     """The health of a run of scored units without conversations (sensitivity, seekers): its status, the
     tokens, cost, retries and errors per role, the events."""
@@ -178,7 +188,7 @@ def health_html(view: RunView) -> str:
     parts.insert(
         0, f"<p>Run status: <b>{esc(status)}</b>; config hash <code>{esc(view.meta.get('config_hash', ''))}</code>.</p>"
     )
-    line = sensitivity_line(view)
+    line = sensitivity_line(view) + agreement_lines(view)
     if line:
         parts.insert(1, line)
     history = json.loads(view.meta.get("history", "[]"))

@@ -21,15 +21,18 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
+from ..data.esconv import EsconvDialog, EsconvTurn
 from ..errors import DataError
 from ..models.base import ChatModel, Message
 from ..profiles.esconv_import import draft_profile
 from ..profiles.schema import Profile
 from ..simulate.agents import ReactionSettings, make_user
 from ..simulate.conversation import Conversation, Turn
+
+if TYPE_CHECKING:
+    from ..heart.histories import History
 
 T = TypeVar("T")
 
@@ -167,31 +170,36 @@ def dialog_contexts(d: EsconvDialog, source: str, initial_trust: int) -> list[Re
     return out
 
 
-def esconv_contexts(paths: list[str], *, initial_trust: int) -> list[RewardContext]:
-    return [c for p in paths for d in load_esconv(p) for c in dialog_contexts(d, "esconv", initial_trust)]
+def esconv_contexts(dialogs: list[EsconvDialog], *, initial_trust: int) -> list[RewardContext]:
+    """ESConv talks (``load_esconv``), each cut at every seeker turn."""
+    return [c for d in dialogs for c in dialog_contexts(d, "esconv", initial_trust)]
 
 
-def heart_contexts(paths: list[str], *, initial_trust: int) -> list[RewardContext]:
-    """HEART histories that end on the seeker, each one context (its last turn)."""
+def load_heart_histories(path: str) -> list[History]:
+    """The histories of a HEART file (its subset by its name: ``adversarial`` in it, else regular)."""
     from ..heart.config import HistorySource
-    from ..heart.histories import SEEKER
     from ..heart.stages.sources import load_heart_source
 
+    src = HistorySource(path=path, subset="adversarial" if "adversarial" in Path(path).name else "regular")
+    return load_heart_source(src, Path(path))[0]
+
+
+def heart_contexts(histories: list[History], *, initial_trust: int) -> list[RewardContext]:
+    """HEART histories (``load_heart_histories``) that end on the seeker, each one context (its last turn)."""
+    from ..heart.histories import SEEKER
+
     out = []
-    for path in paths:
-        src = HistorySource(path=path, subset="adversarial" if "adversarial" in Path(path).name else "regular")
-        histories, _ = load_heart_source(src, Path(path))
-        for i, h in enumerate(histories):
-            if not h.turns or h.turns[-1].speaker != SEEKER:
-                continue
-            turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
-            d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
-            profile, conv = draft_profile(d), talk(d)
-            replies = sum(t.speaker == "supporter" for t in conv)
-            ctx = _check(RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,
-                                       initial_trust, replies, h.id))  # fmt: skip
-            if ctx:
-                out.append(ctx)
+    for i, h in enumerate(histories):
+        if not h.turns or h.turns[-1].speaker != SEEKER:
+            continue
+        turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
+        d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
+        profile, conv = draft_profile(d), talk(d)
+        replies = sum(t.speaker == "supporter" for t in conv)
+        ctx = _check(RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,
+                                   initial_trust, replies, h.id))  # fmt: skip
+        if ctx:
+            out.append(ctx)
     return out
 
 

@@ -36,6 +36,7 @@ from ..store.record import open_record, run_record
 from ..store.run_store import RunStore, call_sink
 from ..store.units import run_stage, stage_todo
 from .points import Point, file_points
+from .record import record
 
 KIND = "seekers"
 DEFINITION = 1  # the version of what a point is (points.py): a change refuses to resume older runs
@@ -157,8 +158,11 @@ async def run_seekers(plan: SeekersPlan | SeekersOptions, run_dir: Path, *, prog
         store_points(store, points)
         items = scorings(points, opts, judges)
         todo = set(stage_todo(store, "score", [i.key for i in items]))
-        if todo:  # nothing left: no server is started
-            await _score(store, [i for i in items if i.key in todo], opts, judges, progress, cache_path)
+        try:
+            if todo:  # nothing left: no server is started
+                await _score(store, [i for i in items if i.key in todo], opts, judges, progress, cache_path)
+        finally:  # stopped or not: the finished points' figures, quoted by other runs' health
+            record(store)
         store.set_meta("status", "complete")
         status = store.field("score", "status")
         errors = sum(1 for i in items if status.get(i.key) == "error")

@@ -171,6 +171,8 @@ class FakeOpenAIServer:
         body = b""
         while True:
             msg = await receive()
+            if msg["type"] == "http.disconnect":  # the client died before its request was whole: no request
+                return
             body += msg.get("body", b"")
             if not msg.get("more_body"):
                 break

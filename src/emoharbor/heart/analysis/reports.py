@@ -8,7 +8,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ...assess.cards import load_card
 from ...assess.judge_kinds import PairKind, card_kind
 from ...store import records
 from ...store.run_store import RunStore
@@ -142,7 +141,7 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
 
 def judge_answers(judge: JudgeSpec, config: HeartConfig) -> frozenset[str]:
     """The dimensions a judge's verdicts hold: overall alone for a kind that chooses, else the run's and overall."""
-    chooses = card_kind(load_card(judge.card), PairKind).chooses
+    chooses = card_kind(judge.judge_card(), PairKind).chooses
     return frozenset([OVERALL] if chooses else verdict_keys(config.dimensions))
 
 
