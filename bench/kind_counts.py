@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -135,6 +136,7 @@ def table(title: str, columns: list[str], rows: list[dict[str, float]]) -> None:
 
 def main_() -> None:
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+        os.environ["EMOHARBOR_CACHE_DIR"] = str(Path(tmp) / "cache")  # its calls and records stay here
         count_calls(COUNTED, MODULES)
         script_models()
         config = str(heart_files(Path(tmp)))

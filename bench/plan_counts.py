@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import io
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -184,6 +185,7 @@ def one_command(argv: list[str]) -> dict[str, float]:
 
 def main_() -> None:
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), counters():
+        os.environ["EMOHARBOR_CACHE_DIR"] = str(Path(tmp) / "cache")  # its calls and records stay here
         config = demo_config(Path(tmp))
         run_dir, fresh = one_run(config)
         finished = one_run(config)[1]
