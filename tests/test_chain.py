@@ -109,6 +109,20 @@ async def test_a_whole_conversation_with_inner_records() -> None:
     assert conv.states[1].thought == "ok, maybe"
 
 
+async def test_a_turns_appraiser_feeler_and_expresser_share_their_whole_system_prompt() -> None:
+    # the persona and the conversation so far come first, the same for the three agents of a turn, so a
+    # server slot reads them once and each call adds only its own task
+    model = ScriptedModel(ChainScript())
+    conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
+    await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=2, seed=1)
+    chain = [c for c in model.calls if role_of(c) in ("appraise", "feel", "express")]
+    turns: dict[str, list[str]] = {}
+    for c in chain:
+        turns.setdefault(c[0]["content"], []).append(role_of(c))
+    assert [sorted(set(roles)) for roles in turns.values()] == [["appraise", "express", "feel"]] * 2
+    assert all("Who the person is:" in system for system in turns)
+
+
 async def test_state_steps_are_bounded_even_when_the_model_overshoots() -> None:
     # the schema's enum refuses 90; the retries fail too, so the step is unscored and the state holds
     big = ChainScript(feel=json.dumps({"thought": "x", "better": 90, "trust": -90}))

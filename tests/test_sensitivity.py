@@ -281,6 +281,26 @@ def test_the_command_prints_every_format(tmp_path: Path, valid: Path, capsys: py
     assert code != 0 and "no such kind of bad reply" in err
 
 
+def test_judge_none_scores_the_simulated_user_alone(tmp_path: Path, valid: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    cases = esconv_cases(valid, 40, Pool())[:2]
+    model = scorer_model({c.real for c in cases}, [])
+
+    async def build(self: ModelPool, spec: ModelSpec) -> Any:
+        return model
+
+    monkeypatch.setattr(ModelPool, "_build", build)
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    base = ["sensitivity", "--esconv", str(valid), "--limit", "2", "--bad", "generic", "--judge", "none",
+            "--run-dir", str(tmp_path / "r"), "--quiet", "--format", "json"]  # fmt: skip
+    code, out, err = run_main([*base, "--model", "scripted"], capsys)
+    assert code == 0, err
+    scorers = {r["scorer"] for r in json.loads(out)["rows"]}
+    assert "user reward" in scorers and not any("third_party_reply" in s or "heart" in s for s in scorers)
+    code, _, err = run_main([*base, "--model", "none", "--judge-model", "scripted"], capsys)
+    assert code == 2 and "--judge none and --model none: nothing is left to score" in err
+
+
 async def test_cases_from_a_run_folder_are_its_supporters_next_turns(tmp_path: Path) -> None:
     from emoharbor.sensitivity.cases import run_cases
     from emoharbor.simulate.conversation import Conversation

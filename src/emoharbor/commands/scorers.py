@@ -51,6 +51,14 @@ def scorer_models(user_option: str, user_model: str, judge_model: str | None, ba
     return user, judge
 
 
+def judge_cards(judges: tuple[str, ...], default: list[str], user: ModelSpec | None, user_option: str) -> list[str]:
+    """The ``--judge`` cards: ``default`` where none is given, no card for ``none`` (the simulated user alone)."""
+    cards = [] if judges == ("none",) else list(judges) or default
+    if not cards and user is None:
+        raise ConfigError(f"--judge none and {user_option} none: nothing is left to score")
+    return cards
+
+
 def run_scorers(kind: str, plan: Any, resolved: dict[str, Any], run_dir: Path | None, *, fmt: str, progress: bool,
                 seed: int) -> None:  # fmt: skip
     """Run ``plan`` of ``kind`` in ``run_dir`` (default: ``runs/KIND-HASH``, the hash of the ``resolved`` options)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .options import progress_opt, set_option
-from .scorers import run_scorers, scorer_models, scorer_options
+from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
 
 
 @click.command("seekers")
@@ -39,7 +39,7 @@ def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     from ..seekers.run import SeekersOptions, SeekersPlan, reply_cards
 
     user, judge = scorer_models("--user-model", user_model, judge_model, base_url, api_key_env)
-    cards = [] if judges == ("none",) else list(judges) or reply_cards()
+    cards = judge_cards(judges, reply_cards(), user, "--user-model")
     opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, user=user, judge=judge,
                           judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.user_agent=rules"), "the seekers options")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .options import progress_opt, set_option
-from .scorers import run_scorers, scorer_models, scorer_options
+from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
 
 SOURCE = click.Path(path_type=Path)
 
@@ -29,7 +29,7 @@ SOURCE = click.Path(path_type=Path)
 @click.option("--model", "user_model", default="local:qwen1.5b", show_default=True,
               help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply or heart_pairwise (repeatable; "
-              "default: third_party_reply and heart_pairwise).")  # fmt: skip
+              "default: third_party_reply and heart_pairwise); none: the simulated user alone.")  # fmt: skip
 @scorer_options("sensitivity", "--model")
 @progress_opt
 @set_option("reward.fit=0.5")
@@ -51,7 +51,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     user, judge = scorer_models("--model", user_model, judge_model, base_url, api_key_env)
     opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), from_run=list(from_run), limit=limit,
                               sample=sample, seed=seed, bad=list(bad) or list(KINDS), user=user, judge=judge,
-                              judges=list(judges) or list(DEFAULT_JUDGES), scoring=scoring,
+                              judges=judge_cards(judges, list(DEFAULT_JUDGES), user, "--model"), scoring=scoring,
                               concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
     plan = SensitivityPlan.of(opts)
