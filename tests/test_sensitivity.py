@@ -253,8 +253,8 @@ def test_options_are_checked(valid: Path) -> None:
         SensitivityOptions(esconv=[valid], judge=ModelSpec(model="scripted")).make_judges()
 
 
-def test_the_command_prints_every_format(tmp_path: Path, valid: Path, capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def scripted_pool(valid: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every model of the command is the scripted scorer of the first two cases; the cache in ``tmp_path``."""
     cases = esconv_cases(valid, 40, Pool())[:2]
     model = scorer_model({c.real for c in cases}, [])
 
@@ -263,6 +263,11 @@ def test_the_command_prints_every_format(tmp_path: Path, valid: Path, capsys: py
 
     monkeypatch.setattr(ModelPool, "_build", build)
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_the_command_prints_every_format(tmp_path: Path, valid: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    scripted_pool(valid, tmp_path, monkeypatch)
     base = ["sensitivity", "--esconv", str(valid), "--limit", "2", "--model", "scripted", "--judge",
             "third_party_reply", "--scoring", "argmax", "--bad", "generic", "--bad", "repeats",
             "--run-dir", str(tmp_path / "r"), "--quiet"]  # fmt: skip
@@ -283,14 +288,7 @@ def test_the_command_prints_every_format(tmp_path: Path, valid: Path, capsys: py
 
 def test_judge_none_scores_the_simulated_user_alone(tmp_path: Path, valid: Path, capsys: pytest.CaptureFixture[str],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    cases = esconv_cases(valid, 40, Pool())[:2]
-    model = scorer_model({c.real for c in cases}, [])
-
-    async def build(self: ModelPool, spec: ModelSpec) -> Any:
-        return model
-
-    monkeypatch.setattr(ModelPool, "_build", build)
-    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    scripted_pool(valid, tmp_path, monkeypatch)
     base = ["sensitivity", "--esconv", str(valid), "--limit", "2", "--bad", "generic", "--judge", "none",
             "--run-dir", str(tmp_path / "r"), "--quiet", "--format", "json"]  # fmt: skip
     code, out, err = run_main([*base, "--model", "scripted"], capsys)

@@ -51,12 +51,10 @@ def scorer_models(user_option: str, user_model: str, judge_model: str | None, ba
     return user, judge
 
 
-def judge_cards(judges: tuple[str, ...], default: list[str], user: ModelSpec | None, user_option: str) -> list[str]:
-    """The ``--judge`` cards: ``default`` where none is given, no card for ``none`` (the simulated user alone)."""
-    cards = [] if judges == ("none",) else list(judges) or default
-    if not cards and user is None:
-        raise ConfigError(f"--judge none and {user_option} none: nothing is left to score")
-    return cards
+def judge_cards(judges: tuple[str, ...], default: list[str]) -> list[str]:
+    """The ``--judge`` cards: ``default`` where none is given, no card for ``none`` (the simulated user alone;
+    each suite's options refuse a run left with no scorer)."""
+    return [] if judges == ("none",) else list(judges) or default
 
 
 def run_scorers(kind: str, plan: Any, resolved: dict[str, Any], run_dir: Path | None, *, fmt: str, progress: bool,

@@ -39,7 +39,7 @@ def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     from ..seekers.run import SeekersOptions, SeekersPlan, reply_cards
 
     user, judge = scorer_models("--user-model", user_model, judge_model, base_url, api_key_env)
-    cards = judge_cards(judges, reply_cards(), user, "--user-model")
+    cards = judge_cards(judges, reply_cards())
     opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, user=user, judge=judge,
                           judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.user_agent=rules"), "the seekers options")

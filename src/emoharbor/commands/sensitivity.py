@@ -51,7 +51,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     user, judge = scorer_models("--model", user_model, judge_model, base_url, api_key_env)
     opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), from_run=list(from_run), limit=limit,
                               sample=sample, seed=seed, bad=list(bad) or list(KINDS), user=user, judge=judge,
-                              judges=judge_cards(judges, list(DEFAULT_JUDGES), user, "--model"), scoring=scoring,
+                              judges=judge_cards(judges, list(DEFAULT_JUDGES)), scoring=scoring,
                               concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
     plan = SensitivityPlan.of(opts)

@@ -73,6 +73,8 @@ class SensitivityOptions:
             raise ConfigError(f"--bad {', '.join(unknown)}: no such kind of bad reply (the kinds: {', '.join(KINDS)})")
         if not self.bad:
             raise ConfigError("--bad: give at least one kind of bad reply")
+        if self.user is None and not self.judges:
+            raise ConfigError("--judge none and --model none: nothing is left to score")
 
     def resolved(self) -> dict[str, Any]:
         """What the cases and the user's scores depend on (the judges are recorded per card)."""
