@@ -18,15 +18,24 @@ from typing import Any
 import pytest
 
 from cli_helpers import count, emoharbor, run_main
+from emoharbor.errors import DataError
 from emoharbor.models.spec import ModelSpec
 from emoharbor.report import calibration
 from emoharbor.report.health import health_html
 from emoharbor.run_view import RunView
 from emoharbor.seekers.analysis import seekers_table
-from emoharbor.seekers.run import SeekersOptions, run_seekers
+from emoharbor.seekers.run import SeekersOptions, load_points, run_seekers
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer, default_reply
-from seekers_helpers import rated_files
+from seekers_helpers import (
+    bakery_talk,
+    breakup_talk,
+    multiesc_record,
+    rated_files,
+    raw_record,
+    write_lines,
+    write_raw,
+)
 
 POINTS, TALKS = 15, 6  # rated_files(3): 3 raw talks of 3 rated blocks, 3 MultiESC talks of 2
 SCORES = 2 * POINTS  # the simulated user and third_party_reply on each
@@ -216,3 +225,30 @@ def test_options_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="rates two replies side by side"):
         SeekersOptions(files=files, judges=["heart_pairwise"]).make_judges()
     assert [j.name for j in SeekersOptions(files=files).make_judges()] == ["third_party_reply:local:qwen1.5b"]
+
+
+def test_varied_chooses_among_the_talks_whose_ratings_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ratings = [(3, 3, 3), (2, 4, 4), (5, 5, 5), (1, 3, 2)]  # the first and third talks rate every block alike
+    raw = write_raw(tmp_path / "failed_mix.json", [raw_record(bakery_talk(k, r)) for k, r in enumerate(ratings)])
+    flat = write_lines(tmp_path / "feedback_flat.jsonl", [multiesc_record(breakup_talk(0, (4, 4)))])
+    judge_only: dict[str, Any] = {"user": None, "judges": ["third_party_reply"]}
+    every = load_points(SeekersOptions(files=[raw], **judge_only))
+    varied = load_points(SeekersOptions(files=[raw], varied=True, **judge_only))
+    assert len(every) == 12 and sorted({p.talk for p in every}) == [f"failed_mix:{k}" for k in range(4)]
+    assert sorted({p.talk for p in varied}) == ["failed_mix:1", "failed_mix:3"] and len(varied) == 6
+    sampled = load_points(SeekersOptions(files=[raw], varied=True, sample=1, seed=3, **judge_only))
+    assert {p.talk for p in sampled} <= {"failed_mix:1", "failed_mix:3"} and len(sampled) == 3
+    # the option is part of the run's record only when on: runs made before it still resume
+    assert "varied" not in SeekersOptions(files=[raw], **judge_only).resolved()
+    assert SeekersOptions(files=[raw], varied=True, **judge_only).resolved()["varied"] is True
+    with pytest.raises(DataError, match=r"feedback_flat.jsonl: --varied: no talk has two different ratings"):
+        load_points(SeekersOptions(files=[flat], varied=True, **judge_only))
+    run_dir = tmp_path / "run"
+    code, out, err = run_main(["seekers", str(flat), "--varied", "--user-model", "scripted", "--set",
+                               "reward.user_agent=rules", "--judge", "none", "--run-dir", str(run_dir), "--quiet"],
+                              capsys)  # fmt: skip
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines() == [f"error: {flat}: --varied: no talk has two different ratings (no within-talk "
+                                        "pair)"] and not run_dir.exists()  # fmt: skip

@@ -17,6 +17,8 @@ from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
 @click.option("--limit", type=int, help="The first N talks (with a rated turn) of each file.")
 @click.option("--sample", type=int, help="N talks of each file at random (with --seed), instead of the first N.")
 @click.option("--seed", default=0, show_default=True)
+@click.option("--varied", is_flag=True, help="Only talks whose seeker gave two different ratings or more (every "
+              "talk yields within-talk pairs); --limit and --sample choose among them.")  # fmt: skip
 @click.option("--user-model", default="local:qwen1.5b", show_default=True,
               help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply (repeatable; default: every "
@@ -24,7 +26,7 @@ from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
 @scorer_options("seekers", "--user-model")
 @progress_opt
 @set_option("reward.user_agent=rules")
-def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, user_model: str,
+def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, varied: bool, user_model: str,
             judges: tuple[str, ...], judge_model: str | None, scoring: str | None, base_url: str | None,
             api_key_env: str | None, concurrency: int, run_dir: Path | None, fmt: str, no_progress: bool,
             sets: tuple[str, ...]) -> None:  # fmt: skip
@@ -40,8 +42,8 @@ def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
 
     user, judge = scorer_models("--user-model", user_model, judge_model, base_url, api_key_env)
     cards = judge_cards(judges, reply_cards())
-    opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, user=user, judge=judge,
-                          judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip
+    opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, varied=varied, user=user,
+                          judge=judge, judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.user_agent=rules"), "the seekers options")
     run_scorers("seekers", SeekersPlan.of(opts), opts.resolved(), run_dir, fmt=fmt, progress=not no_progress, seed=seed)
 

@@ -53,6 +53,7 @@ class SeekersOptions:
     limit: int | None = None  # the first N talks (with a rated point) of each file
     sample: int | None = None  # or N such talks of each file drawn with ``seed``
     seed: int = 0
+    varied: bool = False  # only talks whose seeker gave two different ratings or more (each yields pairs)
     user: ModelSpec | None = field(default_factory=ModelSpec)  # None: no simulated user (the judges alone)
     judge: ModelSpec = field(default_factory=ModelSpec)  # the model of the cards that name none
     judges: list[str] = field(default_factory=reply_cards)
@@ -74,6 +75,7 @@ class SeekersOptions:
             "limit": self.limit,
             "sample": self.sample,
             "seed": self.seed,
+            **({"varied": True} if self.varied else {}),  # absent when off: older runs' records still match
             "definition": DEFINITION,
             "user": self.user.model_dump(mode="json") if self.user else None,
             "reward": self.reward.model_dump(mode="json"),
@@ -88,12 +90,16 @@ class SeekersOptions:
 
 def load_points(opts: SeekersOptions) -> list[Point]:
     """The chosen talks' points, the files interleaved talk by talk (a run stopped early holds about as many
-    talks of each file)."""
+    talks of each file). With ``varied``, only talks whose ratings differ are chosen from."""
     chosen: list[list[list[Point]]] = []
     seen: dict[str, Path] = {}
     for path in opts.files:
-        talks = select(file_points(path, initial_trust=opts.reward.user_agent.initial_trust), opts.limit,
-                       opts.sample, opts.seed)  # fmt: skip
+        talks = file_points(path, initial_trust=opts.reward.user_agent.initial_trust)
+        if opts.varied:
+            talks = [t for t in talks if len({p.rating for p in t}) > 1]
+            if not talks:
+                raise DataError(f"{path}: --varied: no talk has two different ratings (no within-talk pair)")
+        talks = select(talks, opts.limit, opts.sample, opts.seed)
         for t in talks:
             if t[0].talk in seen:
                 raise DataError(f"{path}: talk {t[0].talk} is also in {seen[t[0].talk]}: give files with different "
