@@ -338,9 +338,33 @@ async def test_the_seeker_chooses_in_both_orders_with_probabilities(tmp_path: Pa
         assert written["pairs"] == 4 and written["ties"] == 3 and math.isclose(written["agreement"], 0.625)
         soft = rows[("seeker", "probability, both orders")]  # P(the people's choice): 0.8 both orders on that pair
         assert math.isclose(soft["agreement"], (0.8 + 0.5 + 0.5 + 0.5) / 4)
-        assert rows[("longer reply", "more words")]["baseline"] is True
+        longer = rows[("longer reply", "more words")]
+        assert longer["baseline"] is True and math.isclose(longer["agreement"], 1.0)  # the people's longer reply won
+        # the margin over the baseline on the same pairs: 2 histories, so no interval and no verdict
+        assert math.isclose(written["minus_baseline"], 0.625 - 1.0) and written["beats_baseline"] == "n/a"
+        assert longer["minus_baseline"] is None and written["not_asked"] == 0
     finally:
         store.close()
+
+
+async def test_a_pair_the_judge_was_not_given_is_not_asked_not_unscored(tmp_path: Path) -> None:
+    cfg = HeartConfig.model_validate({
+        "histories": [{"path": str(welivita(tmp_path)), "format": "rated", "preset": "welivita"}],
+        "judges": [{"model": "scripted", "name": "seeker", "card": "seeker_choice"}], "pairs": "with_human",
+        "bootstrap": 20})  # fmt: skip
+    store = pipeline.open_run(tmp_path / "run", plan_of(cfg, tmp_path))
+    try:
+        await pipeline.generate(store, plan_of(cfg, tmp_path), models({}), progress=False)
+        seeker = ProbableSeeker(seeker_answer("sorry"))
+        summary = await pipeline.judge(store, plan_of(cfg, tmp_path), models({"seeker": seeker}), progress=False)
+        assert summary["judgements"] == 8  # the human against each model, on 2 histories, both orders
+        rows = {(r["scorer"], r["reading"]): r for r in reports.agreement_report(store, cfg, tmp_path)["people_pairs"]}
+    finally:
+        store.close()
+    # of the people's 4 decided pairs, p2's chatgpt against chatgpt_empathy was never put to the judge
+    seeker_row = rows[("seeker", "verdicts, both orders")]
+    assert (seeker_row["pairs"], seeker_row["unscored"], seeker_row["not_asked"]) == (3, 0, 1)
+    assert rows[("longer reply", "more words")]["pairs"] == 3  # every scorer on the same pairs
 
 
 # -- judge, agreement, ratings and a reply card on an imported run, against the fake server ----------------------
@@ -360,6 +384,8 @@ def test_judge_agreement_ratings_and_a_reply_card_on_an_imported_run(tmp_path: P
         agreement = json.loads(runner.invoke(cli, ["heart", "agreement", str(run), "--format", "json"]).output)
         ratings = json.loads(runner.invoke(cli, ["heart", "ratings", str(run), "--format", "json"]).output)
         md = runner.invoke(cli, ["heart", "agreement", str(run)]).output
+        r = runner.invoke(cli, ["report", str(run), "--out", str(tmp_path / "r.html")])
+        assert r.exit_code == 0, r.output
     judge_all = next(x for x in agreement["judge_human"] if x["judge"] == "judge" and x["dimension"] == "overall")
     assert judge_all["pairs"] == 18  # every pair of every history, one human judgment each
     assert agreement["human_judgments"] == 18
@@ -371,10 +397,29 @@ def test_judge_agreement_ratings_and_a_reply_card_on_an_imported_run(tmp_path: P
     spearman = {(x["scorer"], x["reading"]): x for x in agreement["people_ratings"]}
     assert spearman[("words", "word count")]["replies"] == 18 and spearman[("words", "word count")]["histories"] == 6
     assert spearman[("third_party_reply:fake", "expected")]["low"] is not None  # 6 histories: an interval
+    check_margins(agreement)
     humans = [x for x in ratings["ratings"] if x["judge"] == "humans" and x["dimension"] == "overall"]
     assert {x["competitor"] for x in humans} == {"human", "chatgpt", "chatgpt_empathy"}
     assert {x["judge"] for x in ratings["order_consistency"]} == {"judge", "seeker"}  # people are not judged twice
     assert "## Scorers against the people's pairs" in md and "longer reply (baseline)" in md
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Scorers against the people's pairs" in page and "beats_baseline" in page
+
+
+def check_margins(agreement: dict[str, Any]) -> None:
+    """Each scorer's margin is its figure minus the baseline's on the same items, and its verdict reads the
+    margin's interval."""
+    for table, stat, base in (("people_pairs", "agreement", "longer reply"), ("people_ratings", "spearman", "words")):
+        rows = agreement[table]
+        [baseline] = [r for r in rows if r["scorer"] == base]
+        for r in rows:
+            if r["baseline"]:
+                assert r["minus_baseline"] is None and r["beats_baseline"] is None
+                continue
+            assert r["minus_baseline"] == pytest.approx(r[stat] - baseline[stat], abs=1e-3)  # figures are rounded
+            lo, hi = r["minus_baseline_low"], r["minus_baseline_high"]
+            assert lo is not None and lo <= r["minus_baseline"] <= hi
+            assert r["beats_baseline"] == ("yes" if lo > 0 else "below" if hi < 0 else "no")
 
 
 # -- a killed judge stage resumes: nothing finished is lost or done again ------------------------------------------

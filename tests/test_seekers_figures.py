@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from emoharbor.seekers.figures import Figures, concordance, verdict, within_talk_pairs
+from emoharbor.seekers.figures import Figures, concordance, within_talk_pairs
+from emoharbor.stats.bootstrap import margin_verdict
 from emoharbor.stats.clusters import cluster_draws, ratio_ci, weighted_ranks, weighted_spearman_rows
 from emoharbor.stats.correlation import rankdata, spearman
 
@@ -79,10 +80,10 @@ def test_an_unscored_point_is_left_out_of_its_scorers_figures() -> None:
 
 
 def test_verdicts() -> None:
-    assert verdict({"lo": 0.1, "hi": 0.3}) == "yes"
-    assert verdict({"lo": -0.3, "hi": -0.1}) == "below"
-    assert verdict({"lo": -0.1, "hi": 0.3}) == "no"
-    assert verdict({"lo": None, "hi": None}) == "n/a"
+    assert margin_verdict(0.1, 0.3) == "yes"
+    assert margin_verdict(-0.3, -0.1) == "below"
+    assert margin_verdict(-0.1, 0.3) == "no"
+    assert margin_verdict(None, None) == "n/a"
 
 
 def test_cluster_draws_and_the_weighted_rho_equal_resamples_written_out() -> None:

@@ -72,11 +72,13 @@ def test_the_command_scores_every_point_and_shows_it_everywhere(
     code, out, err = run_main(command(files, run, srv.base_url, "--format", "md"), capsys)
     assert code == 0, err
     assert f"(0 new, {SCORES} already done" in err and "| user reward |" in out
+    assert "By file (failed_mine: 9 points" in out and "| failed_mine: rho |" in out
 
     code, _, err = run_main(["report", str(run), "--out", str(tmp_path / "r.html")], capsys)
     assert code == 0, err
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Agreement with the seekers&#x27; own ratings of each reply" in html and '-seekers"' in html
+    assert "On <b>feedback_mine</b> alone: 6 points" in html
 
     code, out, err = run_main(["judges", str(run), "--format", "json"], capsys)
     assert code == 0, err
@@ -93,7 +95,40 @@ def test_the_command_scores_every_point_and_shows_it_everywhere(
         flat = list(csv.DictReader(f))
     assert len(flat) == POINTS and {"rating", "words", "position", "echo", "user reward"} <= set(flat[0])
     assert (tmp_path / "x" / "seekers.csv").exists()
+    check_by_file(data, flat)
     check_record(tmp_path, run)
+
+
+def ranks(xs: list[float]) -> list[float]:
+    """1-based ranks, ties given their mean rank."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in order[i : j + 1]:
+            out[k] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def check_by_file(data: dict[str, Any], flat: list[dict[str, str]]) -> None:
+    """Each file's table stands on that file's points alone: its words baseline is their Spearman's rho."""
+    parts = {p["source"]: p for p in data["by_source"]}
+    assert {s: p["points"] for s, p in parts.items()} == {"failed_mine": 9, "feedback_mine": 6}
+    for src, part in parts.items():
+        mine = [r for r in flat if r["talk"].startswith(src + ":")]
+        x, y = ranks([float(r["words"]) for r in mine]), ranks([float(r["rating"]) for r in mine])
+        mx, my = sum(x) / len(x), sum(y) / len(y)
+        rho = (
+            sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+            / (sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y)) ** 0.5
+        )
+        rows = {r["scorer"]: r for r in part["rows"]}
+        assert rows["words"]["rho"]["value"] == pytest.approx(rho) and rows["words"]["rho"]["n"] == len(mine)
+        assert rows["user reward"]["rho"]["talks"] == 3 and set(rows) == {r["scorer"] for r in data["rows"]}
 
 
 def check_record(tmp_path: Path, run: Path) -> None:

@@ -65,6 +65,12 @@ def heart_html(folder: Path) -> str:
             ("Krippendorff's alpha (nominal: a / b / tie)", "alpha"),
         ]:
             parts.append(f"<h4>{title}</h4>" + dict_rows_table(agree[key]))
+        for title, key in [
+            ("Scorers against the people's pairs (both orders counted; minus the longer reply)", "people_pairs"),
+            ("Reply scores against the people's ratings (Spearman; minus the word count)", "people_ratings"),
+        ]:
+            if agree.get(key):
+                parts.append(f"<h4>{title}</h4>" + dict_rows_table(agree[key]))
     else:
         parts.append(note("No human judgments imported: `emoharbor heart agreement RUN --human FILE` adds them."))
     parts.append("<h4>What rationales talk about</h4>" + dict_rows_table(agree["rationale_focus"]))

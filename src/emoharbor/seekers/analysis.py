@@ -75,18 +75,38 @@ def owner(scorer: str) -> str:
     return USER if scorer.startswith("user ") else scorer.rsplit(" (", 1)[0]
 
 
-def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
-    cfg = store.config()
-    points, unfinished = read_points(store)
+def source(p: Point) -> str:
+    """The file a point came from: the stem its talk's id starts with."""
+    return p.talk.rsplit(":", 1)[0]
+
+
+def table_rows(points: list[Point], values: dict[str, list[float | None]], usage: dict[str, Any], *,
+               seed: int, n_boot: int) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    """Every scorer's row and every baseline's on ``points`` (``values`` in their order), and the number of
+    within-talk pairs."""
     base: dict[str, Sequence[float]] = {name: [baselines(p)[name] for p in points] for name in BASELINES}
     figures = Figures([p.talk for p in points], [p.rating for p in points], base, n_boot=n_boot, seed=seed)
+    rows = [{"scorer": name, "baseline": False, **figures.row(v), "usage": usage.get(owner(name))}
+            for name, v in values.items()]  # fmt: skip
+    rows += [{"scorer": name, "baseline": True, **figures.row(v, baseline=True), "usage": None}
+             for name, v in base.items()]  # fmt: skip
+    return rows, int(figures.i.size)
+
+
+def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
+    """The table on every finished point, and (when they come from several files) on each file's alone."""
+    cfg = store.config()
+    points, unfinished = read_points(store)
+    values = scorer_values(store, points)
     usage = scorer_usage(store)
-    rows = []
-    for name, values in scorer_values(store, points).items():
-        rows.append({"scorer": name, "baseline": False, **figures.row(values), "usage": usage.get(owner(name))})
-    rows += [{"scorer": name, "baseline": True, **figures.row(values, baseline=True), "usage": None}
-             for name, values in base.items()]  # fmt: skip
-    talks = {p.talk: p.talk.rsplit(":", 1)[0] for p in points}  # by the file stem of its id
+    rows, pairs = table_rows(points, values, usage, seed=seed, n_boot=n_boot)
+    talks = {p.talk: source(p) for p in points}
+    by_source = []
+    for name in sorted(set(talks.values())) if len(set(talks.values())) > 1 else []:
+        at = [i for i, p in enumerate(points) if source(p) == name]
+        own = {k: [v[i] for i in at] for k, v in values.items()}
+        src_rows, src_pairs = table_rows([points[i] for i in at], own, {}, seed=seed, n_boot=n_boot)  # cost: above
+        by_source.append({"source": name, "points": len(at), "pairs": src_pairs, "rows": src_rows})
     return {
         "kind": "seekers",
         "points": len(points),
@@ -94,8 +114,9 @@ def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict
         "unfinished": unfinished,
         "sources": dict(sorted(Counter(talks.values()).items())),
         "ratings": {str(k): v for k, v in sorted(Counter(p.rating for p in points).items())},
-        "pairs": int(figures.i.size),
+        "pairs": pairs,
         "rows": rows,
+        "by_source": by_source,
         "baselines": list(BASELINES),
         "user_model": (cfg.get("user") or {}).get("model"),
         "wall_s": float(store.meta().get("wall_s", "0")),

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats.bootstrap import MIN_N, Estimate
+from ..stats.bootstrap import MIN_N, Estimate, margin_verdict
 from ..stats.clusters import cluster_draws, ratio_rows, weighted_spearman_rows
 from ..stats.correlation import percentile, spearman
 
@@ -121,13 +121,5 @@ class Figures:
                 boots = own[1] - np.fmax.reduce(stack, axis=0)
             margin = self._estimate((value, boots), *sizes[fig])
             out[f"{fig}_margin"], out[f"{fig}_best"] = margin, best
-            out[f"{fig}_beats"] = verdict(margin)
+            out[f"{fig}_beats"] = margin_verdict(margin.get("lo"), margin.get("hi"))
         return out
-
-
-def verdict(margin: dict[str, Any]) -> str:
-    """``yes``: the margin's interval lies above 0; ``below``: under 0; ``no``: it holds 0; ``n/a``: none."""
-    lo, hi = margin.get("lo"), margin.get("hi")
-    if lo is None or hi is None:
-        return "n/a"
-    return "yes" if lo > 0 else "below" if hi < 0 else "no"

@@ -55,20 +55,34 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
         "",
         text_table(["scorer", "best baseline (rho)", "best baseline (pairs)", "pairs", "cost"], detail, md=md),
     ]
+    if data.get("by_source"):
+        lines += ["", by_source_text(data["by_source"], md)]
     return "\n".join(lines)
 
 
+def by_source_text(parts: list[dict[str, Any]], md: bool) -> str:
+    """The same figures on each file's points alone (its talks resampled), one column group a file."""
+    head = ["scorer"] + [f"{p['source']}: {fig}" for p in parts for fig in ("rho", "pairs agree", "beats")]
+    rows = [[r["scorer"]] + [cell for p in parts for cell in (shown(p["rows"][k]["rho"]),
+            shown(p["rows"][k]["pairs"]), beats(p["rows"][k]))] for k, r in enumerate(parts[0]["rows"])]  # fmt: skip
+    counts = "; ".join(f"{p['source']}: {p['points']} points, {p['pairs']} within-talk pairs" for p in parts)
+    return "\n".join([f"By file ({counts}):", text_table(head, rows, md=md)])
+
+
 def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row a figure of a scorer: on every point (``source`` all), then on each file's alone."""
     out = []
-    for r in data["rows"]:
-        for fig in FIGURES:
-            c = r.get(fig)
-            if c is None:
-                continue
-            best = r.get(f"{fig.removesuffix('_margin')}_best") if fig.endswith("_margin") else None
-            out.append({"scorer": r["scorer"], "baseline": r["baseline"], "figure": fig, "value": c["value"],
-                        "lo": c["lo"], "hi": c["hi"], "n": c["n"], "talks": c["talks"], "best_baseline": best,
-                        "scored": r["scored"], "unscored": r["unscored"]})  # fmt: skip
+    tables = [("all", data["rows"])] + [(p["source"], p["rows"]) for p in data.get("by_source", [])]
+    for src, rows in tables:
+        for r in rows:
+            for fig in FIGURES:
+                c = r.get(fig)
+                if c is None:
+                    continue
+                best = r.get(f"{fig.removesuffix('_margin')}_best") if fig.endswith("_margin") else None
+                out.append({"source": src, "scorer": r["scorer"], "baseline": r["baseline"], "figure": fig,
+                            "value": c["value"], "lo": c["lo"], "hi": c["hi"], "n": c["n"], "talks": c["talks"],
+                            "best_baseline": best, "scored": r["scored"], "unscored": r["unscored"]})  # fmt: skip
     return out
 
 

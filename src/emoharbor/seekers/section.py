@@ -22,15 +22,16 @@ def _cell(c: dict[str, Any] | None, verdict: str = "") -> Cell:
     return shown
 
 
+def _row(r: dict[str, Any]) -> list[Cell]:
+    name = esc(r["scorer"]) + (" <small>(baseline)</small>" if r["baseline"] else "")
+    return [name, _cell(r["rho"]), _cell(r.get("rho_margin"), r.get("rho_beats", "")), _cell(r["pairs"]),
+            _cell(r.get("pairs_margin"), r.get("pairs_beats", "")), str(r["unscored"])]  # fmt: skip
+
+
 def seekers_html(data: dict[str, Any], rid: str) -> str:
     header = ["scorer", "rho vs rating", "minus best baseline", "pairs agree", "minus best baseline",
               "unscored", "calls, model time"]  # fmt: skip
-    rows: list[list[Cell]] = []
-    for r in data["rows"]:
-        name = esc(r["scorer"]) + (" <small>(baseline)</small>" if r["baseline"] else "")
-        rows.append([name, _cell(r["rho"]), _cell(r.get("rho_margin"), r.get("rho_beats", "")), _cell(r["pairs"]),
-                     _cell(r.get("pairs_margin"), r.get("pairs_beats", "")), str(r["unscored"]),
-                     esc(usage_text(r["usage"]))])  # fmt: skip
+    rows = [[*_row(r), esc(usage_text(r["usage"]))] for r in data["rows"]]
     src = ", ".join(f"{n} {esc(s)}" for s, n in data["sources"].items()) or "none"
     left = f"; {data['unfinished']} points not finished yet are left out" if data["unfinished"] else ""
     parts = [
@@ -47,6 +48,11 @@ def seekers_html(data: dict[str, Any], rid: str) -> str:
     if not data["rows"] or not data["points"]:
         return "".join(parts) + note("no point has been scored by every scorer yet")
     parts.append(table(header, rows, tid=f"{rid}-seekers", cls="seekers"))
+    for part in data.get("by_source", []):
+        src_rows = [_row(r) for r in part["rows"]]
+        parts.append(f"<p>On <b>{esc(part['source'])}</b> alone: {part['points']} points, {part['pairs']} "
+                     "within-talk pairs (its talks resampled).</p>")  # fmt: skip
+        parts.append(table(header[:-1], src_rows, tid=f"{rid}-seekers-{esc(part['source'])}", cls="seekers"))
     return "".join(parts)
 
 

@@ -56,6 +56,14 @@ def too_small(n: int | None) -> bool:
     return 0 < int(n or 0) < MIN_N
 
 
+def margin_verdict(lo: float | None, hi: float | None) -> str:
+    """What a margin over a baseline says: ``yes`` (its interval lies above 0), ``below`` (under 0), ``no`` (it
+    holds 0), ``n/a`` (no interval)."""
+    if lo is None or hi is None:
+        return "n/a"
+    return "yes" if lo > 0 else "below" if hi < 0 else "no"
+
+
 def shown(e: Estimate) -> dict[str, Any]:
     """An estimate as tables and charts show it: under ``MIN_N`` values without an interval (it would mean
     nothing)."""

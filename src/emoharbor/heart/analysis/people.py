@@ -7,10 +7,16 @@ histories (the replies to one prompt go together), beside the baselines that nee
   apart); a judge that chooses with probabilities (``p_first``: the seeker's choice) also as the probability it
   gives the people's choice, averaged over both orders; a card that rates one reply (``reply_score``), the
   higher-rated reply (equal scores: a tie, 0.5); the baseline ``longer reply``, the reply with more words.
-  An order not scored, or a reply not rated, leaves the pair out for that scorer (``unscored``), never a guess;
-  the figures are on the pairs every scorer has (``pairs``), so they are comparable.
+  An order not scored, or a reply not rated, leaves the pair out for that scorer (``unscored``), never a guess,
+  as does a pair the judge was not given (``not_asked``: a run's ``pairs: with_human`` gives it no pair of two
+  models); the figures are on the pairs every scorer has (``pairs``), so they are comparable.
 - **ratings** (a run imported from replies rated by people): Spearman's rho of each reply card's score, and of
   the baseline ``words`` (the reply's word count), with the reply's mean rating, on the replies every scorer has.
+
+Every scorer's row also gives its paired margin over the baseline on the same items (``minus_baseline``: per
+pair, the scorer's agreement minus the longer reply's; for rho, the difference of the two rhos), its interval
+from the same resamples of histories, and whether it beats the baseline (``beats_baseline``: ``yes`` when the
+interval lies above 0, ``below`` under it, ``no`` when it holds 0).
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ...stats.bootstrap import shown
-from ...stats.clusters import cluster_mean_ci, spearman_cluster_ci
+from ...stats.bootstrap import Estimate, margin_verdict, shown
+from ...stats.clusters import cluster_mean_ci, item_draws, spearman_cluster_ci, weighted_spearman_rows
+from ...stats.correlation import percentile, spearman
 from ...store.records import Comparison
 from ..histories import History
 from .ratings import number
@@ -80,6 +87,12 @@ def _judge(orders: dict[tuple[str, str, str, str], dict[str, Comparison]], judge
     return value
 
 
+def _asked(orders: dict[tuple[str, str, str, str], dict[str, Comparison]], judge: str) -> Callable[[dict[str, Any]],
+                                                                                                   bool]:  # fmt: skip
+    """Whether the judge was given the pair in some order (a run's ``pairs:`` may leave some pairs out)."""
+    return lambda item: (item["history_id"], item["a"], item["b"], judge) in orders
+
+
 @dataclass(frozen=True)
 class Scorer:
     name: str
@@ -87,6 +100,7 @@ class Scorer:
     baseline: bool
     value: Value
     dimensions: frozenset[str] | None = None  # the dimensions it answers (None: any the people rated)
+    asked: Callable[[dict[str, Any]], bool] | None = None  # whether it was given the pair (None: every pair)
 
 
 def pair_scorers(comparisons: list[Comparison], judges: dict[str, frozenset[str]], replies: dict[tuple[str, str],
@@ -101,9 +115,10 @@ def pair_scorers(comparisons: list[Comparison], judges: dict[str, frozenset[str]
             chooses.add(c.judge)
     out: list[Scorer] = []
     for j, dims in judges.items():
-        out.append(Scorer(j, "verdicts, both orders", False, _judge(orders, j, False), dims))
+        asked = _asked(orders, j)
+        out.append(Scorer(j, "verdicts, both orders", False, _judge(orders, j, False), dims, asked))
         if j in chooses:
-            out.append(Scorer(j, "probability, both orders", False, _judge(orders, j, True), dims))
+            out.append(Scorer(j, "probability, both orders", False, _judge(orders, j, True), dims, asked))
     out += [Scorer(card, f"higher score ({reading})", False, _higher(v)) for (card, reading), v in replies.items()]
     length: dict[tuple[str, str], float | None] = {k: float(n) for k, n in words.items()}
     out.append(Scorer(LONGER, "more words", True, _higher(length)))
@@ -129,11 +144,28 @@ def _common(values: dict[int, list[float | None]]) -> list[int]:
     return [i for i in range(n) if all(vs[i] is not None for vs in having)]
 
 
-def _interval(e: Any, key: str) -> dict[str, Any]:
+def _interval(e: Any, key: str, low: str = "low", high: str = "high") -> dict[str, Any]:
     s = shown(e)
     return {key: number(s["mean"]) if s["mean"] is not None else None,
-            "low": number(s["lo"]) if s["lo"] is not None else None,
-            "high": number(s["hi"]) if s["hi"] is not None else None}  # fmt: skip
+            low: number(s["lo"]) if s["lo"] is not None else None,
+            high: number(s["hi"]) if s["hi"] is not None else None}  # fmt: skip
+
+
+def _margin(e: Estimate | None) -> dict[str, Any]:
+    """A scorer's paired margin over the baseline, and the verdict (a baseline's own row: none)."""
+    if e is None:
+        return {"minus_baseline": None, "minus_baseline_low": None, "minus_baseline_high": None,
+                "beats_baseline": None}  # fmt: skip
+    got = _interval(e, "minus_baseline", "minus_baseline_low", "minus_baseline_high")
+    return {**got, "beats_baseline": margin_verdict(got["minus_baseline_low"], got["minus_baseline_high"])}
+
+
+def _grouped(items: list[dict[str, Any]], values: list[tuple[int, float]]) -> list[list[float]]:
+    """The values (item index, value) grouped by the history of their item."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for k, v in values:
+        groups[items[k]["history_id"]].append(v)
+    return list(groups.values())
 
 
 def pair_table(human_rows: list[dict[str, Any]], comparisons: list[Comparison], judges: dict[str, frozenset[str]],
@@ -148,17 +180,21 @@ def pair_table(human_rows: list[dict[str, Any]], comparisons: list[Comparison], 
         mine = [sc for sc in scorers if sc.dimensions is None or dim in sc.dimensions]
         values = {i: [sc.value(item) for item in items] for i, sc in enumerate(mine)}
         common = _common(values)
+        base = next((values[i] for i, sc in enumerate(mine) if sc.baseline), None)
         for i, sc in enumerate(mine):
-            vs = values[i]
-            on = [(items[k]["history_id"], v) for k in common if (v := vs[k]) is not None]  # nothing: no value
-            groups: dict[str, list[float]] = defaultdict(list)
-            for hid, v in on:
-                groups[hid].append(v)
-            e = cluster_mean_ci(list(groups.values()), seed=seed, n_boot=n_boot)
+            vs, asks = values[i], sc.asked or (lambda _: True)
+            on = [(k, v) for k in common if (v := vs[k]) is not None]  # nothing: the scorer has no value
+            groups = _grouped(items, on)
+            e = cluster_mean_ci(groups, seed=seed, n_boot=n_boot)
+            margin = None
+            if base is not None and not sc.baseline:
+                diffs = [(k, v - b) for k, v in on if (b := base[k]) is not None]
+                margin = cluster_mean_ci(_grouped(items, diffs), seed=seed, n_boot=n_boot)
             rows.append({"dimension": dim, "scorer": sc.name, "reading": sc.reading, "baseline": sc.baseline,
                          "pairs": len(on), "histories": len(groups), **_interval(e, "agreement"),
-                         "ties": sum(1 for _, v in on if v == 0.5),
-                         "unscored": sum(1 for v in vs if v is None)})  # fmt: skip
+                         **_margin(margin), "ties": sum(1 for _, v in on if v == 0.5),
+                         "unscored": sum(1 for v, it in zip(vs, items, strict=True) if v is None and asks(it)),
+                         "not_asked": sum(1 for it in items if not asks(it))})  # fmt: skip
     return {"rows": rows, "people_ties": ties, "decided": len(decided)}
 
 
@@ -186,12 +222,30 @@ def rating_table(histories: list[History], reply_records: list[dict[str, Any]], 
         items = [k for k in ratings if k[2] == dim]
         values = {i: [s.get((h, c)) for h, c, _ in items] for i, (_, _, _, s) in enumerate(scorers)}
         common = _common(values)
+        base = values[len(scorers) - 1]  # the word count, on every reply
         for i, (name, reading, baseline, _) in enumerate(scorers):
             vs = values[i]
             on = [(items[k], v) for k in common if (v := vs[k]) is not None]  # nothing: the scorer has no value
-            e = spearman_cluster_ci([v for _, v in on], [ratings[item] for item, _ in on], [item[0] for item, _ in on],
-                                    seed=seed, n_boot=n_boot)  # fmt: skip
+            x, y, hids = [v for _, v in on], [ratings[item] for item, _ in on], [item[0] for item, _ in on]
+            e = spearman_cluster_ci(x, y, hids, seed=seed, n_boot=n_boot)
+            margin = None if baseline else _rho_margin(x, [base[k] for k in common if vs[k] is not None], y, hids,
+                                                       seed=seed, n_boot=n_boot)  # fmt: skip
             rows.append({"dimension": dim, "scorer": name, "reading": reading, "baseline": baseline,
-                         "replies": len(on), "histories": e.n, **_interval(e, "spearman"),
+                         "replies": len(on), "histories": e.n, **_interval(e, "spearman"), **_margin(margin),
                          "unscored": sum(1 for v in vs if v is None)})  # fmt: skip
     return rows
+
+
+def _rho_margin(x: list[float], b: list[float | None], y: list[float], hids: list[str], *, seed: int,
+                n_boot: int) -> Estimate:  # fmt: skip
+    """Spearman's rho of ``x`` with ``y`` minus that of the baseline ``b``, on the same replies, with the
+    interval of the difference over the same resamples of histories."""
+    xa, ba, ya = (np.asarray(v, dtype=float) for v in (x, b, y))
+    mine, theirs = spearman(xa, ya), spearman(ba, ya)
+    value = None if mine is None or theirs is None else mine - theirs
+    n = len(set(hids))
+    if value is None or n < 2 or n_boot <= 0:
+        return Estimate(value, None, None, n)
+    draws = item_draws(hids, n_boot, seed)
+    boots = weighted_spearman_rows(xa, ya, draws) - weighted_spearman_rows(ba, ya, draws)
+    return percentile(value, boots, n, n_boot, 0.95)

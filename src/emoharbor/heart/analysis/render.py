@@ -277,7 +277,10 @@ def people_md(data: dict[str, Any]) -> list[str]:
              f"{left}. agreement: the share of pairs where the scorer names the people's choice, each order counting "
              "half (a flip is 0.5, counted in ties); the probability reading is the mean probability given to the "
              "people's choice. Every figure of a dimension is on the same pairs; unscored: pairs a scorer has no "
-             f"value for (left out). Under {MIN_N} histories: no interval ({TOO_SMALL}).", ""]  # fmt: skip
+             "value for (left out; not asked: pairs the run's pairs: setting did not give the judge); minus "
+             "baseline: the scorer's figure minus the baseline's on the same items, its interval from the same "
+             "resamples; it beats the baseline when that interval lies above 0. Under "
+             f"{MIN_N} histories: no interval ({TOO_SMALL}).", ""]  # fmt: skip
     parts.append(_people_rows(data.get("people_pairs", []), "agreement", "pairs"))
     if data.get("people_ratings"):
         parts += ["", "## Reply scores against the people's ratings (Spearman's rho; 95% intervals over histories)",
@@ -290,8 +293,25 @@ def _people_rows(rows: list[Row], stat: str, n: str) -> str:
         return "(none)"
     more = ["ties"] if "ties" in rows[0] else []
     table = [[r["dimension"], r["scorer"] + (" (baseline)" if r["baseline"] else ""), r["reading"], r[n],
-              r["histories"], _estimate(r, stat), *(r[k] for k in more), r["unscored"]] for r in rows]  # fmt: skip
-    return md_table(["dimension", "scorer", "reading", n, "histories", stat, *more, "unscored"], table)
+              r["histories"], _estimate(r, stat), _minus(r), r["beats_baseline"] or "(baseline)",
+              *(r[k] for k in more), _unscored(r)] for r in rows]  # fmt: skip
+    head = ["dimension", "scorer", "reading", n, "histories", stat, "minus baseline", "beats the baseline"]
+    return md_table([*head, *more, "unscored"], table)
+
+
+def _unscored(r: Row) -> str:
+    """Unscored, and the pairs a judge was not given beside it."""
+    return f"{r['unscored']} (+{r['not_asked']} not asked)" if r.get("not_asked") else str(r["unscored"])
+
+
+def _minus(r: Row) -> str:
+    """The paired margin over the baseline, signed, with its interval."""
+    v, lo, hi = r["minus_baseline"], r["minus_baseline_low"], r["minus_baseline_high"]
+    if v is None:
+        return "-" if r["baseline"] else "n/a"
+    if lo is None or hi is None:
+        return num(v, 3, signed=True)
+    return f"{num(v, 3, signed=True)} [{num(lo, 3, signed=True)}, {num(hi, 3, signed=True)}]"
 
 
 def _estimate(r: Row, stat: str) -> str:
