@@ -25,6 +25,7 @@ from emoharbor.report.health import health_html
 from emoharbor.run_view import RunView
 from emoharbor.seekers.analysis import seekers_table
 from emoharbor.seekers.run import SeekersOptions, load_points, run_seekers
+from emoharbor.stats.correlation import spearman
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer, default_reply
 from seekers_helpers import (
@@ -99,33 +100,14 @@ def test_the_command_scores_every_point_and_shows_it_everywhere(
     check_record(tmp_path, run)
 
 
-def ranks(xs: list[float]) -> list[float]:
-    """1-based ranks, ties given their mean rank."""
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    out = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in order[i : j + 1]:
-            out[k] = (i + j) / 2 + 1
-        i = j + 1
-    return out
-
-
 def check_by_file(data: dict[str, Any], flat: list[dict[str, str]]) -> None:
-    """Each file's table stands on that file's points alone: its words baseline is their Spearman's rho."""
+    """Each file's table stands on that file's points alone: its words baseline is their Spearman's rho (the
+    function tested by hand in test_seekers_figures.py), from the exported points."""
     parts = {p["source"]: p for p in data["by_source"]}
     assert {s: p["points"] for s, p in parts.items()} == {"failed_mine": 9, "feedback_mine": 6}
     for src, part in parts.items():
         mine = [r for r in flat if r["talk"].startswith(src + ":")]
-        x, y = ranks([float(r["words"]) for r in mine]), ranks([float(r["rating"]) for r in mine])
-        mx, my = sum(x) / len(x), sum(y) / len(y)
-        rho = (
-            sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
-            / (sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y)) ** 0.5
-        )
+        rho = spearman([float(r["words"]) for r in mine], [float(r["rating"]) for r in mine])
         rows = {r["scorer"]: r for r in part["rows"]}
         assert rows["words"]["rho"]["value"] == pytest.approx(rho) and rows["words"]["rho"]["n"] == len(mine)
         assert rows["user reward"]["rho"]["talks"] == 3 and set(rows) == {r["scorer"] for r in data["rows"]}

@@ -21,6 +21,8 @@ def test_numbers_and_intervals_have_one_precision_rule() -> None:
     assert interval(1012.3456, 980.0, 1040.5) == "1012.35 [980.00, 1040.50]"
     assert interval(3.2, None, None) == "3.20"  # no interval (one value, or no bootstrap)
     assert interval(None, None, None) == "n/a" and interval(None, 1.0, 2.0, na="not compared") == "not compared"
+    assert interval(0.1, -0.004, 0.2, 3, signed=True) == "+0.100 [-0.004, +0.200]"  # a margin over a baseline
+    assert interval(0.1, None, None, signed=True) == "+0.10"
     assert bounds(2.9, 3.5) == "[2.90, 3.50]" and bounds(None, 3.5) == ""
 
 

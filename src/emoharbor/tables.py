@@ -21,20 +21,29 @@ def num(v: float | str | None, digits: int = 2, *, signed: bool = False) -> str:
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
-def bounds(lo: float | str | None, hi: float | str | None, digits: int = 2) -> str:
-    """An interval alone, ``[2.90, 3.50]``; "" when it has no bounds."""
-    return "" if lo is None or hi is None else f"[{num(lo, digits)}, {num(hi, digits)}]"
+def bounds(lo: float | str | None, hi: float | str | None, digits: int = 2, *, signed: bool = False) -> str:
+    """An interval alone, ``[2.90, 3.50]`` (``[-0.10, +0.20]`` with ``signed``); "" when it has no bounds."""
+    if lo is None or hi is None:
+        return ""
+    return f"[{num(lo, digits, signed=signed)}, {num(hi, digits, signed=signed)}]"
 
 
 def interval(
-    est: float | str | None, lo: float | str | None, hi: float | str | None, digits: int = 2, na: str = NA
+    est: float | str | None,
+    lo: float | str | None,
+    hi: float | str | None,
+    digits: int = 2,
+    na: str = NA,
+    *,
+    signed: bool = False,
 ) -> str:
-    """An estimate with its interval, ``3.20 [2.90, 3.50]``; the estimate alone without bounds; ``na`` without
-    an estimate."""
+    """An estimate with its interval, ``3.20 [2.90, 3.50]`` (a margin ``+0.10 [-0.00, +0.20]`` with
+    ``signed``); the estimate alone without bounds; ``na`` without an estimate."""
     if est is None:
         return na
-    ci = bounds(lo, hi, digits)
-    return f"{num(est, digits)} {ci}" if ci else num(est, digits)
+    ci = bounds(lo, hi, digits, signed=signed)
+    shown = num(est, digits, signed=signed)
+    return f"{shown} {ci}" if ci else shown
 
 
 def cell(v: Any) -> str:

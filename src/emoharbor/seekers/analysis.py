@@ -93,16 +93,18 @@ def table_rows(points: list[Point], values: dict[str, list[float | None]], usage
     return rows, int(figures.i.size)
 
 
-def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
-    """The table on every finished point, and (when they come from several files) on each file's alone."""
+def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, by_file: bool = True) -> dict[str, Any]:
+    """The table on every finished point, and with ``by_file`` (when they come from several files) on each file's
+    alone (``emoharbor judges`` and the run's record read the first only)."""
     cfg = store.config()
     points, unfinished = read_points(store)
     values = scorer_values(store, points)
     usage = scorer_usage(store)
     rows, pairs = table_rows(points, values, usage, seed=seed, n_boot=n_boot)
     talks = {p.talk: source(p) for p in points}
+    files = sorted(set(talks.values())) if by_file else []
     by_source = []
-    for name in sorted(set(talks.values())) if len(set(talks.values())) > 1 else []:
+    for name in files if len(files) > 1 else []:
         at = [i for i, p in enumerate(points) if source(p) == name]
         own = {k: [v[i] for i in at] for k, v in values.items()}
         src_rows, src_pairs = table_rows([points[i] for i in at], own, {}, seed=seed, n_boot=n_boot)  # cost: above

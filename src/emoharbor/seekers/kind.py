@@ -60,7 +60,7 @@ class SeekersKind(RunKind):
         from ..sensitivity.kind import scorer_rows
         from .analysis import seekers_table
 
-        data = seekers_table(store)
+        data = seekers_table(store, by_file=False)
         for key, r in scorer_rows(store, ("score",), data["rows"], rows).items():
             row = rows[key]
             if row.get("seekers_n", -1) >= data["points"]:

@@ -16,19 +16,16 @@ from typing import Any
 
 from ..report.calibration import HEADLINES, user_of, write
 from ..store.run_store import RunStore
+from ..tables import interval, num
 from .analysis import seekers_table
 
 SUITE = "seekers"
 
 
 def _num(e: dict[str, Any], signed: bool = False) -> str:
-    if e.get("value") is None:
-        return "n/a"
-    v = f"{e['value']:+.2f}" if signed else f"{e['value']:.2f}"
-    if e.get("lo") is None:
-        return f"{v} (too few talks for an interval)"
-    lo, hi = (f"{e['lo']:+.2f}", f"{e['hi']:+.2f}") if signed else (f"{e['lo']:.2f}", f"{e['hi']:.2f}")
-    return f"{v} [{lo}, {hi}]"
+    if e.get("value") is not None and e.get("lo") is None:
+        return f"{num(e['value'], signed=signed)} (too few talks for an interval)"
+    return interval(e.get("value"), e.get("lo"), e.get("hi"), signed=signed)
 
 
 VERDICT = {"yes": "above it", "below": "below it", "no": "not shown above it", "n/a": "no interval"}
@@ -53,7 +50,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None
     if user is None:
         return None
     model, versions = user
-    data = seekers_table(store, seed=seed, n_boot=n_boot)
+    data = seekers_table(store, seed=seed, n_boot=n_boot, by_file=False)
     rows = {r["scorer"]: r for r in data["rows"] if not r["baseline"]}
     headline = next((h for h in HEADLINES if h in rows), None)
     if not data["points"] or headline is None:

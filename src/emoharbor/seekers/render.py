@@ -21,9 +21,7 @@ def shown(c: dict[str, Any] | None, *, signed: bool = False) -> str:
             if too_small(c["talks"])
             else num(c["value"], signed=signed)
         )
-    if signed:
-        return f"{num(c['value'], signed=True)} [{num(c['lo'], signed=True)}, {num(c['hi'], signed=True)}]"
-    return interval(c["value"], c["lo"], c["hi"])
+    return interval(c["value"], c["lo"], c["hi"], signed=signed)
 
 
 def beats(r: dict[str, Any]) -> str:

@@ -306,12 +306,8 @@ def _unscored(r: Row) -> str:
 
 def _minus(r: Row) -> str:
     """The paired margin over the baseline, signed, with its interval."""
-    v, lo, hi = r["minus_baseline"], r["minus_baseline_low"], r["minus_baseline_high"]
-    if v is None:
-        return "-" if r["baseline"] else "n/a"
-    if lo is None or hi is None:
-        return num(v, 3, signed=True)
-    return f"{num(v, 3, signed=True)} [{num(lo, 3, signed=True)}, {num(hi, 3, signed=True)}]"
+    na = "-" if r["baseline"] else "n/a"
+    return interval(r["minus_baseline"], r["minus_baseline_low"], r["minus_baseline_high"], 3, na, signed=True)
 
 
 def _estimate(r: Row, stat: str) -> str:
