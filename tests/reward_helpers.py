@@ -31,7 +31,11 @@ def scripted_user(react: Callable[[str], tuple[str, int, int]] | None = None, *,
     decide = react or default
 
     def reply(messages: list[Message], schema: dict[str, Any] | None) -> str:
-        props = (schema or {}).get("properties", {})
+        if schema is None:  # the Opener's or the Expresser's message: free text, in the seeker's own chat
+            return "I have been so tired since the layoff, I can't sleep."
+        props = schema.get("properties", {})
+        if "decision" in props:  # whether to go on, asked apart once the talk may end
+            return json.dumps({"decision": "continue"})
         fit, better, trust = decide(last_reply(messages))
         if "fit" in props:
             return json.dumps({"understood": "my problem", "needs_met": [], "needs_missed": [], "about_me": True,
@@ -39,7 +43,6 @@ def scripted_user(react: Callable[[str], tuple[str, int, int]] | None = None, *,
         if "better" in props:
             return garbage or json.dumps({"thought": "they listened", "better": digit(better, 15),
                                           "trust": digit(trust, 20)})  # fmt: skip
-        said = {"message": "I have been so tired since the layoff, I can't sleep."}
-        return json.dumps(said | ({"decision": "continue"} if "decision" in props else {}))  # the Expresser's
+        raise AssertionError(f"the scripted user has no answer for the schema {sorted(props)}")
 
     return ScriptedModel(reply)

@@ -15,6 +15,7 @@ from emoharbor.assess.judge import judge_conversation
 from emoharbor.models.base import ChatResult, Message
 from emoharbor.models.scripted import ScriptedModel
 from emoharbor.profiles.loader import load_profile_file
+from emoharbor.prompts import load_prompt
 from emoharbor.simulate.chain_user import (
     FEEL_SCHEMA,
     ChainSettings,
@@ -34,12 +35,15 @@ PROFILE = load_profile_file(Path(__file__).parent.parent / "examples" / "profile
 
 
 def role_of(messages: list[dict[str, str]]) -> str:
+    if "volunteer listener" in messages[0]["content"]:  # the seeker's own chat (voice.py): its voice prompt first
+        notes = " ".join(m["content"] for m in messages[1:] if m["role"] == "system")
+        if "do you want to go on" in messages[-1]["content"]:
+            return "decide"
+        return "open" if "The chat has just opened" in notes else "express"
     text = messages[-1]["content"]
     for marker, role in [
         ("inner perception", "appraise"),
         ("as the person's feelings", "feel"),
-        ("The chat has just opened", "open"),
-        ("Then decide", "express"),
         ("rate, \nhonestly", "judge"),
         ("the chat is over", "judge"),
         ("expert evaluator", "third"),
@@ -47,6 +51,18 @@ def role_of(messages: list[dict[str, str]]) -> str:
         if marker in text:
             return role
     return "supporter"
+
+
+SAID = (  # the Expresser's messages, in turn: none repeats another
+    "I keep replaying the mistake I made at work.",
+    "My manager has not said a word to me since.",
+    "I sleep maybe four hours before a night shift.",
+    "My partner thinks I should just let it go.",
+    "Coffee is the only thing keeping me going.",
+    "Honestly, I used to like this job.",
+    "Sundays are the worst, the dread starts early.",
+    "I have not told my parents any of this.",
+)
 
 
 class ChainScript:
@@ -64,7 +80,7 @@ class ChainScript:
         if o is not None:
             return str(o(n) if callable(o) else o)
         if role == "open":
-            return json.dumps({"message": "Hi. Rough week at work."})
+            return "Hi. Rough week at work."
         if role == "appraise":
             return json.dumps(
                 {
@@ -80,9 +96,9 @@ class ChainScript:
         if role == "feel":
             return json.dumps({"thought": "ok, maybe", "better": 6, "trust": 6})  # +10 and +13 (of 15 and 20)
         if role == "express":
-            return json.dumps(
-                {"message": f"Message number {n} about the night shift {'x' * n}.", "decision": "continue"}
-            )
+            return SAID[n % len(SAID)]
+        if role == "decide":
+            return json.dumps({"decision": "continue"})
         if role in ("judge", "third"):
             return json.dumps({k: {"score": 4, "evidence": "you listened"} for k in keys()})
         return f"I hear you, that sounds hard ({n})."
@@ -109,18 +125,33 @@ async def test_a_whole_conversation_with_inner_records() -> None:
     assert conv.states[1].thought == "ok, maybe"
 
 
-async def test_a_turns_appraiser_feeler_and_expresser_share_their_whole_system_prompt() -> None:
-    # the persona and the conversation so far come first, the same for the three agents of a turn, so a
-    # server slot reads them once and each call adds only its own task
+async def test_a_turns_appraiser_and_feeler_share_their_system_prompt_and_the_expresser_its_chat() -> None:
+    # the Appraiser and the Feeler of a turn: the persona and the conversation so far come first, the same for
+    # both, so a server slot reads them once and each call adds only its own task
     model = ScriptedModel(ChainScript())
     conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
     await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=2, seed=1)
-    chain = [c for c in model.calls if role_of(c) in ("appraise", "feel", "express")]
+    chain = [c for c in model.calls if role_of(c) in ("appraise", "feel")]
     turns: dict[str, list[str]] = {}
     for c in chain:
         turns.setdefault(c[0]["content"], []).append(role_of(c))
-    assert [sorted(set(roles)) for roles in turns.values()] == [["appraise", "express", "feel"]] * 2
+    assert list(turns.values()) == [["appraise", "feel"]] * 2
     assert all("Who the person is:" in system for system in turns)
+    # the Expresser writes in the seeker's own chat: the voice prompt, then the talk from its side (its own
+    # messages as "assistant", the supporter's as "user"), its private note just before the supporter's last
+    first, second = [c for c in model.calls if role_of(c) == "express"]
+    opening = next(c for c in model.calls if role_of(c) == "open")
+    assert first[0] == second[0] == opening[0] and first[0]["role"] == "system"
+    assert "Who the person is:" not in first[0]["content"] and "volunteer listener" in first[0]["content"]
+    assert [m["role"] for m in first] == ["system", "assistant", "system", "user"]
+    assert [m["role"] for m in second] == ["system", "assistant", "user", "assistant", "system", "user"]
+    assert [m["content"] for m in second if m["role"] != "system"] == [t.text for t in conv.turns[:4]]
+    assert all("Answer their next message" in c[-2]["content"] for c in (first, second))
+    assert (first[-1]["content"], second[-1]["content"]) == (conv.turns[1].text, conv.turns[3].text)
+    # successive turns share the chat up to the earlier note: the voice and the earlier turns, read once; the
+    # earlier turn's note is not kept (only the latest supporter message gets one)
+    assert second[: len(first) - 2] == first[:-2]
+    assert second[: len(first) - 1] == [m for m in first if m is not first[-2]]
 
 
 async def test_state_steps_are_bounded_even_when_the_model_overshoots() -> None:
@@ -181,11 +212,34 @@ async def test_intensity_follows_from_feeling_better_or_worse() -> None:
     ("decision", "reason"), [("end_satisfied", "user_ended_satisfied"), ("disengage", "user_disengaged")]
 )
 async def test_termination_reasons(decision: str, reason: str) -> None:
-    script = ChainScript(express=lambda n: json.dumps({"message": f"bye now {n}", "decision": decision}))
+    # whether to go on is asked apart, and only once the talk may end: before min_turns it goes on unasked
+    script = ChainScript(decide=json.dumps({"decision": decision}))
     conv = await talk(script, max_turns=6, min_turns=2)
     assert conv.termination == reason
-    assert conv.states[-1].turn == 2  # the first ending was too early and was overridden
-    assert ("early_end_ignored", decision) in conv.events
+    assert conv.states[-1].turn == 2 and script.count["decide"] == 1 and script.count["express"] == 2
+    assert [(t.inner or {}).get("decision") for t in conv.turns[2::2]] == ["continue", decision]
+    assert conv.turns[-1].speaker == "user" and conv.turns[-1].text == SAID[1]
+    assert "parse_failure:decide" not in [ev for ev, _ in conv.events]
+
+
+async def test_the_decision_is_asked_in_the_expressers_chat_after_the_message_it_wrote() -> None:
+    model = ScriptedModel(ChainScript())
+    conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"),
+                          ChainUser(model, PROFILE, ChainSettings(min_turns=1)), supporter(model),
+                          max_turns=2, seed=1)  # fmt: skip
+    express = [c for c in model.calls if role_of(c) == "express"]
+    decide = [c for c in model.calls if role_of(c) == "decide"]
+    assert len(decide) == 2 and conv.termination == "max_turns"
+    for asked, wrote, said in zip(decide, express, conv.turns[2::2], strict=True):
+        assert asked[: len(wrote) - 1] == wrote[:-1]  # the same chat: the voice, the talk and the note
+        assert asked[-2] == {"role": "assistant", "content": said.text}  # then the message it just wrote
+        assert asked[-1]["role"] == "system" and "do you want to go on" in asked[-1]["content"]
+
+
+async def test_a_decision_that_does_not_parse_goes_on_and_is_counted() -> None:
+    conv = await talk(ChainScript(decide="garbage"), max_turns=3, min_turns=1)
+    assert conv.termination == "max_turns" and len(conv.turns) == 7
+    assert [ev for ev, _ in conv.events].count("parse_failure:decide") == 3
 
 
 async def test_safety_escalation_for_a_risky_profile_only() -> None:
@@ -223,11 +277,25 @@ def test_disclosure_pace() -> None:
 async def test_disclosure_reaches_the_expresser_prompt() -> None:
     model = ScriptedModel(ChainScript())
     user = ChainUser(model, PROFILE)  # slow pace, trust 40
-    await user.open(0)
-    opening_prompt = model.calls[0][-1]["content"]
+    step = await user.open(0)
     facts = story_facts(PROFILE)
-    may_share = opening_prompt.split("What you may share so far")[1].split("Keep to yourself")[0]
-    assert facts[0] in may_share and facts[1] not in may_share
+    (opening,) = model.calls
+    assert [m["role"] for m in opening] == ["system", "system"]  # the voice prompt, then the private note
+    note = opening[-1]["content"]
+    assert "The chat has just opened" in note and step.text == "Hi. Rough week at work."
+    may_share, keep_back = note.split("You may bring up:")[1].split("Not yet:")
+    assert facts[0] in may_share and facts[1] not in may_share and facts[1] in keep_back
+    # the Expresser's note, just before the supporter's message it answers
+    conv = Conversation(id="c", profile_id=PROFILE.id, supporter="s")
+    await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=1, seed=1)
+    express = next(c for c in model.calls if role_of(c) == "express")
+    note = express[-2]["content"]
+    assert express[-2]["role"] == "system" and "Answer their next message" in note
+    may_share, keep_back = note.split("You may bring up:")[1].split("Not yet:")
+    assert facts[0] in may_share and facts[1] not in may_share and facts[1] in keep_back
+    assert conv.turns[2].inner and conv.turns[2].inner["shared"] == facts[0]
+    # nothing of the profile reaches the supporter
+    assert all(PROFILE.needs.hidden_need not in json.dumps(c) for c in model.calls if role_of(c) == "supporter")
 
 
 async def test_parse_failures_become_unscored_and_are_counted() -> None:
@@ -240,33 +308,43 @@ async def test_parse_failures_become_unscored_and_are_counted() -> None:
 
 
 async def test_expresser_failure_ends_with_error_not_an_invented_message() -> None:
-    conv = await talk(ChainScript(express="garbage"), max_turns=3)
+    conv = await talk(ChainScript(express=""), max_turns=3)
+    assert conv.termination == "error" and conv.status == "unscored"
+    assert conv.error == "the Expresser wrote an empty message"
+    assert conv.turns[-1].speaker == "supporter" and len(conv.turns) == 2
+    # a message that is nothing once its label and quotes are gone is empty too
+    conv = await talk(ChainScript(express='"  "'), max_turns=3)
     assert conv.termination == "error" and "Expresser" in conv.error
-    assert conv.turns[-1].speaker == "supporter"
-    assert sum(1 for ev, _ in conv.events if ev == "parse_failure:express") == 1
+
+
+async def test_an_empty_opening_is_written_from_the_profile() -> None:
+    conv = await talk(ChainScript(open=""), max_turns=1)
+    emotion = PROFILE.emotional_state.emotion
+    assert conv.turns[0].text == f"Hi. I'm feeling {emotion} and could use someone to talk to."
+    assert "opening_from_profile" in [ev for ev, _ in conv.events] and conv.termination == "max_turns"
 
 
 async def test_repetition_is_detected_retried_and_recorded() -> None:
-    same = ChainScript(
-        express=json.dumps({"message": "I just feel stuck at work.", "decision": "continue"}),
-        open=json.dumps({"message": "I just feel stuck at work."}),
-    )
-    conv = await talk(same, max_turns=2)
+    same = ChainScript(express="I just feel stuck at work.", open="I just feel stuck at work.")
+    model = ScriptedModel(same)
+    conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"), ChainUser(model, PROFILE),
+                          supporter(model), max_turns=2, seed=1)  # fmt: skip
     events = [ev for ev, _ in conv.events]
     assert events.count("user_repetition_retried") == 2
     assert events.count("user_repetition") == 2
+    said = "I just feel stuck at work."
+    assert ("user_repetition_retried", f"{said} => {said}") in conv.events
+    asked, again = [c for c in model.calls if role_of(c) == "express"][:2]
+    nudge = load_prompt("user_nudge_repeat").text.strip()
+    assert again[:-1] == asked and again[-1] == {"role": "system", "content": nudge}  # the same chat, then the nudge
 
 
 SLIP = "I'm glad to hear you're feeling better. Let me know if you need anything."
 OWN = "I still can't sleep before my shifts."
 
 
-def said(message: str) -> str:
-    return json.dumps({"message": message, "decision": "continue"})
-
-
 async def test_a_message_in_the_supporters_voice_is_asked_again_once_with_both_texts_recorded_at_its_turn() -> None:
-    script = ChainScript(express=lambda n: said(SLIP if n == 0 else OWN))
+    script = ChainScript(express=lambda n: SLIP if n == 0 else OWN)
     model = ScriptedModel(script)
     user = ChainUser(model, PROFILE, ChainSettings())
     conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"), user, supporter(model),
@@ -276,12 +354,14 @@ async def test_a_message_in_the_supporters_voice_is_asked_again_once_with_both_t
     assert "user_broke_character" not in [ev for ev, _ in conv.events]  # the second answer is in character
     marks = (conv.turns[-1].inner or {})["events"]
     assert ["user_broke_character_retried", f"{SLIP} => {OWN}"] in marks
-    nudged = [m[-1]["content"] for m in model.calls if role_of(m) == "express"][-1]
-    assert "sounded like the supporter" in nudged and SLIP not in nudged  # the slip is not shown to be copied
+    asked, again = [m for m in model.calls if role_of(m) == "express"]
+    assert again[:-1] == asked and again[-1]["role"] == "system"  # the same chat, a nudge after it
+    nudged = again[-1]["content"]
+    assert "sounded like the supporter" in nudged and SLIP not in json.dumps(again)  # the slip is not shown
 
 
 async def test_a_second_answer_no_better_is_kept_and_marked() -> None:
-    conv = await talk(ChainScript(express=said(SLIP)), max_turns=1)
+    conv = await talk(ChainScript(express=SLIP), max_turns=1)
     names = [ev for ev, _ in conv.events]
     assert conv.turns[-1].text == SLIP
     assert names.count("user_broke_character_retried") == 1 and names.count("user_broke_character") == 1
@@ -289,7 +369,7 @@ async def test_a_second_answer_no_better_is_kept_and_marked() -> None:
 
 async def test_a_message_that_narrates_about_the_supporter_gets_its_own_nudge() -> None:
     told = "I feel a little better and trust the supporter more after the message."
-    script = ChainScript(express=lambda n: said(told if n == 0 else OWN))
+    script = ChainScript(express=lambda n: told if n == 0 else OWN)
     model = ScriptedModel(script)
     user = ChainUser(model, PROFILE, ChainSettings())
     conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"), user, supporter(model),
@@ -300,8 +380,14 @@ async def test_a_message_that_narrates_about_the_supporter_gets_its_own_nudge() 
 
 
 async def test_an_opening_in_the_supporters_voice_is_asked_again() -> None:
-    conv = await talk(ChainScript(open=lambda n: json.dumps({"message": SLIP if n == 0 else OWN})), max_turns=1)
+    conv = await talk(ChainScript(open=lambda n: SLIP if n == 0 else OWN), max_turns=1)
     assert conv.turns[0].text == OWN and ("user_broke_character_retried", f"{SLIP} => {OWN}") in conv.events
+
+
+async def test_a_listeners_reflection_is_a_slip_of_the_seekers_voice() -> None:
+    reflection = "I'm sorry to hear that. It sounds like you're going through a lot."
+    conv = await talk(ChainScript(express=lambda n: reflection if n == 0 else OWN), max_turns=1)
+    assert conv.turns[-1].text == OWN and ("user_broke_character_retried", f"{reflection} => {OWN}") in conv.events
 
 
 def test_text_checks() -> None:
@@ -332,6 +418,12 @@ def test_text_checks() -> None:
         "I'm always here for you.",
         "Is there anything else you'd like to talk about?",
         "I hope that was helpful.",
+        "I'm so sorry to hear that.",
+        "It sounds like you're carrying a lot.",
+        "It's important to rest when you can.",
+        "I understand you're tired of all this.",
+        "You're feeling stuck, and that is hard.",
+        "That is a lot. You're going through so much right now.",
     ],
 )
 def test_slipping_into_the_supporters_role_breaks_character(said: str) -> None:
@@ -356,6 +448,9 @@ def test_slipping_into_the_supporters_role_breaks_character(said: str) -> None:
         "Feel free to ask me anything.",
         "I'm here for my kids, but who is here for me?",
         "Thanks, take care.",
+        "I'm going through a lot right now.",
+        "My sister says I sound like I'm feeling better.",
+        "It's hard to say what I need.",
     ],
 )
 def test_what_a_seeker_says_does_not_break_character(said: str) -> None:

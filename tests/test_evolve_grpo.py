@@ -86,13 +86,14 @@ def test_an_unscored_reaction_is_dropped_and_counted(tmp_path: Path) -> None:
     assert s["curve"][0]["mean_reward"] is None and s["curve"][0]["unscored"] == 4
 
 
-def test_openings_that_do_not_parse_are_left_out_not_made_up(tmp_path: Path) -> None:
+def test_empty_openings_are_left_out_not_made_up(tmp_path: Path) -> None:
+    # the opening is free text: one the user did not write (empty) is not replaced by one made up from the profile
     from emoharbor.errors import EmoharborError
     from emoharbor.models.scripted import ScriptedModel
 
     cfg = load_evolve_config(None, settings(tiny_model_dir(tmp_path / "tiny"), max_steps=1))
     with pytest.raises(EmoharborError, match="no contexts to train on"):
-        run_grpo(cfg, None, tmp_path / "policy", log=print, evaluate=False, user=ScriptedModel(["not json"]))
+        run_grpo(cfg, None, tmp_path / "policy", log=print, evaluate=False, user=ScriptedModel([""]))
     counts = json.loads((tmp_path / "policy" / CONTEXTS).read_text().splitlines()[0])["counts"]
     assert counts["profile"]["opening_unparsed"] == 6
 

@@ -32,7 +32,8 @@ async def test_each_call_records_what_the_server_evaluated_and_reused_and_the_ro
     def step(c: dict[str, Any]) -> str:
         return f"{c['role']}: {c['prompt']}" if c["prompt"] else c["role"]
 
-    assert {"user: user_appraise", "user: user_feel", "user: user_express", "user: user_open"} <= set(steps)
+    chain = {"user_appraise", "user_feel", "user_voice_open", "user_voice_note", "user_decide"}  # named by prompt
+    assert {f"user: {p}" for p in chain} <= set(steps)
     assert {s.split(":")[0] for s in steps} == {"user", "judge", "supporter"}
     assert sum(u["calls"] for u in steps.values()) == len(calls)
     for name, u in steps.items():

@@ -30,6 +30,7 @@ COMMANDS = {
     "reward": "reward",
     "sensitivity": "sensitivity",
     "seekers": "seekers",
+    "realism": "realism",
 }  # fmt: skip
 
 

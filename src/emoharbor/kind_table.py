@@ -14,6 +14,7 @@ BUILT_IN = {
     "heart": "emoharbor.heart.kind:HeartKind",
     "sensitivity": "emoharbor.sensitivity.kind:SensitivityKind",
     "seekers": "emoharbor.seekers.kind:SeekersKind",
+    "realism": "emoharbor.realism.kind:RealismKind",
     "heart_strategy_check": "emoharbor.heart.kind:StrategyCheckKind",
     "evolve_refine": "emoharbor.evolve.kind:RefineKind",
 }

@@ -39,6 +39,7 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
 
 def print_conversation(store: RunStore) -> None:
     """The first conversation of a run, with the user's inner state after each supporter message."""
+    from ..report.calibration import health_lines
     from ..simulate.conversation import Conversation
 
     first = next(store.items("conversation"), None)
@@ -57,6 +58,10 @@ def print_conversation(store: RunStore) -> None:
     counts = store.event_counts()
     if counts:
         click.echo("# events in the whole run: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    cfg = store.config()
+    user = ((cfg.get("roles") or {}).get("user") or {}).get("model")
+    for line in health_lines(user, cfg.get("prompt_versions")):  # what is measured of this simulated user
+        click.echo(f"# {line}")
     click.echo("")
 
 

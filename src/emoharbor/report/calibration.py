@@ -34,6 +34,7 @@ from ..store.run_store import RunStore
 # reading the records imports no model code
 PROMPTS = ("user_system", "user_appraise", "user_feel")
 FOLDER = "sensitivity"
+SHIPPED = Path(__file__).resolve().parent.parent / "measured"  # the records measured for the embedded model
 HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is
 USER_ROWS = ("user reward", "user reaction", "user fit", "user relief", "user trust")
 
@@ -134,41 +135,58 @@ def write(suite: str, model: str, versions: dict[str, str], run: str, rec: dict[
     return path
 
 
+def matches(rec: Any, model_name: str, prompt_versions: dict[str, Any]) -> bool:
+    """Whether ``rec`` was measured on ``model_name`` with every prompt it names at the version the run read."""
+    versions = rec.get("prompt_versions") if isinstance(rec, dict) else None
+    return (isinstance(versions, dict) and bool(versions) and rec.get("user_model") == model_name
+            and all(prompt_versions.get(k) == v for k, v in versions.items()))  # fmt: skip
+
+
 def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None,
            suite: str = FOLDER) -> dict[str, Any] | None:  # fmt: skip
-    """The record of ``suite`` with the most cases (``size``; the newest among equals) of ``model_name`` with
-    the same versions of the user's reaction prompts as ``prompt_versions`` (a run's, which may name more
-    prompts); None if there is none."""
-    versions = chain_versions(prompt_versions)
-    if not model_name or versions is None:
+    """The record of ``suite`` with the most cases (``size``; the newest among equals) of ``model_name`` whose
+    prompts the run (``prompt_versions``, which may name more) read at the same versions: the user's reaction
+    prompts for the sensitivity and seekers suites, every prompt of its user for the realism suite; None if
+    there is none."""
+    if not model_name or not prompt_versions:
         return None
-    where = default_cache_dir() / suite
-    if not where.is_dir():
-        return None
-    found = []
-    for p in where.glob(f"{key_prefix(model_name, versions)}-*.json"):
-        try:
-            rec = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(rec, dict) and rec.get("user_model") == model_name and rec.get("prompt_versions") == versions:
-            found.append(rec)
     size = "cases" if suite == FOLDER else "size"
-    return max(found, key=lambda r: (int(r.get(size) or 0), str(r.get("date", ""))), default=None)
+    for where in (default_cache_dir() / suite, SHIPPED / suite):
+        found: list[dict[str, Any]] = []
+        for p in where.glob(f"{safe(model_name)}-*.json") if where.is_dir() else []:
+            try:
+                rec = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if matches(rec, model_name, prompt_versions):
+                found.append(rec)
+        if found:
+            return max(found, key=lambda r: (int(r.get(size) or 0), str(r.get("date", ""))))
+    return None
 
 
 def quoted(model_name: str | None, prompt_versions: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
     """(suite, record) of every suite besides the sensitivity's with a record for this user model and these
     prompts (its best, ``lookup``) that has a ``line`` to quote, by suite name."""
-    root = default_cache_dir()
-    if not model_name or chain_versions(prompt_versions) is None or not root.is_dir():
+    if not model_name:
         return []
+    suites = {p.name for root in (default_cache_dir(), SHIPPED) if root.is_dir() for p in root.iterdir() if p.is_dir()}
     out = []
-    for suite in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != FOLDER):
+    for suite in sorted(suites - {FOLDER}):
         rec = lookup(model_name, prompt_versions, suite)
         if rec is not None and isinstance(rec.get("line"), str):
             out.append((suite, rec))
     return out
+
+
+def health_lines(model_name: str | None, prompt_versions: dict[str, Any] | None) -> list[str]:
+    """What a run's health says of its simulated user in text: its measured sensitivity (or how to measure it,
+    for a user whose reactions are read), then every other suite's line."""
+    if not model_name:
+        return []
+    rec = lookup(model_name, prompt_versions)
+    out = [sentence(rec) if rec else not_measured(model_name)] if chain_versions(prompt_versions) else []
+    return out + [r["line"] for _, r in quoted(model_name, prompt_versions)]
 
 
 def pct(x: float | None) -> str:

@@ -89,7 +89,8 @@ def _check(ctx: RewardContext) -> RewardContext | None:
 async def openings(profiles: list[Profile], user: ChatModel | None, *, seed: int,
                    settings: ReactionSettings) -> tuple[list[RewardContext], int]:  # fmt: skip
     """Each profile's opening message, written by the simulated user of ``settings``; and how many openings
-    did not parse (those profiles are left out: an opening made up from the profile is not the user's)."""
+    the user did not write (empty, or not parsed for a user that answers in JSON: those profiles are left out;
+    an opening made up from the profile is not the user's)."""
     out: list[RewardContext] = []
     failed = 0
     initial_trust = settings.initial_trust

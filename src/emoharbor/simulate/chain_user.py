@@ -4,8 +4,9 @@
   about me or generic, whether it did something I dislike.
 - Feeler (affect): writes an inner thought, then how much better or worse it feels and how trust moves,
   each one digit of a 7-point scale mapped onto a bounded step (intensity falls as I feel better).
-- Expresser (behaviour): my next message in my voice, revealing my story at my pace, and whether I go on,
-  end satisfied, or disengage.
+- Expresser (behaviour): my next message in my voice, revealing my story at my pace, written as myself in my
+  own chat (``voice.py``: free text, the inner state in a private note), then, once the talk may end, whether
+  I go on, end satisfied, or disengage (asked apart, in the same chat).
 
 The persona is in every call (small models forget it otherwise). A step whose output never parses is
 recorded as an event and the user carries on with its state unchanged: nothing is invented.
@@ -30,17 +31,20 @@ from ..models.expected import expected_scores, expected_word
 from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
+from . import voice
 from .agents import ReactionSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
-from .text_checks import character_slip, clean_message, repeats, user_text_events
+from .text_checks import character_slip, repeats, user_text_events
 from .user_agent import UserSimulationError, UserStep
 
 CHAIN_PROMPTS = (
     "user_system",
-    "user_open",
     "user_appraise",
     "user_feel",
-    "user_express",
+    "user_voice",
+    "user_voice_open",
+    "user_voice_note",
+    "user_decide",
     "user_nudge_repeat",
     "user_nudge_voice",
     "user_nudge_narrates",
@@ -53,7 +57,8 @@ SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 class ChainSettings(ReactionSettings):
     min_turns: int = Field(default=2, ge=0)  # supporter replies before the user may end
-    max_tokens: int = Field(default=200, ge=16)  # per call of the chain
+    max_tokens: int = Field(default=200, ge=16)  # per call of the Appraiser and the Feeler
+    message_tokens: int = Field(default=0, ge=0)  # per message; 0: from the profile's length (voice.message_tokens)
     top_logprobs: int = Field(default=20, ge=0, le=20)  # alternatives per token for the expected readouts (0: none)
     readout: Literal["written", "expected"] = "written"  # what moves the state: the written or expected step
 
@@ -97,18 +102,10 @@ APPRAISAL_SCHEMA: dict[str, Any] = {
     },
     "required": ["understood", "needs_met", "needs_missed", "about_me", "disliked", "fit", "crisis_referral"],
 }
-EXPRESS_SCHEMA: dict[str, Any] = {
+DECIDE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "message": {"type": "string", "minLength": 1},
-        "decision": {"type": "string", "enum": ["continue", "end_satisfied", "disengage"]},
-    },
-    "required": ["message", "decision"],
-}
-OPEN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"message": {"type": "string", "minLength": 1}},
-    "required": ["message"],
+    "properties": {"decision": {"type": "string", "enum": ["continue", "end_satisfied", "disengage"]}},
+    "required": ["decision"],
 }
 
 
@@ -172,11 +169,13 @@ class ChainUser:
         self.persona = profile.persona_card()
         self.facts = story_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=self.s.initial_trust)
-        self.p_system = load_prompt("user_system")
-        self.p_open, self.p_appraise = load_prompt("user_open"), load_prompt("user_appraise")
-        self.p_feel, self.p_express = load_prompt("user_feel"), load_prompt("user_express")
-        self.p_repeat = load_prompt("user_nudge_repeat")
+        self.p_system, self.p_appraise, self.p_feel = (load_prompt(n) for n in REACTION_PROMPTS)
+        self.p_open, self.p_note = load_prompt("user_voice_open"), load_prompt("user_voice_note")
+        self.p_decide, self.p_repeat = load_prompt("user_decide"), load_prompt("user_nudge_repeat")
         self.p_slip = {slip: load_prompt(f"user_nudge_{slip}") for slip in ("voice", "narrates")}
+        self.voice = voice.system(load_prompt("user_voice"), profile)
+        self.words = voice.words_target(profile)
+        self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """The persona and the conversation first, the same for every agent of the chain (a long shared
@@ -194,16 +193,19 @@ class ChainUser:
 
     async def open(self, seed: int) -> UserStep:
         may_share, keep_back = self._disclosure()
-        prompt = self.p_open.render(intensity=self.state.intensity, may_share=may_share, keep_back=keep_back)
+        note = self.p_open.render(feeling=self._feeling(), may_share=may_share, keep_back=keep_back, words=self.words)
         step = UserStep(text="", inner={"opening": True})
-        data = await self._message(self.messages([], prompt), OPEN_SCHEMA, seed, self.p_open.version, [], step, "open")
-        if data is None:
+        text = await self._message(voice.chat(self.voice, [], note), seed, self.p_open.version, [], step)
+        if not text:
             step.text = f"Hi. I'm feeling {self.profile.emotional_state.emotion} and could use someone to talk to."
-            step.events.append(("opening_from_profile", "the opening message was written from the profile"))
+            step.events.append(("opening_from_profile", "the opening message was empty: written from the profile"))
         else:
-            step.text = clean_message(str(data["message"]))
+            step.text = text
         self._check_text(step, [])
         return step
+
+    def _feeling(self) -> str:
+        return voice.feeling(self.state.intensity, self.profile.emotional_state.emotion)
 
     async def perceive(self, turns: list[Turn], seed: int) -> UserStep:
         """The Appraiser and the Feeler on the latest supporter message (``turns[-1]``): the inner state
@@ -271,65 +273,61 @@ class ChainUser:
 
     async def react(self, turns: list[Turn], seed: int) -> UserStep:
         step = await self.perceive(turns, seed)
-        # 3. express
+        # 3. express: the message in the seeker's own chat, then (once the talk may end) the decision
         may_share, keep_back = self._disclosure()
-        end_rule = (
-            "It is too early to end: choose continue."
-            if self.state.turn < self.s.min_turns
-            else "Only end satisfied if you truly feel better."
-        )
-        pe = self.p_express.render(
-            intensity=self.state.intensity,
-            trust=self.state.trust,
-            thought=self.state.thought or "(none)",
-            may_share=may_share,
-            keep_back=keep_back,
-            end_rule=end_rule,
-        )
+        fit = ((step.inner or {}).get("appraisal") or {}).get("fit")
+        note = self.p_note.render(feeling=self._feeling(), trusting=voice.trusting(self.state.trust),
+                                  landed=voice.landed(fit), may_share=may_share, keep_back=keep_back,
+                                  words=self.words)  # fmt: skip
         earlier = [t.text for t in turns if t.speaker == "user"]
-        expr = await self._message(self.messages(turns, pe), EXPRESS_SCHEMA, seed, self.p_express.version, earlier,
-                                   step, "express")  # fmt: skip
-        if expr is None:
-            why = step.events[-1][1]  # the parse failure's own words
-            raise UserSimulationError(f"the Expresser gave no usable message: {why}", step.events)
-        decision: Decision = expr["decision"]
-        step.text = clean_message(str(expr["message"]))
-        if decision != "continue" and self.state.turn < self.s.min_turns:
-            step.events.append(("early_end_ignored", decision))
-            decision = "continue"
-        step.decision = decision
+        msgs = voice.chat(self.voice, turns, note)
+        text = await self._message(msgs, seed, self.p_note.version, earlier, step)
+        if not text:
+            raise UserSimulationError("the Expresser wrote an empty message", step.events)
+        step.text = text
+        step.decision = (
+            await self._decide(msgs, text, seed, step) if self.state.turn >= self.s.min_turns else "continue"
+        )
         step.inner = {**(step.inner or {}), "shared": may_share}
         self._check_text(step, earlier)
         return step
 
-    async def _message(self, msgs: list[Message], schema: dict[str, Any], seed: int, version: str,
-                       earlier: list[str], step: UserStep, what: str) -> dict[str, Any] | None:  # fmt: skip
-        """The Opener's or the Expresser's answer (None when it does not parse). A message that repeats an
-        earlier one, or speaks as the supporter ("glad you're feeling better", "let me know if you need
-        anything") or reports on "the supporter", is asked for once more with a short nudge (which does not
-        quote the slip: a small model copies what it is shown); the event keeps both texts. The second answer
-        is kept whatever it says: if it is no better, the message's own checks mark it (``_check_text``)."""
-        r = await ask_json(self.model, msgs, schema, seed=seed, prompt_version=version, max_tokens=self.s.max_tokens)
+    async def _decide(self, msgs: list[Message], text: str, seed: int, step: UserStep) -> Decision:
+        """Whether to go on, asked in the chat the message was written in, after it; an answer that does not
+        parse goes on (an event says so)."""
+        asked = [*msgs, {"role": "assistant", "content": text},
+                 {"role": "system", "content": self.p_decide.render(end_rule="Only end satisfied if you truly feel "
+                                                                     "better.")}]  # fmt: skip
+        r = await ask_json(self.model, asked, DECIDE_SCHEMA, seed=seed, prompt_version=self.p_decide.version,
+                           max_tokens=24)  # fmt: skip
         if r.data is None:
-            step.events.append((f"parse_failure:{what}", r.error))
-            return None
-        first = clean_message(str(r.data["message"]))
+            step.events.append(("parse_failure:decide", r.error))
+            return "continue"
+        decision: Decision = r.data["decision"]
+        return decision
+
+    async def _write(self, msgs: list[Message], seed: int, version: str) -> str:
+        r = await self.model.chat(msgs, seed=seed, prompt_version=version, max_tokens=self.message_tokens)
+        return voice.trim(r.text, r.finish_reason == "length")
+
+    async def _message(self, msgs: list[Message], seed: int, version: str, earlier: list[str],
+                       step: UserStep) -> str:  # fmt: skip
+        """The Opener's or the Expresser's message ("" when it wrote none). A message that repeats an earlier
+        one, or speaks as the supporter ("glad you're feeling better", "let me know if you need anything") or
+        reports on "the supporter", is asked for once more with a short nudge after the note (which does not
+        quote the slip: a small model copies what it is shown); the event keeps both texts. The second answer
+        is kept unless it is empty: if it is no better, the message's own checks mark it (``_check_text``)."""
+        first = await self._write(msgs, seed, version)
         slip = character_slip(first)
-        if repeats(first, earlier):
+        if first and repeats(first, earlier):
             event, nudge = "user_repetition_retried", self.p_repeat.render()
         elif slip is not None:
             event, nudge = "user_broke_character_retried", self.p_slip[slip].render()
         else:
-            return r.data
-        asked = [msgs[0], {"role": "user", "content": msgs[-1]["content"] + "\n" + nudge.strip()}]
-        again = await ask_json(self.model, asked, schema, seed=seed + 100, prompt_version=version,
-                               max_tokens=self.s.max_tokens)  # fmt: skip
-        if again.data is None:  # the first answer stands, and its checks mark it
-            step.events.append((f"parse_failure:{what}", again.error))
-            step.events.append((event, f"{first[:240]} => (the second answer did not parse)"))
-            return r.data
-        step.events.append((event, f"{first[:240]} => {clean_message(str(again.data['message']))[:240]}"))
-        return again.data
+            return first
+        again = await self._write([*msgs, {"role": "system", "content": nudge.strip()}], seed + 100, version)
+        step.events.append((event, f"{first[:240]} => {again[:240] or '(empty: the first stands)'}"))
+        return again or first
 
     def _check_text(self, step: UserStep, earlier: list[str]) -> None:
         step.events.extend(user_text_events(step.text, earlier, self.profile.name))

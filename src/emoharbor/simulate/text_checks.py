@@ -35,7 +35,12 @@ SUPPORTER_TELLS = re.compile(
     r"reach out (?:to me )?(?:anytime|any time|whenever) you|"
     r"(?:please|and|,) reach out (?:to me )?(?:anytime|any time)|"
     r"(?:don'?t hesitate|feel free) to (?:reach out|contact me)|"
-    r"i'?m (?:always )?here for you|i am (?:always )?here for you)\b",
+    r"i'?m (?:always )?here for you|i am (?:always )?here for you|"
+    # a listener's reflections and counsel: in about 1 of 1,000 real ESConv seekers' messages
+    r"(?:(?:i'?m|i am) (?:so |very |really )?)?sorry to hear (?:that|this|about)|"
+    r"(?:it )?sounds like you(?:'re| are| have|'ve)|(?:it'?s|it is) (?:important|okay|ok) (?:to|that you)|"
+    r"take care of yourself|i (?:can )?understand (?:that )?you(?:'re| are)|"
+    r"(?:^|[.!?]\s+)you(?:'re| are) (?:feeling|going through))\b",
     re.IGNORECASE,
 )
 WORD = re.compile(r"[a-z0-9']+")

@@ -1,0 +1,70 @@
+"""``emoharbor realism FILE...``: does the simulated user talk like a help-seeker? It writes the seeker's next
+message where real ESConv seekers wrote theirs, and holds whole talks with a supporter; its messages beside
+the real ones, figure by figure, with the goals a believable seeker meets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .options import progress_opt, set_option
+
+
+@click.command("realism")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--limit", type=int, help="The first N talks of each file.")
+@click.option("--sample", type=int, help="N talks of each file at random (with --seed), instead of the first N.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--cuts", default=2, show_default=True, help="Cuts per talk (the seeker's third turn on), drawn with "
+              "--seed: at each, the simulated user writes the next message.")  # fmt: skip
+@click.option("--whole", default=8, show_default=True, help="Talks also simulated whole, with the supporter (the "
+              "first N chosen); 0: none.")  # fmt: skip
+@click.option("--turns", default=6, show_default=True, help="Supporter turns at most in a whole talk.")
+@click.option("--user-model", default="local:qwen1.5b", show_default=True, help="The simulated user's model.")
+@click.option("--user-agent", default="chain", show_default=True, help="The simulated user (chain, simple, or "
+              "module:NAME); its settings: --set user_agent.KEY=VALUE.")  # fmt: skip
+@click.option("--supporter-model", help="The whole talks' supporter (default: --user-model).")
+@click.option("--supporter-prompt", help="Its system prompt: builtin:default, builtin:personal, @FILE or the text.")
+@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
+@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/realism-HASH).")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
+@progress_opt
+@set_option("user_agent.max_tokens=60")
+def realism(files: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, cuts: int, whole: int,
+            turns: int, user_model: str, user_agent: str, supporter_model: str | None, supporter_prompt: str | None,
+            base_url: str | None, api_key_env: str | None, concurrency: int, run_dir: Path | None, fmt: str,
+            no_progress: bool, sets: tuple[str, ...]) -> None:  # fmt: skip
+    """Realism against real seekers: ESConv files (either format). Next message: each talk cut after a supporter
+    turn (from the seeker's third turn on), the simulated user, with a profile drafted from the talk up to the
+    cut, writes the next message beside the real one. Whole talks: profiles drafted from the records talk with
+    the supporter. Figures with bootstrap 95% intervals over talks: words per message, the shares that thank,
+    ask, speak as the supporter, narrate the inner state or repeat, distinct-2, a discriminator's AUROC (with
+    real-vs-real beside it), similarity to the real next message; seeker turns, relief per turn and endings of
+    whole talks. Resumes in the same run folder."""
+    from ..errors import ConfigError
+    from ..models.spec import ModelSpec
+    from ..overrides import parse_sets, with_sets
+    from ..realism.run import RealismOptions, RealismPlan
+    from ..simulate.agents import user_settings
+    from .core import model_spec
+    from .scorers import run_scorers
+
+    user = model_spec(ModelSpec, "--user-model", user_model, base_url, api_key_env)
+    supporter = model_spec(ModelSpec, "--supporter-model", supporter_model, base_url, api_key_env) \
+        if supporter_model else None  # fmt: skip
+    try:
+        agent = user_settings(user_agent)
+    except ValueError as e:
+        raise ConfigError(f"--user-agent {user_agent}: {e}") from None
+    opts = RealismOptions(files=list(files), limit=limit, sample=sample, seed=seed, cuts=cuts, whole=whole,
+                          turns=turns, user=user, user_agent=agent, supporter=supporter,
+                          supporter_prompt=supporter_prompt, concurrency=concurrency)  # fmt: skip
+    opts = with_sets(opts, parse_sets(sets, "user_agent.max_tokens=60"), "the realism options")
+    run_scorers("realism", RealismPlan.of(opts), opts.resolved(), run_dir, fmt=fmt, progress=not no_progress,
+                seed=seed)  # fmt: skip
+
+
+COMMANDS = [realism]

@@ -1,0 +1,70 @@
+"""The realism run (``emoharbor realism``) as a kind of run (``kinds.py``): ``emoharbor leaderboard`` and
+``report --format`` print its table, ``emoharbor report`` shows it (``section.py``), ``emoharbor export`` writes
+the table and one row per simulated message (``realism``, ``realism_messages``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kinds import Rows, RunKind, Summary
+
+if TYPE_CHECKING:
+    from ..run_view import RunView
+    from ..store.run_store import RunStore
+    from .run import RealismPlan
+
+
+def message_rows(store: RunStore) -> Rows:
+    """One row per cut: the talk, the position, the real next message, the simulated one and its status."""
+    done = dict(store.items("next"))
+    out = []
+    for key, cut in store.items("cut"):
+        d = done.get(key) or {}
+        out.append({"talk": cut["talk"], "at": cut["at"], "real": cut["real"], "simulated": d.get("text"),
+                    "status": d.get("status", "not done"), "decision": d.get("decision")})  # fmt: skip
+    return out
+
+
+class RealismKind(RunKind):
+    name = "realism"
+    title = "a realism run (emoharbor realism)"
+
+    def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
+              baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
+        from .analysis import realism_table
+        from .render import render_realism
+
+        data = realism_table(store, seed=seed)
+        return render_realism(data, fmt), data
+
+    def view(self, store: RunStore, view: RunView, seed: int) -> None:
+        from .analysis import realism_table
+
+        view.data = realism_table(store, seed=seed)
+
+    def html(self, view: RunView, rid: str, seed: int) -> str:
+        from .section import section_html
+
+        return section_html(view, rid)
+
+    def export(self, store: RunStore) -> dict[str, Rows]:
+        from .analysis import realism_table
+        from .render import csv_rows
+
+        return {"realism": csv_rows(realism_table(store)), "realism_messages": message_rows(store)}
+
+    def check(self, plan: RealismPlan, *, new: bool) -> None:
+        """The plan read the files; a new run's models are built and reached."""
+        from ..preflight import check_named_models, check_reach
+
+        if new:
+            named = [("--user-model", plan.opts.user)]
+            named += [("--supporter-model", plan.opts.supporter_model)] if plan.talks else []
+            check_named_models(named)
+            check_reach([spec for _, spec in named])
+
+    async def execute(self, plan: RealismPlan, folder: Path, *, progress: bool = True) -> Summary:
+        from .run import run_realism
+
+        return await run_realism(plan, folder, progress=progress)

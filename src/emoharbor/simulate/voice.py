@@ -1,0 +1,83 @@
+"""The seeker's own chat, where a simulated user writes its messages: its voice prompt as the system message
+(the persona and how people write in such a chat), the supporter's messages as the other side's turns and its
+own earlier messages as its turns, so a chat model writes the next message as itself, in free text (a message
+written as JSON inside a transcript about the person read like a report on it: thanks, relief and the
+supporter's own phrases). The chain's Expresser adds one private note after the supporter's last message (how
+it feels, what it may tell); the simple user writes with none.
+
+The profile sets the length (``words_target``: its verbosity) and the call's ``max_tokens`` follows from it
+(``message_tokens``); a message cut by the limit loses its unfinished sentence (``trim``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..models.base import Message
+from ..profiles.schema import Profile
+from ..prompts import Prompt
+from .conversation import Turn
+from .text_checks import clean_message
+
+WORDS = {"terse": 8, "moderate": 15, "expansive": 30}  # about real ESConv seekers' median of 16 words a message
+OTHER_SIDE = re.compile(r"\n\s*(?:\*\*)?(?:supporter|listener|helper|therapist|assistant|you|them|user|me)\s*:",
+                        re.IGNORECASE)  # fmt: skip
+SENTENCE_END = re.compile(r"[.!?…)](?=\s|$)")
+
+
+def words_target(profile: Profile) -> int:
+    return WORDS[profile.communication_style.verbosity]
+
+
+def message_tokens(profile: Profile, setting: int) -> int:
+    """The ``max_tokens`` of a message call: ``setting``, or (0) room for about twice the words target."""
+    return setting or int(words_target(profile) * 2.5) + 12
+
+
+def system(prompt: Prompt, profile: Profile, ending: str = "") -> Message:
+    text = prompt.render(persona=profile.persona_card(), words=words_target(profile), ending=ending).strip()
+    return {"role": "system", "content": text}
+
+
+def chat(head: Message, turns: list[Turn], note: str | None = None) -> list[Message]:
+    """The seeker's chat: its system message, every turn from its side (its own as ``assistant``), and the
+    private ``note`` (when there is one) just before the supporter's last message, so that the message the
+    model answers is the supporter's (a note after it made the 1.5B model answer the note: the supporter's
+    phrases, thanks and relief)."""
+    msgs = [{"role": "assistant" if t.speaker == "user" else "user", "content": t.text} for t in turns]
+    at = len(msgs) - 1 if msgs and msgs[-1]["role"] == "user" else len(msgs)
+    if note:
+        msgs.insert(at, {"role": "system", "content": note.strip()})
+    return [head, *msgs]
+
+
+def trim(text: str, cut: bool) -> str:
+    """A written message as sent: the label and quotes gone, anything after the model starts writing another
+    speaker's line cut, and (``cut``: it ran into ``max_tokens``) its unfinished last sentence dropped."""
+    t = OTHER_SIDE.split(clean_message(text), maxsplit=1)[0].strip()
+    if cut:
+        ends = [m.end() for m in SENTENCE_END.finditer(t)]
+        if ends:
+            t = t[: ends[-1]]
+    return " ".join(t.split())
+
+
+def landed(fit: str | None) -> str:
+    """How the supporter's last message landed (the Appraiser's fit), as the note tells it: a fit invites the
+    person to go on, a miss to say so or hold back (the Feeler's thought is not shown: a small model turns it
+    into thanks and relief whatever the supporter said)."""
+    said = {"good": "What they said fits you, so you tell a bit more.",
+            "mixed": "What they said only half fits you.",
+            "poor": "What they said misses what you meant: you may say so, or hold back."}  # fmt: skip
+    return said.get(fit or "", "")
+
+
+def feeling(intensity: int, emotion: str) -> str:
+    level = ("mostly calm" if intensity < 20 else "a bit low" if intensity < 40 else "upset" if intensity < 60
+             else "very upset" if intensity < 80 else "overwhelmed")  # fmt: skip
+    return f"{level} ({emotion})" if emotion and emotion != "unspecified" else level
+
+
+def trusting(trust: int) -> str:
+    return ("you do not trust them yet" if trust < 30 else "you are unsure about them" if trust < 55
+            else "you are starting to trust them" if trust < 75 else "you trust them")  # fmt: skip
