@@ -18,6 +18,7 @@ import pytest
 
 from cli_helpers import count, emoharbor, run_main
 from emoharbor.errors import DataError
+from emoharbor.realism.analysis import reask
 from emoharbor.realism.cuts import file_talks, read_dialogs, talk_cuts, talk_shape
 from emoharbor.realism.figures import Message, Table
 from emoharbor.realism.text import distinct_2, features, words
@@ -63,6 +64,19 @@ def test_message_features() -> None:
     assert features("I just feel stuck at work.", ["i just feel stuck at work"])["repeat"]
     assert distinct_2(["a b c", "a b d"]) == pytest.approx(3 / 4)
     assert distinct_2(["one"]) is None
+
+
+def test_the_reask_is_counted_mended_still_wrong_or_wrong_in_a_new_way(tmp_path: Path) -> None:
+    [dialog] = read_dialogs(talk_files(tmp_path, talks=1)[0])
+    cut = talk_cuts(dialog)[0]
+    slip, own = "Let me know if you need anything.", "my rent is due next week"
+    narrated = "I trust the supporter more after the message."
+
+    def done(first: str, kept: str) -> tuple[Any, dict[str, Any]]:
+        return cut, {"text": kept, "events": [["user_broke_character_retried", f"{first} => {kept}"]]}
+
+    got = reask([done(slip, own), done(slip, slip), done(slip, narrated), (cut, {"text": own, "events": []})])
+    assert got == {"asked": 3, "mended": 1, "still": 2, "worse": 1}
 
 
 def messages(texts: dict[str, list[str]]) -> list[Message]:
@@ -171,6 +185,10 @@ def test_the_command_runs_against_an_endpoint_and_shows_it_everywhere(
     assert code == 0, err
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Realism: the simulated seeker beside real seekers" in page and '-realism-next"' in page
+    code, out, err = run_main(["judges", str(run), "--format", "json"], capsys)
+    assert code == 0, err
+    [user] = [r for r in json.loads(out) if r["judge"] == "user"]
+    assert user["realism_n"] == CUTS and user["realism"].startswith("chain user: AUROC ")
     code, _, err = run_main(["export", str(run), "--format", "csv", "--out", str(tmp_path / "x")], capsys)
     assert code == 0, err
     assert (tmp_path / "x" / "realism.csv").exists() and (tmp_path / "x" / "realism_messages.csv").exists()

@@ -6,10 +6,11 @@ many of each."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 
 T = TypeVar("T")
 
@@ -30,6 +31,23 @@ def select(items: Sequence[T], limit: int | None, sample: int | None, seed: int)
         picked = sorted(random.Random(seed).sample(range(len(items)), min(sample, len(items))))
         return [items[i] for i in picked]
     return list(items[:limit] if limit is not None else items)
+
+
+def choose(sources: Sequence[tuple[Path, Sequence[T]]], limit: int | None, sample: int | None, seed: int,
+           ident: Callable[[T], str], what: str) -> list[T]:  # fmt: skip
+    """``select`` in each source, the sources taken in turn (``in_turn``); an item whose ``ident`` is also in an
+    earlier source (two files of one name) is one line naming both (``what``: "talk", "record id")."""
+    seen: dict[str, Path] = {}
+    chosen = []
+    for path, items in sources:
+        picked = select(items, limit, sample, seed)
+        for item in picked:
+            name = ident(item)
+            if name in seen:
+                raise DataError(f"{path}: {what} {name} is also in {seen[name]}: give files with different names")
+            seen[name] = path
+        chosen.append(picked)
+    return in_turn(chosen)
 
 
 def in_turn(per_source: Sequence[Sequence[T]]) -> list[T]:

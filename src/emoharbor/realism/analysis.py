@@ -70,16 +70,26 @@ def next_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any]:
     return out
 
 
+def slips(text: str, earlier: list[str]) -> set[str]:
+    """What is wrong with a seeker's message: the supporter's voice, narration, a repeat."""
+    kind = character_slip(text)
+    return ({kind} if kind else set()) | ({"repeat"} if repeats(text, earlier) else set())
+
+
 def reask(done: list[tuple[Cut, dict[str, Any]]]) -> dict[str, int]:
-    """How often the user's own check asked again, and what came of it: the kept message clean (mended), or
-    still with a slip or a repeat."""
-    asked = mended = 0
+    """How often the user's own check asked again, and what came of it: the message kept clean (mended), still
+    wrong, or wrong in a way the first answer was not (worse: the re-ask made a new slip)."""
+    asked = mended = worse = 0
     for cut, d in done:
-        if not any(e[0] in RETRIED for e in d.get("events", [])):
+        retried = [e for e in d.get("events", []) if e[0] in RETRIED]
+        if not retried:
             continue
         asked += 1
-        mended += character_slip(d["text"]) is None and not repeats(d["text"], cut.earlier)
-    return {"asked": asked, "mended": mended, "still": asked - mended}
+        first = str(retried[0][1]).split(" => ", 1)[0]
+        kept = slips(d["text"], cut.earlier)
+        mended += not kept
+        worse += bool(kept - slips(first, cut.earlier))
+    return {"asked": asked, "mended": mended, "still": asked - mended, "worse": worse}
 
 
 def whole_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any] | None:

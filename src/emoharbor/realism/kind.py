@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kinds import Rows, RunKind, Summary
+from ..kinds import JudgeRows, Rows, RunKind, Summary
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..run_view import RunView
     from ..store.run_store import RunStore
     from .run import RealismPlan
@@ -26,9 +28,16 @@ def message_rows(store: RunStore) -> Rows:
     return out
 
 
+def talks_like_people(r: dict[str, Any]) -> str:
+    """The cell of ``emoharbor judges`` for the simulated user: the discriminator and the goals met."""
+    return str(r.get("realism") or "-")
+
+
 class RealismKind(RunKind):
     name = "realism"
     title = "a realism run (emoharbor realism)"
+    judges_note = ("talks like people: the simulated user's messages told apart from real seekers' (AUROC, 0.5 "
+                   "none) and the realism goals met, from the realism run with the most cuts")  # fmt: skip
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
@@ -47,6 +56,27 @@ class RealismKind(RunKind):
         from .section import section_html
 
         return section_html(view, rid)
+
+    def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
+        """The simulated user's row ("user"): how far its messages are told apart from people's, the goals met."""
+        from ..report.judges_table import add
+        from .analysis import realism_table
+        from .render import shown
+
+        data = realism_table(store, n_boot=500)
+        n = data["next"]
+        if not n["rows"] or n["cuts"] <= rows.get(("user", "argmax"), {}).get("realism_n", -1):
+            return
+        checks = [n[k] for k in ("discriminator", "similarity") if n.get(k)]
+        verdicts = [r["verdict"] for r in [*n["rows"], *checks]]
+        auroc = shown((n.get("discriminator") or {}).get("sim_vs_real"))
+        met = f"{verdicts.count('met')} of {len(verdicts)} goals met"
+        row = add(rows, "user", "argmax", {}, {})
+        row.update(realism_n=n["cuts"], realism=f"{data['user_agent']} user: AUROC {auroc}; {met} ({n['cuts']} cuts, "
+                   f"{folder})")  # fmt: skip
+
+    def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+        return [("talks like people", talks_like_people)]
 
     def export(self, store: RunStore) -> dict[str, Rows]:
         from .analysis import realism_table

@@ -56,8 +56,9 @@ def next_text(n: dict[str, Any], md: bool) -> list[str]:
         lines.append(f"discriminator and similarity: {n.get('embeddings', 'n/a')}")
     r = n["reask"]
     decisions = ", ".join(f"{k} {v}" for k, v in sorted(n["decisions"].items()))
-    lines.append(f"re-asked after a slip or a repeat: {r['asked']} messages; the kept message clean in {r['mended']}, "
-                 f"still slipping in {r['still']}. Decisions: {decisions}")  # fmt: skip
+    lines.append(f"re-asked after a slip or a repeat: {r['asked']} messages; the kept message clean in "
+                 f"{r['mended']}, still wrong in {r['still']} (in a new way in {r['worse']}). "
+                 f"Decisions: {decisions}")  # fmt: skip
     return lines
 
 

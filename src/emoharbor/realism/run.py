@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.esconv import EsconvDialog
-from ..data.selection import check_selection, in_turn, select
-from ..errors import ConfigError, DataError
+from ..data.selection import check_selection, choose, in_turn
+from ..errors import ConfigError
 from ..kinds import Summary
 from ..models.base import ChatModel, ModelCallError
 from ..models.pool import ModelPool
@@ -108,16 +107,8 @@ class RealismPlan:
 
     @classmethod
     def of(cls, opts: RealismOptions) -> RealismPlan:
-        chosen: list[list[EsconvDialog]] = []
-        seen: dict[str, Path] = {}
-        for path in opts.files:
-            dialogs = select(file_talks(path), opts.limit, opts.sample, opts.seed)
-            for d in dialogs:
-                if d.id in seen:
-                    raise DataError(f"{path}: talk {d.id} is also in {seen[d.id]}: give files with different names")
-                seen[d.id] = path
-            chosen.append(dialogs)
-        dialogs = in_turn(chosen)
+        sources = [(path, file_talks(path)) for path in opts.files]
+        dialogs = choose(sources, opts.limit, opts.sample, opts.seed, lambda d: d.id, "talk")
         per_talk = [pick(talk_cuts(d), opts.cuts, opts.seed) for d in dialogs]
         cuts = in_turn(per_talk)  # every talk's first cut, then every talk's second: a stopped run spans the talks
         talks = [talk_shape(d) for d in dialogs[: opts.whole]]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..assess.cards import builtin_names, load_card
 from ..assess.stage import Judge, check_judges, make_judges
-from ..data.selection import check_selection, in_turn, select
+from ..data.selection import check_selection, choose
 from ..errors import ConfigError, DataError
 from ..kinds import Summary
 from ..models.pool import ModelPool
@@ -91,22 +91,16 @@ class SeekersOptions:
 def load_points(opts: SeekersOptions) -> list[Point]:
     """The chosen talks' points, the files interleaved talk by talk (a run stopped early holds about as many
     talks of each file). With ``varied``, only talks whose ratings differ are chosen from."""
-    chosen: list[list[list[Point]]] = []
-    seen: dict[str, Path] = {}
+    sources = []
     for path in opts.files:
         talks = file_points(path, initial_trust=opts.reward.user_agent.initial_trust)
         if opts.varied:
             talks = [t for t in talks if len({p.rating for p in t}) > 1]
             if not talks:
                 raise DataError(f"{path}: --varied: no talk has two different ratings (no within-talk pair)")
-        talks = select(talks, opts.limit, opts.sample, opts.seed)
-        for t in talks:
-            if t[0].talk in seen:
-                raise DataError(f"{path}: talk {t[0].talk} is also in {seen[t[0].talk]}: give files with different "
-                                "names")  # fmt: skip
-            seen[t[0].talk] = path
-        chosen.append(talks)
-    return [p for talk in in_turn(chosen) for p in talk]
+        sources.append((path, talks))
+    chosen = choose(sources, opts.limit, opts.sample, opts.seed, lambda t: t[0].talk, "talk")
+    return [p for talk in chosen for p in talk]
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Any
 from ..assess.judge_kinds import ConversationKind, card_kind
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..data.esconv import EsconvDialog, load_esconv
-from ..data.selection import check_selection, in_turn, select
-from ..errors import ConfigError, DataError
+from ..data.selection import check_selection, choose
+from ..errors import ConfigError
 from ..kinds import Summary
 from ..models.base import ChatModel
 from ..models.pool import ModelPool, conversations_at_once
@@ -92,16 +92,8 @@ class ValidateOptions:
 def load_selection(opts: ValidateOptions) -> list[EsconvDialog]:
     """The chosen records of every file, interleaved (first of each file, then second of each...), so a run
     stopped early holds about as many conversations from each file."""
-    per_file: list[list[EsconvDialog]] = []
-    seen: dict[str, str] = {}
-    for path in opts.esconv:
-        chosen = select(load_esconv(path), opts.limit, opts.sample, opts.seed)
-        for d in chosen:
-            if d.id in seen:
-                raise DataError(f"{path}: record id {d.id} is also in {seen[d.id]}: give files with different names")
-            seen[d.id] = str(path)
-        per_file.append(chosen)
-    return in_turn(per_file)
+    sources = [(path, load_esconv(path)) for path in opts.esconv]
+    return choose(sources, opts.limit, opts.sample, opts.seed, lambda d: d.id, "record id")
 
 
 @dataclass(frozen=True)

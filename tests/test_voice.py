@@ -1,0 +1,87 @@
+"""The seeker's own chat (``simulate.voice``): where the private note goes, how a written message is trimmed,
+the length the profile sets; and what the demo prints of its simulated user's measured records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emoharbor.commands.evaluate import print_conversation
+from emoharbor.profiles.loader import load_profile_file
+from emoharbor.prompts import load_prompt
+from emoharbor.report import calibration
+from emoharbor.simulate import voice
+from emoharbor.simulate.conversation import Conversation, Turn
+from emoharbor.store.run_store import RunStore
+
+PROFILE = load_profile_file(Path(__file__).parent.parent / "examples" / "profile.yaml")[0]
+
+
+def test_the_note_goes_just_before_the_supporters_last_message() -> None:
+    head = voice.system(load_prompt("user_voice"), PROFILE)
+    assert head["role"] == "system" and PROFILE.situation.story[:40] in head["content"]
+    assert f"about {voice.words_target(PROFILE)} words" in head["content"] and "$" not in head["content"]
+    turns = [Turn(speaker="user", text="hi"), Turn(speaker="supporter", text="Hello, what's up?")]
+    msgs = voice.chat(head, turns, "(note)")
+    assert [m["role"] for m in msgs] == ["system", "assistant", "system", "user"]
+    assert msgs[2]["content"] == "(note)" and msgs[-1]["content"] == "Hello, what's up?"
+    assert voice.chat(head, [], "(open)")[-1] == {"role": "system", "content": "(open)"}  # the opening's note
+    assert voice.chat(head, turns) == [head, msgs[1], msgs[3]]  # the simple user: no note
+
+
+def test_a_written_message_is_trimmed_as_sent() -> None:
+    assert voice.trim('You: "I lost my job."', cut=False) == "I lost my job."
+    assert voice.trim("I lost my job.\nSupporter: That is hard.\nYou: yes", cut=False) == "I lost my job."
+    assert voice.trim("I lost my job. I keep thinking that maybe", cut=True) == "I lost my job."
+    assert voice.trim("I keep thinking that maybe", cut=True) == "I keep thinking that maybe"  # nothing to keep
+    assert voice.trim("  so   tired\n today  ", cut=False) == "so tired today"
+
+
+def test_the_length_follows_the_profile() -> None:
+    terse = PROFILE.model_copy(update={"communication_style": PROFILE.communication_style.model_copy(
+        update={"verbosity": "terse"})})  # fmt: skip
+    assert voice.words_target(terse) == 8 and voice.message_tokens(terse, 0) == 32
+    assert voice.message_tokens(terse, 50) == 50
+    assert voice.feeling(85, "anxiety") == "overwhelmed (anxiety)" and voice.feeling(10, "unspecified") == "mostly calm"
+    assert voice.trusting(20).startswith("you do not trust") and voice.landed(None) == ""
+
+
+def test_shipped_records_are_quoted_after_the_users_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "shipped")
+    versions = {"user_voice": "user_voice@1", "user_system": "user_system@1"}
+    rec = {"user_model": "local:qwen1.5b", "prompt_versions": versions, "size": 60, "line": "shipped line",
+           "date": "2026-12-06"}  # fmt: skip
+    (tmp_path / "shipped" / "realism").mkdir(parents=True)
+    (tmp_path / "shipped" / "realism" / "local_qwen1.5b-a.json").write_text(json.dumps(rec), encoding="utf-8")
+    run = {**versions, "supporter_default": "x"}
+    assert calibration.quoted("local:qwen1.5b", run) == [("realism", rec)]
+    assert calibration.quoted("local:qwen1.5b", {**run, "user_voice": "user_voice@2"}) == []
+    own = {**rec, "size": 4, "line": "my own line"}  # the user's own record comes first, however small
+    calibration.write("realism", "local:qwen1.5b", versions, "my-run", own)
+    assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", run)] == ["my own line"]
+
+
+def test_the_demo_prints_what_is_measured_of_its_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none")
+    versions = {p: f"{p}@1" for p in (*calibration.PROMPTS, "user_voice")}
+    cfg = {"roles": {"user": {"model": "local:qwen1.5b"}}, "prompt_versions": versions}
+    store = RunStore.create_or_resume(tmp_path / "run", "emoharbor", cfg, "h")
+    try:
+        conv = Conversation(id="c", profile_id="p", supporter="s", turns=[Turn(speaker="user", text="hi")])
+        store.put("conversation", ("p", "s", "0"), {**conv.model_dump(mode="json"), "status": "ok"}, attempt="",
+                  events=[])  # fmt: skip
+        calibration.write("realism", "local:qwen1.5b", {"user_voice": "user_voice@1"}, "r",
+                          {"user_model": "local:qwen1.5b", "prompt_versions": {"user_voice": "user_voice@1"},
+                           "size": 60, "line": "Simulated user's measured realism (...)"})  # fmt: skip
+        print_conversation(store)
+    finally:
+        store.close()
+    out = capsys.readouterr().out
+    assert "USER: hi" in out
+    assert "# The simulated user's sensitivity has not been measured for local:qwen1.5b" in out
+    assert "# Simulated user's measured realism (...)" in out
