@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from cli_helpers import count, emoharbor, run_main
+from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
 from emoharbor.realism.analysis import reask
-from emoharbor.realism.cuts import file_talks, read_dialogs, talk_cuts, talk_shape
+from emoharbor.realism.cuts import file_talks, talk_cuts, talk_shape
 from emoharbor.realism.figures import Message, Table
 from emoharbor.realism.text import distinct_2, features, words
 from emoharbor.report import calibration
@@ -32,7 +33,7 @@ CUTS, TALKS = 12, 6  # talk_files(3) with --cuts 2: two of each talk's three cut
 def test_cuts_start_at_the_seekers_third_turn_and_draft_the_profile_from_the_talk_so_far(tmp_path: Path) -> None:
     raw, lines = talk_files(tmp_path, talks=1)
     for path in (raw, lines):
-        [dialog] = read_dialogs(path)
+        [dialog] = load_esconv(path)
         cuts = talk_cuts(dialog)
         assert [c.real for c in cuts] == [
             "yeah my rent is due and I keep checking my bank app",
@@ -46,7 +47,7 @@ def test_cuts_start_at_the_seekers_third_turn_and_draft_the_profile_from_the_tal
         story = "I was let go" if path == raw else "My partner moved out"
         assert first.profile.evaluation_only and first.profile.situation.story.startswith(story)
     # a risk word only after the cut does not reach the cut's profile; the whole talk's profile has it
-    [dialog] = read_dialogs(risky_later(tmp_path))
+    [dialog] = load_esconv(risky_later(tmp_path))
     assert {c.profile.risk_level for c in talk_cuts(dialog)[:2]} == {"none"}
     assert talk_shape(dialog).profile.risk_level == "elevated"
     shape = talk_shape(dialog)
@@ -67,7 +68,7 @@ def test_message_features() -> None:
 
 
 def test_the_reask_is_counted_mended_still_wrong_or_wrong_in_a_new_way(tmp_path: Path) -> None:
-    [dialog] = read_dialogs(talk_files(tmp_path, talks=1)[0])
+    [dialog] = load_esconv(talk_files(tmp_path, talks=1)[0])
     cut = talk_cuts(dialog)[0]
     slip, own = "Let me know if you need anything.", "my rent is due next week"
     narrated = "I trust the supporter more after the message."
@@ -262,3 +263,8 @@ def test_a_file_without_a_cut_and_bad_options_are_refused(tmp_path: Path, capsys
                         "not both"), (["--user-agent", "nobody"], "--user-agent nobody")):  # fmt: skip
         code, _, err = run_main(["realism", *map(str, files), "--user-model", "scripted", *extra], capsys)
         assert code != 0 and said in err, err
+    # examples drawn from the talks being evaluated are refused
+    code, _, err = run_main(["realism", str(files[0]), "--user-model", "scripted", "--set",
+                             f"user_agent.examples={files[0]}", "--run-dir", str(tmp_path / "r")], capsys)  # fmt: skip
+    assert code != 0 and "it holds 3 of the talks being evaluated (failed_mine:0" in err, err
+    assert not (tmp_path / "r").exists()

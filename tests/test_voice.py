@@ -85,3 +85,40 @@ def test_the_demo_prints_what_is_measured_of_its_user(tmp_path: Path, monkeypatc
     assert "USER: hi" in out
     assert "# The simulated user's sensitivity has not been measured for local:qwen1.5b" in out
     assert "# Simulated user's measured realism (...)" in out
+
+
+def test_real_seekers_messages_as_examples_nearest_the_story(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("sentence_transformers")
+    from emoharbor.simulate.chain_user import ChainSettings, ChainUser
+    from emoharbor.simulate.examples import examples_text, same_talks
+    from emoharbor.simulate.simple_user import SimpleSettings, SimpleUser
+    from seekers_helpers import raw_record, write_raw
+
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+
+    def talk(situation: str, said: str) -> dict[str, object]:
+        turns = [("seeker", "hi", None), ("supporter", "Hello", None), ("seeker", said, None)]
+        return {**raw_record(turns), "situation": situation}  # type: ignore[arg-type]
+
+    bank = write_raw(tmp_path / "train_mine.json", [
+        talk("I lost my job at the factory and cannot pay rent.", "the rent is due friday and i have nothing"),
+        talk("My cat died last week and I miss her.", "i keep looking for her on the couch"),
+        talk("I am a nurse and made a mistake at work; I want to quit.", "one mistake and now i dread every shift"),
+    ])  # fmt: skip
+    text = examples_text(str(bank), PROFILE, 1)  # the profile: a nurse written up after an error on a night shift
+    assert text.startswith("How other people have written") and text.endswith(
+        "\n- one mistake and now i dread every shift"
+    )
+    assert examples_text(str(bank), PROFILE, 3).count("\n- ") == 3
+    assert examples_text(None, PROFILE, 2) == "" and examples_text(str(bank), PROFILE, 0) == ""
+    chain = ChainUser(None, PROFILE, ChainSettings(examples=str(bank), examples_k=1))  # type: ignore[arg-type]
+    assert "dread every shift" in chain.voice["content"] and "rent is due" not in chain.voice["content"]
+    simple = SimpleUser(None, PROFILE, SimpleSettings(agent="simple", examples=str(bank)))  # type: ignore[arg-type]
+    assert "dread every shift" in simple.head["content"] and simple.head["content"].endswith("[END].")
+    # off by default: the voice is as it was
+    assert "other people" not in ChainUser(None, PROFILE).voice["content"]  # type: ignore[arg-type]
+    # a talk being evaluated is found in the examples file by its messages
+    from emoharbor.data.esconv import load_esconv
+
+    evaluated = write_raw(tmp_path / "valid_mine.json", [talk("x", "i keep looking for her on the couch")])
+    assert same_talks(str(bank), load_esconv(evaluated)) == ["valid_mine:0"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data.esconv import EsconvDialog, is_failed_set, parse_record, read_records
+from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import DataError
 from ..profiles.esconv_import import draft_profile
 from ..profiles.schema import Profile
@@ -111,12 +111,6 @@ def talk_shape(dialog: EsconvDialog) -> Talk:
                 draft_profile(dialog, evaluation_only=True))  # fmt: skip
 
 
-def read_dialogs(path: Path) -> list[EsconvDialog]:
-    """Every record of an ESConv file, checked as every command reads them."""
-    failed = is_failed_set(path)
-    return [parse_record(r, str(path), i, failed) for i, r in enumerate(read_records(path))]
-
-
 def pick(cuts: list[Cut], per_talk: int, seed: int) -> list[Cut]:
     """``per_talk`` of a talk's cuts drawn with ``seed`` (all when it has fewer), in the talk's order."""
     if len(cuts) <= per_talk:
@@ -127,7 +121,7 @@ def pick(cuts: list[Cut], per_talk: int, seed: int) -> list[Cut]:
 
 def file_talks(path: Path) -> list[EsconvDialog]:
     """The talks of a file that have at least one cut; one line naming the file when none has."""
-    dialogs = [d for d in read_dialogs(path) if talk_cuts(d)]
+    dialogs = [d for d in load_esconv(path) if talk_cuts(d)]
     if not dialogs:
         raise DataError(f"{path}: no talk has a supporter turn before the seeker's third turn or later: no cut to "
                         "compare at")  # fmt: skip

@@ -28,6 +28,7 @@ from ..models.spec import ModelSpec
 from ..prompts import Prompt
 from ..simulate.agents import UserBlock, UserSettings, make_user, user_agent, user_settings
 from ..simulate.conversation import Conversation, UserState
+from ..simulate.examples import same_talks
 from ..simulate.loop import converse
 from ..simulate.supporter import Supporter, supporter_prompt
 from ..simulate.user_agent import PerceivingUser, UserSimulationError
@@ -109,6 +110,12 @@ class RealismPlan:
     def of(cls, opts: RealismOptions) -> RealismPlan:
         sources = [(path, file_talks(path)) for path in opts.files]
         dialogs = choose(sources, opts.limit, opts.sample, opts.seed, lambda d: d.id, "talk")
+        lent = getattr(opts.user_agent, "examples", None)
+        both = same_talks(lent, dialogs) if lent else []
+        if both:
+            raise ConfigError(f"user_agent.examples {lent}: it holds {len(both)} of the talks being evaluated "
+                              f"({', '.join(both[:3])}): draw the examples from other talks (ESConv's "
+                              "train)")  # fmt: skip
         per_talk = [pick(talk_cuts(d), opts.cuts, opts.seed) for d in dialogs]
         cuts = in_turn(per_talk)  # every talk's first cut, then every talk's second: a stopped run spans the talks
         talks = [talk_shape(d) for d in dialogs[: opts.whole]]

@@ -45,6 +45,14 @@ class ReactionSettings(UserSettings):
     initial_trust: int = Field(default=40, ge=0, le=100)
 
 
+class VoiceSettings(UserSettings):
+    """The settings of a user that writes in its own voice (``voice.py``): real seekers' messages as examples
+    (``examples``: an ESConv file, ``examples_k`` of its talks nearest the profile's story; off by default)."""
+
+    examples: str | None = None
+    examples_k: int = Field(default=4, ge=0, le=20)
+
+
 S = TypeVar("S", bound=UserSettings)
 
 

@@ -32,8 +32,9 @@ from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from . import voice
-from .agents import ReactionSettings, needs, register_agent
+from .agents import ReactionSettings, VoiceSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
+from .examples import examples_text
 from .text_checks import character_slip, repeats, user_text_events
 from .user_agent import UserSimulationError, UserStep
 
@@ -45,6 +46,7 @@ CHAIN_PROMPTS = (
     "user_voice_open",
     "user_voice_note",
     "user_decide",
+    "user_voice_examples",
     "user_nudge_repeat",
     "user_nudge_voice",
     "user_nudge_narrates",
@@ -55,7 +57,7 @@ REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what ``perce
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-class ChainSettings(ReactionSettings):
+class ChainSettings(ReactionSettings, VoiceSettings):
     min_turns: int = Field(default=2, ge=0)  # supporter replies before the user may end
     max_tokens: int = Field(default=200, ge=16)  # per call of the Appraiser and the Feeler
     message_tokens: int = Field(default=0, ge=0)  # per message; 0: from the profile's length (voice.message_tokens)
@@ -173,7 +175,8 @@ class ChainUser:
         self.p_open, self.p_note = load_prompt("user_voice_open"), load_prompt("user_voice_note")
         self.p_decide, self.p_repeat = load_prompt("user_decide"), load_prompt("user_nudge_repeat")
         self.p_slip = {slip: load_prompt(f"user_nudge_{slip}") for slip in ("voice", "narrates")}
-        self.voice = voice.system(load_prompt("user_voice"), profile)
+        examples = examples_text(self.s.examples, profile, self.s.examples_k)
+        self.voice = voice.system(load_prompt("user_voice"), profile, ending=examples)
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
 

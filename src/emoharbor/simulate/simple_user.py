@@ -10,8 +10,9 @@ from ..models.base import ChatModel
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
 from . import voice
-from .agents import UserSettings, needs, register_agent
+from .agents import VoiceSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
+from .examples import examples_text
 from .text_checks import user_text_events
 from .user_agent import UserStep
 
@@ -19,18 +20,20 @@ END_MARK = "[END]"
 OPENING_CUE = "(The chat has just opened. Write your first message.)"
 
 
-class SimpleSettings(UserSettings):
+class SimpleSettings(VoiceSettings):
     max_tokens: int = Field(default=0, ge=0)  # per message; 0: from the profile's length (voice.message_tokens)
 
 
 class SimpleUser:
-    def __init__(self, model: ChatModel, profile: Profile, max_tokens: int = 0) -> None:
+    def __init__(self, model: ChatModel, profile: Profile, settings: SimpleSettings | None = None) -> None:
+        s = settings or SimpleSettings(agent="simple")
         self.model = model
         self.profile = profile
         voice_prompt = load_prompt("user_voice")
         self.version = voice_prompt.version
-        self.head = voice.system(voice_prompt, profile, ending=load_prompt("user_simple").render())
-        self.max_tokens = voice.message_tokens(profile, max_tokens)
+        ending = [examples_text(s.examples, profile, s.examples_k), load_prompt("user_simple").render().strip()]
+        self.head = voice.system(voice_prompt, profile, ending="\n\n".join(e for e in ending if e))
+        self.max_tokens = voice.message_tokens(profile, s.max_tokens)
 
     def initial_state(self) -> UserState | None:
         return None
@@ -56,5 +59,5 @@ class SimpleUser:
 
 
 register_agent("simple", SimpleSettings,
-               lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s.max_tokens),
-               prompts=("user_voice", "user_simple"))  # fmt: skip
+               lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s),
+               prompts=("user_voice", "user_simple", "user_voice_examples"))  # fmt: skip
