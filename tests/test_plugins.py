@@ -259,3 +259,32 @@ def test_a_card_of_a_kind_that_rates_replies_is_refused_by_a_run() -> None:
         judge_kinds.judge_kind("oracle")
     with pytest.raises(ConfigError, match="cannot import no_such_module"):
         judge_kinds.judge_kind("no_such_module:oracle")
+
+
+def test_a_name_registered_twice_is_refused_naming_both_modules() -> None:
+    from emoharbor import kinds
+    from emoharbor.assess.judge_kinds import judge_kind, register_judge_kind
+    from emoharbor.errors import ConfigError
+    from emoharbor.simulate.agents import UserSettings, register_agent, user_agent
+
+    chain = user_agent("chain")  # the built-in modules register theirs first
+    with pytest.raises(ConfigError, match=r"simulated user 'chain' is registered twice: by emoharbor\.simulate\."
+                       r"chain_user and by test_plugins"):  # fmt: skip
+        register_agent("chain", UserSettings, lambda model, profile, s: None)  # type: ignore[arg-type,return-value]
+    assert user_agent("chain") is chain  # the first stands
+    reply = judge_kind("reply")
+    with pytest.raises(ConfigError, match=r"judge kind 'reply' is registered twice: by emoharbor\.assess\."):
+        register_judge_kind(reply)
+    seekers = kinds.of("seekers")
+
+    class Impostor(kinds.RunKind):
+        name = "seekers"
+        title = "not the seekers"
+
+    with pytest.raises(ConfigError, match=r"run kind 'seekers' is registered twice: by emoharbor\.seekers\.kind and "
+                       r"by test_plugins"):  # fmt: skip
+        kinds.register(Impostor())
+    assert kinds.of("seekers") is seekers
+    # the same module registering again (a reload) replaces its own entry
+    register_agent("twice_here", UserSettings, lambda model, profile, s: None)  # type: ignore[arg-type,return-value]
+    register_agent("twice_here", UserSettings, lambda model, profile, s: None)  # type: ignore[arg-type,return-value]

@@ -18,7 +18,7 @@ What a kind does (a part it leaves as the base class has it, it has not: ``has``
   of the kind, through ``commands.runs.run_kind`` (preflight, the run, its summary line, its board, the exit
   status when every unit ended in error).
 
-This module imports nothing and names no kind: ``TABLE`` holds each kind as a ``module:Class`` path (the
+This module imports no kind of run and names none: ``TABLE`` holds each kind as a ``module:Class`` path (the
 built-in ones put there by ``kind_table``), imported the first time the kind is asked for.
 """
 
@@ -28,6 +28,8 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from .registry import add
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -121,8 +123,9 @@ TABLE: dict[str, str | RunKind] = {}
 
 
 def register(kind: RunKind) -> None:
-    """Add a kind defined elsewhere (a user's own module) to the table, under its name."""
-    TABLE[kind.name] = kind
+    """Add a kind defined elsewhere (a user's own module) to the table, under its name; a name another module
+    holds already (a built-in kind's) is refused, naming both modules."""
+    add(TABLE, kind.name, kind, module=type(kind).__module__, what="run kind")
 
 
 def get(name: str) -> RunKind | None:

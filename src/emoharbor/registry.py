@@ -5,11 +5,34 @@ registers ``name`` as it loads."""
 from __future__ import annotations
 
 import importlib
-from typing import TypeVar
+import sys
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 
 T = TypeVar("T")
+ORIGIN: dict[tuple[int, str], str] = {}  # (the table, a name) -> the module that registered it
+
+
+def caller(depth: int = 2) -> str:
+    """The module of the code ``depth`` frames up: who called the function that calls this."""
+    return str(sys._getframe(depth).f_globals.get("__name__", "?"))
+
+
+def add(table: dict[str, Any], name: str, entry: Any, *, module: str, what: str) -> None:
+    """Put ``entry`` in ``table`` under ``name``, registered by ``module``; a name another module registered
+    already is refused, naming both (the same module again, as a reload does, replaces its own entry). A table's
+    entry put there otherwise (the built-in run kinds, as a ``module:Class`` string and then as the instance) was
+    registered by the module of its class."""
+    old = ORIGIN.get((id(table), name))
+    if old is None and name in table:
+        held = table[name]
+        old = held.partition(":")[0] if isinstance(held, str) else type(held).__module__
+    if old is not None and old != module:
+        raise ConfigError(f"{what} {name!r} is registered twice: by {old} and by {module}; give one of them "
+                          "another name")  # fmt: skip
+    table[name] = entry
+    ORIGIN[(id(table), name)] = module
 
 
 def lookup(table: dict[str, T], name: str, package: str, built_in: tuple[str, ...], *, field: str, what: str) -> T:

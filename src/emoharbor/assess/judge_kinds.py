@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 from ..errors import ConfigError
 from ..models.base import Message
 from ..profiles.schema import Profile
-from ..registry import lookup
+from ..registry import add, caller, lookup
 from ..simulate.conversation import Conversation, Turn
 from .dimensions import DEFAULT_RUBRIC
 
@@ -97,7 +97,7 @@ KINDS: dict[str, JudgeKind] = {}
 
 def register_judge_kind(kind: K) -> K:
     """Make ``kind`` a kind a card can name (``kind: NAME``)."""
-    KINDS[kind.name] = kind
+    add(KINDS, kind.name, kind, module=caller(), what="judge kind")
     return kind
 
 

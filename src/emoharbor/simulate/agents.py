@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsA
 from ..errors import ConfigError
 from ..models.base import ChatModel
 from ..profiles.schema import Profile
-from ..registry import lookup
+from ..registry import add, caller, lookup
 from .user_agent import PerceivingUser, UserAgent
 
 BUILT_IN = ("chain_user", "simple_user", "rules_user")  # modules of this package that register an agent
@@ -79,7 +79,7 @@ def register_agent(name: str, settings: type[S], make: Callable[[ChatModel | Non
         base = "ReactionSettings" if reactions else "UserSettings"
         raise TypeError(f"agent {name}: its settings class must extend emoharbor.simulate.agents.{base}")
     agent = Agent(name, settings, make, prompts, reaction_prompts, perceives, reactions, needs_model)
-    AGENTS[name] = agent
+    add(AGENTS, name, agent, module=caller(), what="simulated user")
     return agent
 
 
