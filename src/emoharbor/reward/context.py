@@ -185,6 +185,15 @@ def load_heart_histories(path: str) -> list[History]:
     return load_heart_source(src, Path(path))[0]
 
 
+def heart_dialog(h: History, index: int) -> EsconvDialog:
+    """A HEART history read as an ESConv talk (its seeker's turns as the seeker's; no survey): what a profile is
+    drafted from and a context is cut from."""
+    from ..heart.histories import SEEKER
+
+    turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
+    return EsconvDialog(h.id, h.source, index, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
+
+
 def heart_contexts(histories: list[History], *, initial_trust: int) -> list[RewardContext]:
     """HEART histories (``load_heart_histories``) that end on the seeker, each one context (its last turn)."""
     from ..heart.histories import SEEKER
@@ -193,8 +202,7 @@ def heart_contexts(histories: list[History], *, initial_trust: int) -> list[Rewa
     for i, h in enumerate(histories):
         if not h.turns or h.turns[-1].speaker != SEEKER:
             continue
-        turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
-        d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
+        d = heart_dialog(h, i)
         profile, conv = draft_profile(d), talk(d)
         replies = sum(t.speaker == "supporter" for t in conv)
         ctx = _check(RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,

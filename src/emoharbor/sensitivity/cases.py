@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.esconv import EsconvDialog, EsconvTurn, load_esconv
+from ..data.esconv import EsconvDialog, load_esconv
 from ..profiles.esconv_import import draft_profile
-from ..reward.context import RewardContext, conversation_contexts, run_talks, talk
+from ..reward.context import RewardContext, conversation_contexts, heart_dialog, load_heart_histories, run_talks, talk
 from ..simulate.conversation import Turn
 
 MIN_WORDS = 8
@@ -95,16 +95,9 @@ def esconv_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
 
 
 def heart_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
-    from ..heart.config import HistorySource
-    from ..heart.histories import SEEKER
-    from ..heart.stages.sources import load_heart_source
-
-    src = HistorySource(path=str(path), subset="adversarial" if "adversarial" in path.name else "regular")
-    histories, _ = load_heart_source(src, path)
     out = []
-    for i, h in enumerate(histories):
-        turns = [EsconvTurn("seeker" if t.speaker == SEEKER else "supporter", t.text) for t in h.turns]
-        d = EsconvDialog(h.id, h.source, i, h.emotion_type, h.problem_type, h.situation, "", {}, turns)
+    for i, h in enumerate(load_heart_histories(str(path))):
+        d = heart_dialog(h, i)
         conv = talk(d)
         pool.add(h.id, h.problem_type, conv)
         if not conv or conv[-1].speaker != "user" or not h.human_reply or not h.human_reply.strip():
