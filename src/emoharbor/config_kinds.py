@@ -3,6 +3,7 @@ profile files), recognised from its keys, loaded and checked: ``emoharbor config
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,6 @@ from .preflight import check_named_models
 from .profiles.loader import load_profile_file
 from .profiles.schema import Profile
 
-KINDS: dict[str, type[BaseModel]] = {  # the first is the one a file with no telling key is read as
-    "run config": RunConfig,
-    "HEART config": HeartConfig,
-    "evolve config": EvolveConfig,
-    "judge card": JudgeCard,
-    "profile file": Profile,
-}
-
 
 def config_kind(raw: Any) -> str:
     """The kind whose own settings (those no other kind has) the file uses most."""
@@ -39,8 +32,8 @@ def config_kind(raw: Any) -> str:
         return "run config"
 
     def own(kind: str) -> set[str]:
-        others = [set(m.model_fields) for k, m in KINDS.items() if k != kind]
-        return set(KINDS[kind].model_fields).difference(*others)
+        others = [set(m.model_fields) for k, (m, _) in KINDS.items() if k != kind]
+        return set(KINDS[kind][0].model_fields).difference(*others)
 
     hits = {kind: len(own(kind) & set(raw)) for kind in KINDS}
     return max(hits, key=lambda kind: hits[kind])
@@ -50,38 +43,40 @@ def _dump(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip()
 
 
-def check_config(path: Path, *, models: bool) -> list[str]:
-    """Load and check the file as the kind it is; the lines that show it resolved."""
-    raw = userfiles.read(path, "config file")
-    if raw is None:
-        raise ConfigError(f"config file {path} is empty: write its settings in it")
-    kind = config_kind(raw)
-    where = str(path)
-    if kind == "HEART config":
-        heart, base = load_heart_config(path)
-        heart_plan = HeartPlan.of(heart, base, where)
-        if models:
-            kinds.of("heart").check(heart_plan, new=False)
-        return [_dump(heart_plan.record), f"# {kind}; config hash: {heart_plan.hash}"]
-    if kind == "evolve config":
-        evolve = load_evolve_config(path)
-        EvolvePlan.of(evolve, where)
-        if models and evolve.refine.generator is not None:
-            check_named_models([("refine.generator", evolve.refine.generator)], where)
-        return [_dump(evolve.resolved()), f"# {kind}"]
-    if kind == "judge card":
-        try:
-            card = load_card(where)
-        except ConfigError as e:  # a file the card names (its prompt, its rubric): which card names it
-            raise ConfigError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
-        if models and card.model is not None:
-            check_named_models([("model", card.model)], where)
-        judged = card.judge_kind()
-        return [_dump(card.model_dump(mode="json")), f"# {kind}; version: {card.version}; kind {card.kind}: rates a "
-                f"{judged.rates}, shown {', '.join(judged.shown)}"]  # fmt: skip
-    if kind == "profile file":
-        profiles = load_profile_file(path)
-        return [f"# {kind}: {len(profiles)} valid profiles: {', '.join(p.id for p in profiles)}"]
+def _heart(path: Path, where: str, models: bool) -> list[str]:
+    heart, base = load_heart_config(path)
+    plan = HeartPlan.of(heart, base, where)
+    if models:
+        kinds.of("heart").check(plan, new=False)
+    return [_dump(plan.record), f"# HEART config; config hash: {plan.hash}"]
+
+
+def _evolve(path: Path, where: str, models: bool) -> list[str]:
+    evolve = load_evolve_config(path)
+    EvolvePlan.of(evolve, where)
+    if models and evolve.refine.generator is not None:
+        check_named_models([("refine.generator", evolve.refine.generator)], where)
+    return [_dump(evolve.resolved()), "# evolve config"]
+
+
+def _card(path: Path, where: str, models: bool) -> list[str]:
+    try:
+        card = load_card(where)
+    except ConfigError as e:  # a file the card names (its prompt, its rubric): which card names it
+        raise ConfigError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
+    if models and card.model is not None:
+        check_named_models([("model", card.model)], where)
+    judged = card.judge_kind()
+    return [_dump(card.model_dump(mode="json")), f"# judge card; version: {card.version}; kind {card.kind}: rates a "
+            f"{judged.rates}, shown {', '.join(judged.shown)}"]  # fmt: skip
+
+
+def _profiles(path: Path, where: str, models: bool) -> list[str]:
+    profiles = load_profile_file(path)
+    return [f"# profile file: {len(profiles)} valid profiles: {', '.join(p.id for p in profiles)}"]
+
+
+def _run(path: Path, where: str, models: bool) -> list[str]:
     cfg = load_config(path)
     plan = Plan.of(cfg, where)
     check_plan(plan, models=models, reach=False)
@@ -90,3 +85,23 @@ def check_config(path: Path, *, models: bool) -> list[str]:
         f"# config hash: {cfg.config_hash()}",
         f"# run hash (with prompt, card and input versions; no output-neutral settings): {plan.hash}",
     ]
+
+
+Check = Callable[[Path, str, bool], list[str]]
+# each kind of file: its settings (what tells it apart) and its check; the first is the one a file with no telling
+# key is read as
+KINDS: dict[str, tuple[type[BaseModel], Check]] = {
+    "run config": (RunConfig, _run),
+    "HEART config": (HeartConfig, _heart),
+    "evolve config": (EvolveConfig, _evolve),
+    "judge card": (JudgeCard, _card),
+    "profile file": (Profile, _profiles),
+}
+
+
+def check_config(path: Path, *, models: bool) -> list[str]:
+    """Load and check the file as the kind it is; the lines that show it resolved."""
+    raw = userfiles.read(path, "config file")
+    if raw is None:
+        raise ConfigError(f"config file {path} is empty: write its settings in it")
+    return KINDS[config_kind(raw)][1](path, str(path), models)
