@@ -36,12 +36,8 @@ def figure_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
 HEAD = ["figure", "simulated", "people", "simulated vs people", "goal", "verdict"]
 
 
-def next_text(n: dict[str, Any], md: bool) -> list[str]:
-    left = f"; {n['unfinished']} not finished yet" if n["unfinished"] else ""
-    lines = [f"Next message: {n['cuts']} cuts of {n['talks']} talks ({n['unscored']} unscored{left}); the simulated "
-             "user writes the seeker's next message where the real one wrote it"]  # fmt: skip
-    if not n["rows"]:
-        return [*lines, "(no cut finished yet)"]
+def next_rows(n: dict[str, Any]) -> list[list[str]]:
+    """The next-message table's rows: the message figures, then the discriminator and the similarity."""
     rows = figure_rows(n["rows"])
     disc, sim = n.get("discriminator"), n.get("similarity")
     if disc:
@@ -51,8 +47,17 @@ def next_text(n: dict[str, Any], md: bool) -> list[str]:
     if sim:
         rows.append(["similarity to the real next message", shown(sim["next"]), f"{shown(sim['other'])} (another "
                      "talk's)", shown(sim["difference"], signed=True), sim["goal"], sim["verdict"]])  # fmt: skip
-    lines.append(text_table(HEAD, rows, md=md))
-    if not disc:
+    return rows
+
+
+def next_text(n: dict[str, Any], md: bool) -> list[str]:
+    left = f"; {n['unfinished']} not finished yet" if n["unfinished"] else ""
+    lines = [f"Next message: {n['cuts']} cuts of {n['talks']} talks ({n['unscored']} unscored{left}); the simulated "
+             "user writes the seeker's next message where the real one wrote it"]  # fmt: skip
+    if not n["rows"]:
+        return [*lines, "(no cut finished yet)"]
+    lines.append(text_table(HEAD, next_rows(n), md=md))
+    if not n.get("discriminator"):
         lines.append(f"discriminator and similarity: {n.get('embeddings', 'n/a')}")
     r = n["reask"]
     decisions = ", ".join(f"{k} {v}" for k, v in sorted(n["decisions"].items()))

@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..report.health import units_section
 from ..report.html import esc, note, table
-from .render import HEAD, figure_rows, next_text, whole_text
+from .render import HEAD, next_rows, next_text, whole_text
 
 if TYPE_CHECKING:
     from ..run_view import RunView
 
 
 def _table(rows: list[list[str]], tid: str) -> str:
-    cells = [[esc(c) if i < 5 else (esc(c), 'class="good"' if c == "met" else 'class="bad"' if c == "not met" else "")
-              for i, c in enumerate(r)] for r in rows]  # fmt: skip
+    cells = [[esc(c) if i < 5 else (f"<b>{esc(c)}</b>" if c == "not met" else esc(c)) for i, c in enumerate(r)]
+             for r in rows]  # fmt: skip
     return table(HEAD, cells, tid=tid, cls="realism")
 
 
@@ -27,15 +27,7 @@ def realism_html(data: dict[str, Any], rid: str) -> str:
     parts.append(f"<h4>Next message</h4><p>{esc(lines[0])}.</p>")
     if not n["rows"]:
         return "".join(parts) + note("no cut has been finished yet")
-    rows = figure_rows(n["rows"])
-    for name, label in (("discriminator", "told apart from people (AUROC)"),):
-        d = n.get(name)
-        if d:
-            from .render import shown
-
-            rows.append([label, shown(d["sim_vs_real"]), f"{shown(d['real_vs_real'])} (real vs real)", "", d["goal"],
-                         d["verdict"]])  # fmt: skip
-    parts.append(_table(rows, f"{rid}-realism-next"))
+    parts.append(_table(next_rows(n), f"{rid}-realism-next"))
     parts += [f'<p class="hint">{esc(x)}</p>' for x in lines[2:]]
     examples = "".join(f"<li>simulated: {esc(e['sim'])}<br>the real seeker: {esc(e['real'])}</li>"
                        for e in n["examples"][:3])  # fmt: skip
