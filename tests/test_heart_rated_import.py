@@ -508,3 +508,15 @@ def np_array(values: list[float]) -> Any:
     import numpy as np
 
     return np.asarray(values, dtype=float)
+
+
+def test_agreement_before_any_judge_says_what_was_measured(tmp_path: Path) -> None:
+    run = import_run(tmp_path, write_csv(tmp_path / "g.csv", GENERIC), "--scale", "1-5")
+    out = CliRunner().invoke(cli, ["heart", "agreement", str(run)]).output
+    judge_human = out.split("## Judge-human agreement", 1)[1].split("##", 1)[0]
+    assert judge_human.strip() == ("Nothing measured: no pair has both a judge's verdict and a person's yet: "
+                                   "`emoharbor heart judge RUN` makes the judges' verdicts.")  # fmt: skip
+    ceiling = out.split("## Human-human agreement (the ceiling)", 1)[1].split("##", 1)[0]
+    assert "| overall | 1 | 1 |" in ceiling and "n/a | n/a | n/a" not in ceiling
+    assert "(5 rows with nothing measured left out.)" in ceiling
+    assert "Nothing measured: no rationale yet" in out

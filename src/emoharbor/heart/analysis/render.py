@@ -256,15 +256,28 @@ def agreement_md(data: dict[str, Any]) -> str:
             f"{counts_text(imp['skipped'], empty='0')}"
         )
         parts += [f"  - {n}" for n in imp["notes"][:5]]
-    for title, key in [
-        ("Judge-human agreement", "judge_human"),
-        ("Human-human agreement (the ceiling)", "human_human"),
-        ("Krippendorff's alpha (nominal: a / b / tie)", "alpha"),
-        ("Judge biases", "bias"),
-        ("What rationales talk about (share of rationales per dimension)", "rationale_focus"),
-    ]:
-        parts += ["", f"## {title}", "", dict_table(data[key])]
+    judge = "`emoharbor heart judge RUN` makes the judges' verdicts"
+    for title, key, why in [
+        ("Judge-human agreement", "judge_human", f"no pair has both a judge's verdict and a person's yet: {judge}"),
+        ("Human-human agreement (the ceiling)", "human_human", "no item was judged by two people or more: no ceiling"),
+        ("Krippendorff's alpha (nominal: a / b / tie)", "alpha", "no item was judged by two raters or more"),
+        ("Judge biases", "bias", f"no judgment yet: {judge}"),
+        ("What rationales talk about (share of rationales per dimension)", "rationale_focus",
+         f"no rationale yet: {judge}"),
+    ]:  # fmt: skip
+        parts += ["", f"## {title}", "", measured_table(data[key], why)]
     return "\n".join(parts + people_md(data)) + "\n"
+
+
+def measured_table(rows: list[dict[str, Any]], why: str) -> str:
+    """The rows that hold a figure (a row whose figures are all n/a is left out, and said to be), or one line
+    saying why there is none."""
+    kept = [r for r in rows if any(isinstance(v, float) for v in r.values())]
+    if not kept:
+        return f"Nothing measured: {why}."
+    left = len(rows) - len(kept)
+    note = f"\n\n({left} {'row' if left == 1 else 'rows'} with nothing measured left out.)" if left else ""
+    return dict_table(kept) + note
 
 
 def people_md(data: dict[str, Any]) -> list[str]:
