@@ -13,11 +13,12 @@ import pytest
 
 from cli_helpers import run_main
 from emoharbor.data.esconv import load_esconv
+from emoharbor.data.selection import spread
 from emoharbor.evolve.guard import EvalGuard
 from emoharbor.models.base import ModelCallError
 from emoharbor.profiles.loader import builtin_profiles
 from emoharbor.reward import RewardContext, RewardSettings, UserReward, UserRewardFunc, tally
-from emoharbor.reward.context import esconv_contexts, heart_contexts, load_heart_histories, openings, sample
+from emoharbor.reward.context import esconv_contexts, heart_contexts, load_heart_histories, openings
 from emoharbor.reward.penalties import penalties
 from emoharbor.simulate.agents import default_user
 from emoharbor.simulate.conversation import Turn
@@ -168,7 +169,7 @@ def test_contexts_from_esconv_and_heart_end_on_the_seeker_and_the_guard_holds_ou
     guard = EvalGuard(history_ids={es[0].history})
     assert guard.blocks_record(es[0].guard_record())
     assert not guard.blocks_record(hs[0].guard_record())
-    picked = sample(es, 10, 0, lambda c: c.history)
+    picked = spread(es, 10, 0, lambda c: c.history)
     assert len({c.history for c in picked}) == 10  # one per dialogue while there are dialogues enough
 
 

@@ -15,6 +15,7 @@ import click
 
 from .. import kinds, userfiles
 from ..data.esconv import load_esconv
+from ..data.selection import check_selection
 from ..errors import ConfigError, DataError
 from ..heart.analysis import render, reports
 from ..heart.config import HeartConfig, load_heart_config
@@ -211,8 +212,7 @@ def import_rated_cmd(file: Path, preset: str, scale_text: str | None, dimension:
     """Import FILE, replies rated by people, as a HEART run: its replies are the candidates (no model writes
     any) and the pairs its ratings imply are the human judgments; then `heart judge`, `agreement` and
     `ratings` as on any run (resumable)."""
-    if limit is not None and sample is not None:
-        raise ConfigError("give --limit N (the first N histories) or --sample N (N at random), not both")
+    check_selection(limit, sample, "histories")
     options = {"scale": _scale(scale_text) if scale_text else None, "dimension": dimension, "pairing": pairing,
                "first": limit, "sample": sample, "seed": seed}  # fmt: skip
     where = str(config_file) if config_file else "heart import-rated"

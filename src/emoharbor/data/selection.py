@@ -1,7 +1,8 @@
-"""Which records of the given sources a run takes, the one way the commands that read sources do it
-(``validate``, ``sensitivity``, ``seekers``): ``--limit N`` (the first N of each source) or ``--sample N``
-(N of each drawn with ``--seed``), and the sources taken in turn, so that a run stopped early holds about as
-many of each."""
+"""Which records of the given sources a run takes, the one way every command that reads sources does it
+(``validate``, ``sensitivity``, ``seekers``, ``realism``, HEART's history sources, the study's items): ``--limit
+N`` (the first N of each source) or ``--sample N`` (N of each drawn with ``--seed``), checked by
+``check_selection``, and the sources taken in turn, so that a run stopped early holds about as many of each
+(``choose``). GRPO's contexts are drawn spread over sources and dialogues (``spread``)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,33 @@ def choose(sources: Sequence[tuple[Path, Sequence[T]]], limit: int | None, sampl
             seen[name] = path
         chosen.append(picked)
     return in_turn(chosen)
+
+
+def spread(items: Sequence[T], n: int | None, seed: int, dialog: Callable[[T], str],
+           source: Callable[[T], str] = lambda _: "") -> list[T]:  # fmt: skip
+    """A seeded sample of ``n`` items (all when None) spread over them: the sources taking turns (so that a small
+    source is not drowned by a large one) and, within a source, one item per dialogue before a second of the
+    same (GRPO's contexts)."""
+    rng = random.Random(seed)
+    queues: dict[str, list[T]] = {}
+    for x in items:
+        queues.setdefault(source(x), []).append(x)
+    for key, pool in queues.items():
+        rng.shuffle(pool)
+        seen: set[str] = set()
+        first: list[T] = []
+        rest: list[T] = []
+        for c in pool:
+            (rest if dialog(c) in seen else first).append(c)
+            seen.add(dialog(c))
+        queues[key] = first + rest
+    out: list[T] = []
+    want = len(items) if n is None else min(n, len(items))
+    while len(out) < want:
+        for pool in queues.values():
+            if pool and len(out) < want:
+                out.append(pool.pop(0))
+    return out
 
 
 def in_turn(per_source: Sequence[Sequence[T]]) -> list[T]:

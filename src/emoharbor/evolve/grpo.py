@@ -29,13 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from ..data.selection import spread
 from ..episodes.reward_func import EpisodeRewardFunc
 from ..episodes.rollout import EpisodeRollout
 from ..errors import ConfigError, EmoharborError
 from ..models.base import ChatModel
 from ..models.hf import read_model_card, resolve_hf
 from ..profiles.loader import resolve_profiles
-from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts, sample
+from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts
 from ..reward.trl_reward import UserRewardFunc
 from ..simulate.agents import user_agent
 from .config import EvolveConfig
@@ -86,7 +87,7 @@ def build_contexts(plan: EvolvePlan, guard: EvalGuard, user: ChatModel | None = 
     ready += keep("esconv", esconv_contexts(plan.esconv, initial_trust=trust), RewardContext.guard_record)
     ready += keep("heart", heart_contexts(plan.heart, initial_trust=trust), RewardContext.guard_record)
     items: list[Any] = [*profiles, *ready]
-    chosen = sample(items, c.n, cfg.seed, lambda x: x.history if isinstance(x, RewardContext) else x.id,
+    chosen = spread(items, c.n, cfg.seed, lambda x: x.history if isinstance(x, RewardContext) else x.id,
                     lambda x: x.source if isinstance(x, RewardContext) else "profile")  # fmt: skip
     to_open = [x for x in chosen if not isinstance(x, RewardContext)]
     opened, failed = asyncio.run(_openings(cfg, to_open, user)) if to_open else ([], 0)

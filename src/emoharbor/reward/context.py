@@ -16,9 +16,7 @@ the profile's intensity and the initial trust; a simulated talk gives the state 
 from __future__ import annotations
 
 import json
-import random
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -209,30 +207,4 @@ def heart_contexts(histories: list[History], *, initial_trust: int) -> list[Rewa
                                    initial_trust, replies, h.id))  # fmt: skip
         if ctx:
             out.append(ctx)
-    return out
-
-
-def sample(items: list[T], n: int | None, seed: int, dialog: Callable[[T], str],
-           source: Callable[[T], str] = lambda _: "") -> list[T]:  # fmt: skip
-    """A seeded sample of ``n`` items (all when None), the sources taking turns (so that a small source is not
-    drowned by a large one) and, within a source, one item per dialogue before a second of the same."""
-    rng = random.Random(seed)
-    queues: dict[str, list[T]] = {}
-    for x in items:
-        queues.setdefault(source(x), []).append(x)
-    for key, pool in queues.items():
-        rng.shuffle(pool)
-        seen: set[str] = set()
-        first: list[T] = []
-        rest: list[T] = []
-        for c in pool:
-            (rest if dialog(c) in seen else first).append(c)
-            seen.add(dialog(c))
-        queues[key] = first + rest
-    out: list[T] = []
-    want = len(items) if n is None else min(n, len(items))
-    while len(out) < want:
-        for pool in queues.values():
-            if pool and len(out) < want:
-                out.append(pool.pop(0))
     return out

@@ -4,7 +4,6 @@ EmoHarbor run (whole conversations), plus attention checks written for emoharbor
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from functools import cache
 from importlib import resources
@@ -14,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..data.selection import select
 from ..errors import EmoharborError
 from ..heart.stages import pipeline
 from ..simulate.conversation import Conversation
@@ -105,10 +105,8 @@ def attention_items(count: int, kinds: list[str]) -> list[Item]:
 
 
 def _limit(items: list[Item], limit: int | None, seed: int) -> list[Item]:
-    if limit is None or len(items) <= limit:
-        return items
-    keep = set(random.Random(seed).sample(range(len(items)), limit))
-    return [it for i, it in enumerate(items) if i in keep]
+    """``limit`` of the items drawn with ``seed``, in their order (``data.selection.select``)."""
+    return select(items, None, limit, seed)
 
 
 def create_study(

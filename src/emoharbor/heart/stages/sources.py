@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...data.esconv import EsconvDialog, parse_record
+from ...data.selection import select
 from ...errors import DataError
 from ..config import HeartConfig, HistorySource, resolve_path
 from ..histories import SEEKER, SUPPORTER, UNUSABLE, History, LoadReport, Skip, Turn, parse_heart_item, read_items
@@ -15,13 +16,7 @@ from ..rated import read_rated
 
 
 def _limit(histories: list[History], src: HistorySource) -> list[History]:
-    if src.sample is not None and src.sample < len(histories):
-        rng = random.Random(src.seed)
-        keep = set(rng.sample(range(len(histories)), src.sample))
-        return [h for i, h in enumerate(histories) if i in keep]
-    if src.first is not None:
-        return histories[: src.first]
-    return histories
+    return select(histories, src.first, src.sample, src.seed)
 
 
 def load_heart_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
