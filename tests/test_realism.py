@@ -268,3 +268,27 @@ def test_a_file_without_a_cut_and_bad_options_are_refused(tmp_path: Path, capsys
                              f"user_agent.examples={files[0]}", "--run-dir", str(tmp_path / "r")], capsys)  # fmt: skip
     assert code != 0 and "it holds 3 of the talks being evaluated (failed_mine:0" in err, err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_run_resumed_after_the_persona_card_changed_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emoharbor.profiles import schema
+    from emoharbor.prompts import Prompt, load_prompt
+    from emoharbor.store import record
+
+    files, run = talk_files(tmp_path, talks=1), tmp_path / "run"
+    args = ["realism", *map(str, files), "--user-model", "scripted", "--user-agent", "simple", "--whole", "0",
+            "--run-dir", str(run), "--quiet", "--format", "json"]  # fmt: skip
+    code, _, err = run_main(args, capsys)
+    assert code == 0, err
+    reworded = Prompt("persona_card", load_prompt("persona_card").text.replace("You feel", "You are feeling"))
+
+    def edited(name: str) -> Prompt:
+        return reworded if name == "persona_card" else load_prompt(name)
+
+    for module in (schema, record):
+        monkeypatch.setattr(module, "load_prompt", edited)
+    assert "You are feeling" in talk_cuts(load_esconv(files[0])[0])[0].profile.persona_card()
+    code, _, err = run_main(args, capsys)
+    assert code != 0 and "prompt_versions.persona_card" in err and "Traceback" not in err, err

@@ -16,7 +16,7 @@ from ..errors import ConfigError, DataError
 from ..models.spec import ModelSpec
 from ..preflight import check_named_models, check_reach
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
-from ..profiles.schema import Profile
+from ..profiles.schema import PERSONA, Profile
 from ..simulate.agents import user_agent
 from ..simulate.supporter import supporter_prompt
 from ..store.record import record_hash, run_record
@@ -25,11 +25,12 @@ MAX_CONVERSATIONS = 1_000_000  # profiles x supporters x repeats in one run
 
 
 def run_prompts(cfg: RunConfig) -> list[str]:
-    """The prompt files a run's conversations read: the simulated user's, and the built-in supporter prompts
-    its supporters name (the judges' prompts are in their cards)."""
-    user = list(user_agent(cfg.user_agent.agent).prompts)
+    """The prompt files a run's conversations read: the persona card (the user's prompts and the judges shown the
+    profile read it), the simulated user's, and the built-in supporter prompts its supporters name (the judges'
+    prompts are in their cards)."""
+    user = [p for p in user_agent(cfg.user_agent.agent).prompts if p != PERSONA]
     sup = {s.system_prompt or "builtin:default" for s in cfg.roles.supporter}
-    return [*user, *sorted(f"supporter_{p.removeprefix('builtin:')}" for p in sup if p.startswith("builtin:"))]
+    return [PERSONA, *user, *sorted(f"supporter_{p.removeprefix('builtin:')}" for p in sup if p.startswith("builtin:"))]
 
 
 def run_inputs(cfg: RunConfig) -> list[Path]:

@@ -6,6 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..prompts import load_prompt
+
+PERSONA = "persona_card"  # the prompt file the persona card is rendered from
+
 HiddenNeed = Literal[
     "venting",
     "reassurance",
@@ -94,29 +98,42 @@ class Profile(_Strict):
     tags: list[str] = Field(default_factory=list)
 
     def persona_card(self) -> str:
-        """A compact description used in every simulated-user prompt (small models forget)."""
+        """A compact description used in every simulated-user prompt (small models forget), rendered from the
+        versioned template ``prompts/persona_card.txt`` (every agent names it among its prompts, so a reworded
+        card refuses to resume a run made with the old one)."""
         p, c, s, e, n = self.personality, self.communication_style, self.situation, self.emotional_state, self.needs
 
         def level(x: float) -> str:
             return "high" if x >= 0.67 else "low" if x <= 0.33 else "moderate"
 
-        lines = [
-            f"You are {self.name}, {self.age}, {self.gender or 'person'}, {self.occupation or 'no stated job'}"
-            + (f", {self.culture}" if self.culture else "")
-            + ".",
-            f"Personality: openness {level(p.openness)}, conscientiousness {level(p.conscientiousness)}, "
-            f"extraversion {level(p.extraversion)}, agreeableness {level(p.agreeableness)}, "
-            f"neuroticism {level(p.neuroticism)}" + (f"; {', '.join(p.traits)}" if p.traits else "") + ".",
-            f"How you talk: {c.verbosity}, directness {c.directness}, {c.formality}, humour {c.humour}"
-            + (f". {c.notes}" if c.notes else "")
-            + ".",
-            f'Your problem ({s.problem_type}; told about you, you tell it as "I"): {s.story}',
-            f"Already tried: {'; '.join(s.already_tried) or 'nothing yet'}.",
-            f"You feel {e.emotion}.",
-            f"What you say you want: {n.surface_request}",
-            f"What you really need (you never say this outright): {n.hidden_need}",
-            f"Support you like: {'; '.join(n.liked_support) or 'not sure'}. "
-            f"Support you dislike: {'; '.join(n.disliked_support) or 'nothing in particular'}.",
-            f"You open up {self.disclosure_pace}ly.",
-        ]
-        return "\n".join(lines)
+        return (
+            load_prompt(PERSONA)
+            .render(
+                name=self.name,
+                age=self.age,
+                gender=self.gender or "person",
+                occupation=self.occupation or "no stated job",
+                culture=f", {self.culture}" if self.culture else "",
+                openness=level(p.openness),
+                conscientiousness=level(p.conscientiousness),
+                extraversion=level(p.extraversion),
+                agreeableness=level(p.agreeableness),
+                neuroticism=level(p.neuroticism),
+                traits=f"; {', '.join(p.traits)}" if p.traits else "",
+                verbosity=c.verbosity,
+                directness=c.directness,
+                formality=c.formality,
+                humour=c.humour,
+                notes=f". {c.notes}" if c.notes else "",
+                problem=s.problem_type,
+                story=s.story,
+                tried="; ".join(s.already_tried) or "nothing yet",
+                emotion=e.emotion,
+                surface=n.surface_request,
+                hidden=n.hidden_need,
+                liked="; ".join(n.liked_support) or "not sure",
+                disliked="; ".join(n.disliked_support) or "nothing in particular",
+                pace=self.disclosure_pace,
+            )
+            .rstrip("\n")
+        )

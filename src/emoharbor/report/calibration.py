@@ -2,7 +2,8 @@
 
 A finished sensitivity run with a simulated user writes one small JSON record (``record``) to
 ``<cache dir>/sensitivity/<model>-<prompts hash>-<run hash>.json``: the user model, the versions of the
-prompts its reaction reads (the chain's ``REACTION_PROMPTS``: user_system, user_appraise, user_feel), the
+prompts its reaction reads (the chain's ``REACTION_PROMPTS``: user_system, user_appraise, user_feel and the
+persona card), the
 cases, the suite's version, the user rows' "all kinds" share with its interval and tie rate and their
 per-kind shares, the run folder and the date. ``lookup(model, prompt_versions)`` gives the newest record
 made with that model and those prompt versions (another prompt's version, such as a supporter's, is not
@@ -32,7 +33,7 @@ from ..store.run_store import RunStore
 
 # what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that a report
 # reading the records imports no model code
-PROMPTS = ("user_system", "user_appraise", "user_feel")
+PROMPTS = ("user_system", "user_appraise", "user_feel", "persona_card")
 FOLDER = "sensitivity"
 SHIPPED = Path(__file__).resolve().parent.parent / "measured"  # the records measured for the embedded model
 HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is

@@ -29,7 +29,7 @@ from pydantic import Field
 from ..models.base import ChatModel, Message
 from ..models.expected import expected_scores, expected_word
 from ..models.structured import Structured, ask_json
-from ..profiles.schema import Profile
+from ..profiles.schema import PERSONA, Profile
 from ..prompts import load_prompt
 from . import voice
 from .agents import ReactionSettings, VoiceSettings, needs, register_agent
@@ -39,6 +39,7 @@ from .text_checks import character_slip, repeats, user_text_events
 from .user_agent import UserSimulationError, UserStep
 
 CHAIN_PROMPTS = (
+    PERSONA,
     "user_system",
     "user_appraise",
     "user_feel",
@@ -51,7 +52,7 @@ CHAIN_PROMPTS = (
     "user_nudge_voice",
     "user_nudge_narrates",
 )  # what the chain reads
-REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel")  # what ``perceive`` reads
+REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel", PERSONA)  # what ``perceive`` reads
 
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -171,7 +172,8 @@ class ChainUser:
         self.persona = profile.persona_card()
         self.facts = story_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=self.s.initial_trust)
-        self.p_system, self.p_appraise, self.p_feel = (load_prompt(n) for n in REACTION_PROMPTS)
+        self.p_system, self.p_appraise = load_prompt("user_system"), load_prompt("user_appraise")
+        self.p_feel = load_prompt("user_feel")
         self.p_open, self.p_note = load_prompt("user_voice_open"), load_prompt("user_voice_note")
         self.p_decide, self.p_repeat = load_prompt("user_decide"), load_prompt("user_nudge_repeat")
         self.p_slip = {slip: load_prompt(f"user_nudge_{slip}") for slip in ("voice", "narrates")}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ..models.base import ChatModel
-from ..profiles.schema import Profile
+from ..profiles.schema import PERSONA, Profile
 from ..prompts import load_prompt
 from . import voice
 from .agents import VoiceSettings, needs, register_agent
@@ -60,4 +60,4 @@ class SimpleUser:
 
 register_agent("simple", SimpleSettings,
                lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s),
-               prompts=("user_voice", "user_simple", "user_voice_examples"))  # fmt: skip
+               prompts=(PERSONA, "user_voice", "user_simple", "user_voice_examples"))  # fmt: skip
