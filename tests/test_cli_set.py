@@ -149,3 +149,22 @@ def test_evolve_uses_the_same_parser(capsys: pytest.CaptureFixture[str], tmp_pat
     with pytest.raises(ConfigError, match=re.escape("write KEY=VALUE, e.g. --set dpo.train_args.beta=0.2")):
         evolve._config(None, ("sft.train_args.max_steps",))
     assert evolve._config(None, ("sft.train_args.max_steps=3",)).sft.train_args == {"max_steps": 3}
+
+
+@pytest.mark.parametrize(
+    ("command", "old"), [("seekers", "--user-model"), ("realism", "--user-model"), ("reward", "--user")]
+)
+def test_the_models_options_are_named_alike_and_an_old_spelling_still_works_unseen(
+    command: str, old: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli_helpers import run_main
+
+    code, out, _ = run_main([command, "--help"], capsys)
+    assert code == 0 and "--model TEXT" in out and f"{old} " not in out and "--base-url" in out
+    # the old spelling is read into --model, and --model alone keeps its default
+    cmd = cli.get_command(cli.make_context("emoharbor", [], resilient_parsing=True), command)
+    assert cmd is not None
+    args = {"seekers": ["x.json"], "realism": ["x.json"], "reward": ["x.jsonl", "--out", "o.jsonl"]}[command]
+    assert cmd.make_context(command, [*args, old, "m1"]).params["user_model"] == "m1"
+    assert cmd.make_context(command, [*args, "--model", "m2"]).params["user_model"] == "m2"
+    assert cmd.make_context(command, args).params["user_model"] == "local:qwen1.5b"

@@ -128,7 +128,7 @@ def test_the_discriminator_and_its_floor_and_the_similarity() -> None:
 
 
 def command(files: tuple[Path, Path], run: Path, url: str, *more: str) -> list[str]:
-    return ["realism", *map(str, files), "--user-model", "fake", "--base-url", url, "--run-dir", str(run), "--cuts",
+    return ["realism", *map(str, files), "--model", "fake", "--base-url", url, "--run-dir", str(run), "--cuts",
             "2", "--whole", "2", "--turns", "2", "--quiet", *more]  # fmt: skip
 
 

@@ -164,3 +164,23 @@ def export(run_dir: Path, fmt: str, out: Path | None) -> None:
 
 
 COMMANDS = [config_group, chat, export]
+
+
+def user_spec(user_model: str, base_url: str | None, api_key_env: str | None) -> ModelSpec:
+    return model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
+
+
+def judge_spec(judge_model: str | None, base_url: str | None, api_key_env: str | None) -> ModelSpec | None:
+    """``--judge-model`` as a spec; None where it was not given (the command's default applies)."""
+    return model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+
+
+def scorer_specs(user_model: str, judge_model: str | None, base_url: str | None,
+                 api_key_env: str | None) -> tuple[ModelSpec | None, ModelSpec]:  # fmt: skip
+    """The simulated user's model (None for ``none``: the judges alone) and the judges' (the user's unless
+    ``--judge-model`` is given)."""
+    user = None if user_model == "none" else user_spec(user_model, base_url, api_key_env)
+    judge = judge_spec(judge_model, base_url, api_key_env) or user
+    if judge is None:
+        raise ConfigError("--model none: give --judge-model for the judges")
+    return user, judge

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .options import set_option
+from .options import model_options, set_option
 
 if TYPE_CHECKING:
     from ..config import RunConfig
@@ -145,10 +145,7 @@ def demo(run_dir: Path | None, quiet: bool) -> None:
     help="A judge card: a built-in name (user, profile_aware, third_party, third_party_overall) or a YAML "
     "file; repeat for several.",
 )
-@click.option("--judge-model", help="The model of the cards that name none (default: the run's judge model).")
-@click.option("--base-url", help="OpenAI-compatible base URL for --judge-model.")
-@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
-@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="Override the cards' scoring.")
+@model_options(judge="the run's judge model")
 @click.option("--quiet", is_flag=True)
 def assess(
     run_dir: Path,
@@ -162,12 +159,11 @@ def assess(
     """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
     EmoHarbor run's conversations, or a validate run's replays)."""
     from .. import kinds
-    from ..models.spec import ModelSpec
     from ..preflight import check_named_models
     from ..store.run_store import RunStore
-    from .core import model_spec
+    from .core import judge_spec
 
-    spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+    spec = judge_spec(judge_model, base_url, api_key_env)
     if spec is not None:
         check_named_models([("--judge-model", spec)])
     store = RunStore.open_existing(run_dir, *kinds.with_part("rejudge"))

@@ -31,8 +31,8 @@ from ..overrides import parse_sets, validated, with_sets
 from ..preflight import check_models, check_reach, is_new_run
 from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
-from .core import model_spec
-from .options import progress_opt, set_option
+from .core import judge_spec, model_spec
+from .options import model_options, progress_opt, set_option
 from .paths import OUT_FILE, write_text
 
 T = TypeVar("T")
@@ -231,16 +231,13 @@ CARD_HELP = "a judge card of one reply: third_party_reply, or a YAML card of kin
 @heart.command("score-replies")
 @run_arg
 @click.option("--judge", "cards", multiple=True, required=True, help=CARD_HELP)
-@click.option("--judge-model", help="the model of the cards that name none (default: the run's first judge's)")
-@click.option("--base-url", help="OpenAI-compatible base URL of --judge-model")
-@click.option("--api-key-env", help="environment variable holding the API key for --base-url")
-@click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="override the cards' scoring")
+@model_options(judge="the run's first judge's")
 @progress_opt
 def score_replies_cmd(run_dir: Path, cards: tuple[str, ...], judge_model: str | None, base_url: str | None,
                       api_key_env: str | None, scoring: str | None, no_progress: bool) -> None:  # fmt: skip
     """Rate every usable reply of RUN on its own with cards of one reply (resumable); `heart agreement` sets
     their scores beside the people's ratings and pairs."""
-    spec = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
+    spec = judge_spec(judge_model, base_url, api_key_env)
     if spec is not None:
         check_models([spec])
     n = asyncio.run(reply_scores.score_replies(run_dir, list(cards), spec, scoring=scoring, progress=not no_progress))

@@ -1,4 +1,5 @@
-"""The ``--set KEY=VALUE`` option (see ``emoharbor.overrides`` for what it takes)."""
+"""The options shared by several commands: ``--set KEY=VALUE`` (see ``emoharbor.overrides`` for what it takes),
+``--quiet``, and the options of the models a command scores with."""
 
 from __future__ import annotations
 
@@ -23,3 +24,40 @@ def set_option(example: str) -> Callable[[F], F]:
 
 # ``--quiet``: the command's work shows no progress bar (it reaches the command as ``no_progress``)
 progress_opt = click.option("--quiet", "no_progress", is_flag=True, help="No progress bar.")
+
+
+USER_DEFAULT = "local:qwen1.5b"
+
+
+def model_options(*, user: str | None = None, old_user: str | None = None, judge: str | None = None,
+                  scoring: bool = True) -> Callable[[F], F]:  # fmt: skip
+    """The options of the models a command scores with, named alike on every command that scores (``validate``,
+    ``sensitivity``, ``seekers``, ``realism``, ``reward``, ``assess``, ``heart score-replies``): ``--model`` (the
+    simulated user's) when ``user`` (its help) is given, an older spelling ``old_user`` (``--user-model``,
+    ``--user``) still read but hidden; ``--judge-model`` (the cards' that name none) and ``--scoring`` when
+    ``judge`` (what the judges' model is by default) is given; ``--base-url`` and ``--api-key-env`` always. They
+    reach the command as ``user_model``, ``judge_model``, ``scoring``, ``base_url`` and ``api_key_env``; the
+    model specs are made by ``core.user_spec``, ``core.judge_spec`` and ``core.scorer_specs``."""
+    options = []
+    if user is not None:
+        if old_user is not None:  # before --model: an explicit value wins over --model's default
+            options.append(click.option(old_user, "user_model", hidden=True))
+        options.append(click.option("--model", "user_model", default=USER_DEFAULT, show_default=True, help=user))
+    if judge is not None:
+        options.append(click.option("--judge-model", help=f"The model of the judge cards that name none (default: "
+                                    f"{judge})."))  # fmt: skip
+        if scoring:
+            options.append(click.option("--scoring", type=click.Choice(["argmax", "expected"]),
+                                        help="Override the cards' scoring: the integer written, or also the "
+                                        "probability-weighted score."))  # fmt: skip
+    options += [
+        click.option("--base-url", help="OpenAI-compatible base URL for the models that are not local: or scripted."),
+        click.option("--api-key-env", help="Environment variable holding the API key for --base-url."),
+    ]
+
+    def apply(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply

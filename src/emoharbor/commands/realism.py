@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from .options import progress_opt, set_option
+from .options import model_options, progress_opt, set_option
+from .scorers import scorer_options
 
 
 @click.command("realism")
@@ -21,16 +22,12 @@ from .options import progress_opt, set_option
 @click.option("--whole", default=8, show_default=True, help="Talks also simulated whole, with the supporter (the "
               "first N chosen); 0: none.")  # fmt: skip
 @click.option("--turns", default=6, show_default=True, help="Supporter turns at most in a whole talk.")
-@click.option("--user-model", default="local:qwen1.5b", show_default=True, help="The simulated user's model.")
+@model_options(user="The simulated user's model.", old_user="--user-model")
 @click.option("--user-agent", default="chain", show_default=True, help="The simulated user (chain, simple, or "
               "module:NAME); its settings: --set user_agent.KEY=VALUE.")  # fmt: skip
-@click.option("--supporter-model", help="The whole talks' supporter (default: --user-model).")
+@click.option("--supporter-model", help="The whole talks' supporter (default: --model).")
 @click.option("--supporter-prompt", help="Its system prompt: builtin:default, builtin:personal, @FILE or the text.")
-@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
-@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/realism-HASH).")
-@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
+@scorer_options("realism")
 @progress_opt
 @set_option("user_agent.max_tokens=60")
 def realism(files: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, cuts: int, whole: int,
@@ -49,10 +46,10 @@ def realism(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     from ..overrides import parse_sets, with_sets
     from ..realism.run import RealismOptions, RealismPlan
     from ..simulate.agents import user_settings
-    from .core import model_spec
+    from .core import model_spec, user_spec
     from .scorers import run_scorers
 
-    user = model_spec(ModelSpec, "--user-model", user_model, base_url, api_key_env)
+    user = user_spec(user_model, base_url, api_key_env)
     supporter = model_spec(ModelSpec, "--supporter-model", supporter_model, base_url, api_key_env) \
         if supporter_model else None  # fmt: skip
     try:

@@ -12,13 +12,12 @@ import click
 
 from .. import kinds
 from ..errors import EmoharborError
-from ..models.spec import ModelSpec
 from ..overrides import parse_sets, with_sets
 from ..store.record import hash_config
 from ..validate.run import DEFAULT_JUDGES, ValidateOptions, ValidatePlan
-from .core import model_spec
+from .core import judge_spec, user_spec
 from .evaluate import board
-from .options import set_option
+from .options import model_options, set_option
 from .paths import OUT_FILE, write_text
 from .runs import run_kind
 
@@ -97,13 +96,6 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
 @click.option("--sample", type=int, help="N records of each file at random (with --seed), instead of the first N.")
 @click.option("--seed", default=0, show_default=True)
 @click.option(
-    "--model",
-    "user_model",
-    default="local:qwen1.5b",
-    show_default=True,
-    help="The simulated user's model (it is also the user-judge).",
-)
-@click.option(
     "--judge",
     "judges",
     multiple=True,
@@ -111,19 +103,12 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
     "file; repeat for several. Default: user, profile_aware and third_party. On a finished run folder, "
     "another card makes only that judge's calls.",
 )
-@click.option("--judge-model", help="The model of the judge cards that name none (default: --model).")
-@click.option(
-    "--scoring",
-    type=click.Choice(["argmax", "expected"]),
-    help="Override the cards' scoring: the integer written, or also the probability-weighted score.",
-)
+@model_options(user="The simulated user's model (it is also the user-judge).", judge="--model")
 @click.option(
     "--judge-sees",
     type=click.Choice(["replayed", "all"]),
     help="Override what the cards' judges see: the replayed turns, or the whole conversation (the cards' default).",
 )
-@click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
-@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
 @click.option(
     "--max-supporter-turns",
     default=4,
@@ -161,8 +146,8 @@ def validate(
     not, bootstrap 95% intervals), beside baselines that need no model. Resumes in the same run folder.
     --set changes any of these options by name (limit, sample, seed, judges, max_supporter_turns,
     concurrency...) or a setting of the user's or the judges' model: user.max_tokens, judge.temperature."""
-    user = model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
-    judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
+    user = user_spec(user_model, base_url, api_key_env)
+    judge = judge_spec(judge_model, base_url, api_key_env) or user
     opts = ValidateOptions(
         esconv=list(esconv),
         limit=limit,

@@ -23,8 +23,8 @@ from .. import userfiles
 from ..errors import ConfigError
 from ..models.spec import ModelSpec
 from ..overrides import validated
-from .core import model_spec
-from .options import progress_opt
+from .core import user_spec
+from .options import model_options, progress_opt
 from .paths import OUT_FILE
 
 # what a user model's rewards depend on (not: how many calls at once, timeouts, retries, keys, prices, ports)
@@ -127,9 +127,7 @@ class _Appender:
 @click.argument("replies_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--out", type=OUT_FILE, required=True,
               help="JSONL file of rewards to write; a run stopped before it was done resumes in it")  # fmt: skip
-@click.option("--user", "user_model", default="local:qwen1.5b", show_default=True, help="The simulated user's model.")
-@click.option("--base-url", help="OpenAI-compatible base URL for a --user that is not local: or scripted.")
-@click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
+@model_options(user="The simulated user's model.", old_user="--user")
 @click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
               help="reward settings (YAML: the fields of an evolve config's grpo.reward)")  # fmt: skip
 @progress_opt
@@ -146,7 +144,7 @@ def reward(replies_file: Path, out: Path, user_model: str, base_url: str | None,
     from ..store.units import progress_bar
 
     s = _settings(settings_path)
-    spec = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
+    spec = user_spec(user_model, base_url, api_key_env)
     items = read_replies(replies_file, s.user_agent.initial_trust)
     pairs = [(c, r) for c, rs in items for r in rs]
     stamp = made_with(s, spec)

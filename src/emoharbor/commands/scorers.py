@@ -1,6 +1,6 @@
-"""What the commands that score replies (``emoharbor sensitivity``, ``emoharbor seekers``) share: the options
-of their models and run folder, the simulated user's and the judges' models from them, and the start of the
-run."""
+"""What the commands that score replies or messages (``emoharbor sensitivity``, ``seekers``, ``realism``) share:
+the options of their run folder, the judge cards asked for, and the start of the run (their models' options:
+``models.py``)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,12 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import ConfigError
-from ..models.spec import ModelSpec
-from .core import model_spec
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def scorer_options(kind: str, user_option: str) -> Callable[[F], F]:
-    """``--judge-model`` (its default: ``user_option``'s model), ``--scoring``, ``--base-url``, ``--api-key-env``,
-    ``--concurrency``, ``--run-dir`` (default ``runs/KIND-HASH``) and ``--format``."""
+def scorer_options(kind: str) -> Callable[[F], F]:
+    """``--concurrency``, ``--run-dir`` (default ``runs/KIND-HASH``) and ``--format``."""
     options = [
-        click.option("--judge-model", help=f"The model of the judge cards that name none (default: {user_option})."),
-        click.option("--scoring", type=click.Choice(["argmax", "expected"]), help="Override the cards' scoring."),
-        click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted."),
-        click.option("--api-key-env", help="Environment variable holding the API key for --base-url."),
         click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256)),
         click.option("--run-dir", type=click.Path(path_type=Path), help=f"Run folder (default: runs/{kind}-HASH)."),
         click.option(
@@ -38,17 +29,6 @@ def scorer_options(kind: str, user_option: str) -> Callable[[F], F]:
         return f
 
     return apply
-
-
-def scorer_models(user_option: str, user_model: str, judge_model: str | None, base_url: str | None,
-                  api_key_env: str | None) -> tuple[ModelSpec | None, ModelSpec]:  # fmt: skip
-    """The simulated user's model (None for ``none``: the judges alone) and the judges' (the user's unless
-    ``--judge-model`` is given)."""
-    user = None if user_model == "none" else model_spec(ModelSpec, user_option, user_model, base_url, api_key_env)
-    judge = model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else user
-    if judge is None:
-        raise ConfigError(f"{user_option} none: give --judge-model for the judges")
-    return user, judge
 
 
 def judge_cards(judges: tuple[str, ...], default: list[str]) -> list[str]:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from .options import progress_opt, set_option
-from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
+from .core import scorer_specs
+from .options import model_options, progress_opt, set_option
+from .scorers import judge_cards, run_scorers, scorer_options
 
 
 @click.command("seekers")
@@ -19,11 +20,14 @@ from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
 @click.option("--seed", default=0, show_default=True)
 @click.option("--varied", is_flag=True, help="Only talks whose seeker gave two different ratings or more (every "
               "talk yields within-talk pairs); --limit and --sample choose among them.")  # fmt: skip
-@click.option("--user-model", default="local:qwen1.5b", show_default=True,
-              help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply (repeatable; default: every "
               "built-in card of kind reply: third_party_reply); none: the simulated user alone.")  # fmt: skip
-@scorer_options("seekers", "--user-model")
+@model_options(
+    user="The simulated user's model (its reaction and reward are scored); none: judges only.",
+    old_user="--user-model",
+    judge="--model",
+)
+@scorer_options("seekers")
 @progress_opt
 @set_option("reward.user_agent=rules")
 def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, varied: bool, user_model: str,
@@ -40,7 +44,7 @@ def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     from ..overrides import parse_sets, with_sets
     from ..seekers.run import SeekersOptions, SeekersPlan, reply_cards
 
-    user, judge = scorer_models("--user-model", user_model, judge_model, base_url, api_key_env)
+    user, judge = scorer_specs(user_model, judge_model, base_url, api_key_env)
     cards = judge_cards(judges, reply_cards())
     opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, varied=varied, user=user,
                           judge=judge, judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip

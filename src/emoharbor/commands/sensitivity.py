@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from .options import progress_opt, set_option
-from .scorers import judge_cards, run_scorers, scorer_models, scorer_options
+from .core import scorer_specs
+from .options import model_options, progress_opt, set_option
+from .scorers import judge_cards, run_scorers, scorer_options
 
 SOURCE = click.Path(path_type=Path)
 
@@ -26,11 +27,12 @@ SOURCE = click.Path(path_type=Path)
 @click.option("--bad", "bad", multiple=True, metavar="KIND",
               help="A kind of bad reply (repeatable; default: all): off_target, generic, generic_long, dismissive, "
               "dismissive_long, advice, ignores_last, wrong_facts, repeats, role_break.")  # fmt: skip
-@click.option("--model", "user_model", default="local:qwen1.5b", show_default=True,
-              help="The simulated user's model (its reaction and reward are scored); none: judges only.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply or heart_pairwise (repeatable; "
               "default: third_party_reply and heart_pairwise); none: the simulated user alone.")  # fmt: skip
-@scorer_options("sensitivity", "--model")
+@model_options(
+    user="The simulated user's model (its reaction and reward are scored); none: judges only.", judge="--model"
+)
+@scorer_options("sensitivity")
 @progress_opt
 @set_option("reward.fit=0.5")
 def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tuple[Path, ...], limit: int | None,
@@ -48,7 +50,7 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     from ..sensitivity.bad import KINDS
     from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, SensitivityPlan
 
-    user, judge = scorer_models("--model", user_model, judge_model, base_url, api_key_env)
+    user, judge = scorer_specs(user_model, judge_model, base_url, api_key_env)
     opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), from_run=list(from_run), limit=limit,
                               sample=sample, seed=seed, bad=list(bad) or list(KINDS), user=user, judge=judge,
                               judges=judge_cards(judges, list(DEFAULT_JUDGES)), scoring=scoring,

@@ -89,7 +89,7 @@ class RealismKind(RunKind):
         from ..preflight import check_named_models, check_reach
 
         if new:
-            named = [("--user-model", plan.opts.user)]
+            named = [("--model", plan.opts.user)]
             named += [("--supporter-model", plan.opts.supporter_model)] if plan.talks else []
             check_named_models(named)
             check_reach([spec for _, spec in named])

@@ -84,7 +84,7 @@ class SeekersKind(RunKind):
         from ..preflight import check_scorers
 
         if new:
-            user = ("--user-model", plan.opts.user) if plan.opts.user else None
+            user = ("--model", plan.opts.user) if plan.opts.user else None
             check_scorers(user, [(j.card.name, j.model) for j in plan.judges])
 
     async def execute(self, plan: SeekersPlan, folder: Path, *, progress: bool = True) -> Summary:

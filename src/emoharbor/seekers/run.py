@@ -66,7 +66,7 @@ class SeekersOptions:
             raise ConfigError("seekers needs at least one ESConv file with per-turn ratings")
         check_selection(self.limit, self.sample, "talks")
         if self.user is None and not self.judges:
-            raise ConfigError("no scorer: give a simulated user (--user-model) or a judge card (--judge)")
+            raise ConfigError("no scorer: give a simulated user (--model) or a judge card (--judge)")
 
     def resolved(self) -> dict[str, Any]:
         """What the points and the user's scores depend on (the judges are recorded per card)."""
