@@ -34,6 +34,13 @@ def count(run_dir: Path, kind: str) -> int:
         return 0
 
 
+def written(run_dir: Path, kind: str) -> dict[str, float]:
+    """Each stored result of ``kind``: its key and when its record was written (a unit done again is written
+    anew): what a resumed run kept and what it redid."""
+    with sqlite3.connect(run_dir / "run.sqlite", timeout=10) as db:
+        return dict(db.execute("SELECT key, created FROM results WHERE kind = ?", (kind,)).fetchall())
+
+
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """``emoharbor ARGS`` in this process (``cli.main``, as the console script): exit status, stdout, stderr."""
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cli_helpers import count, emoharbor, run_main
+from cli_helpers import count, emoharbor, run_main, written
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
 from emoharbor.realism.analysis import reask
@@ -206,11 +205,6 @@ def test_the_command_runs_against_an_endpoint_and_shows_it_everywhere(
     assert not any("realism" in line for line in calibration.health_lines("other", versions))
 
 
-def _messages(run: Path) -> dict[str, float]:
-    with sqlite3.connect(run / "run.sqlite", timeout=10) as db:
-        return dict(db.execute("SELECT key, created FROM results WHERE kind = 'next'").fetchall())
-
-
 def test_a_killed_run_resumes_without_losing_or_redoing_a_message(tmp_path: Path) -> None:
     from emoharbor.testing.fake_server import FakeOpenAIServer
 
@@ -224,13 +218,13 @@ def test_a_killed_run_resumes_without_losing_or_redoing_a_message(tmp_path: Path
             time.sleep(0.02)
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
-        before = _messages(run)
+        before = written(run, "next")
         assert 3 <= len(before) < CUTS, "the kill should land mid-run"
         again = emoharbor(*args, env=env)
         out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     assert f"{CUTS} messages ({CUTS - len(before)} new, {len(before)} already done, 0 ended in error)" in err
-    after = _messages(run)
+    after = written(run, "next")
     assert len(after) == CUTS and all(after[k] == v for k, v in before.items())
     assert f"Next message: {CUTS} cuts of {TALKS} talks" in out
 

@@ -10,14 +10,13 @@ import html
 import json
 import os
 import signal
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cli_helpers import count, emoharbor, run_main
+from cli_helpers import count, emoharbor, run_main, written
 from emoharbor.errors import DataError
 from emoharbor.models.spec import ModelSpec
 from emoharbor.report import calibration
@@ -184,12 +183,6 @@ def test_a_reply_the_judge_cannot_answer_is_unscored_not_a_score(tmp_path: Path,
     assert rows["user reward"]["unscored"] == 0 and data["points"] == POINTS  # the points stay, for the others
 
 
-def _scores(run: Path) -> dict[str, float]:
-    """Each stored score's key and when its record was written (a unit done again is written anew)."""
-    with sqlite3.connect(run / "run.sqlite", timeout=10) as db:
-        return dict(db.execute("SELECT key, created FROM results WHERE kind = 'score'").fetchall())
-
-
 def test_a_killed_run_resumes_without_losing_or_redoing_a_finished_point(tmp_path: Path) -> None:
     files, run = rated_files(tmp_path), tmp_path / "run"
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
@@ -201,7 +194,7 @@ def test_a_killed_run_resumes_without_losing_or_redoing_a_finished_point(tmp_pat
             time.sleep(0.02)
         os.kill(p.pid, signal.SIGKILL)  # no chance to run its finally: only what each finished unit wrote
         p.wait()
-        before = _scores(run)
+        before = written(run, "score")
         assert 4 <= len(before) < SCORES, "the kill should land mid-run"
         store = RunStore.open_existing(run)
         try:
@@ -213,7 +206,7 @@ def test_a_killed_run_resumes_without_losing_or_redoing_a_finished_point(tmp_pat
         out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     assert f"{SCORES} scores ({SCORES - len(before)} new, {len(before)} already done, 0 ended in error)" in err
-    after = _scores(run)
+    after = written(run, "score")
     assert len(after) == SCORES
     assert all(after[k] == v for k, v in before.items())  # the finished ones were kept, not written again
     store = RunStore.open_existing(run)
