@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,17 @@ def test_run_prints_a_leaderboard_and_stores_everything(tmp_path: Path) -> None:
     store.close()
 
 
+def under_way(run_dir: Path) -> bool:
+    """Whether a conversation has made calls but has no record yet (0 while the store is busy)."""
+    try:
+        with sqlite3.connect(run_dir / "run.sqlite", timeout=5) as db:
+            called = {k for (k,) in db.execute("SELECT DISTINCT unit_key FROM calls WHERE unit_kind='conversation'")}
+            done = {k for (k,) in db.execute("SELECT key FROM results WHERE kind='conversation'")}
+    except sqlite3.OperationalError:
+        return False
+    return bool(called - done)
+
+
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     with FakeOpenAIServer(latency_s=0.03) as srv:
         cfg = write_config(tmp_path / "c.yaml", srv.base_url)
@@ -83,8 +95,10 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
         killed_dir = tmp_path / "killed"
         p = emoharbor("run", str(cfg), "--run-dir", str(killed_dir), "--quiet", env=env_b)
         deadline = time.monotonic() + 120
-        while count(killed_dir, "conversation") < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        # at least 3 conversations stored and one more under way (its calls made, its record not written): the
+        # kill lands mid-unit, whose calls the resumed run must keep and mark superseded
+        while not (count(killed_dir, "conversation") >= 3 and under_way(killed_dir)) and time.monotonic() < deadline:
+            time.sleep(0.005)
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         done_before = count(killed_dir, "conversation")
