@@ -122,3 +122,15 @@ def test_real_seekers_messages_as_examples_nearest_the_story(tmp_path: Path, mon
 
     evaluated = write_raw(tmp_path / "valid_mine.json", [talk("x", "i keep looking for her on the couch")])
     assert same_talks(str(bank), load_esconv(evaluated)) == ["valid_mine:0"]
+
+
+async def test_the_simple_user_is_asked_again_when_it_slips_as_the_chain_is() -> None:
+    from emoharbor.models.scripted import ScriptedModel
+    from emoharbor.simulate.simple_user import SimpleUser
+
+    said = ["I'm sorry to hear that. Let me know if you need anything.", "my shifts start at six [END]"]
+    model = ScriptedModel(said)
+    step = await SimpleUser(model, PROFILE).react([Turn(speaker="supporter", text="How are you?")], seed=1)
+    assert step.text == "my shifts start at six" and step.decision == "end_satisfied"
+    assert step.events == [("user_broke_character_retried", f"{said[0]} => {said[1]}")]
+    assert model.calls[1][:-1] == model.calls[0] and "sounded like the supporter" in model.calls[1][-1]["content"]

@@ -35,7 +35,7 @@ from . import voice
 from .agents import ReactionSettings, VoiceSettings, needs, register_agent
 from .conversation import Decision, Turn, UserState
 from .examples import examples_text
-from .text_checks import character_slip, repeats, user_text_events
+from .text_checks import user_text_events
 from .user_agent import UserSimulationError, UserStep
 
 CHAIN_PROMPTS = (
@@ -48,9 +48,7 @@ CHAIN_PROMPTS = (
     "user_voice_note",
     "user_decide",
     "user_voice_examples",
-    "user_nudge_repeat",
-    "user_nudge_voice",
-    "user_nudge_narrates",
+    *voice.NUDGES,
 )  # what the chain reads
 REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel", PERSONA)  # what ``perceive`` reads
 
@@ -175,8 +173,7 @@ class ChainUser:
         self.p_system, self.p_appraise = load_prompt("user_system"), load_prompt("user_appraise")
         self.p_feel = load_prompt("user_feel")
         self.p_open, self.p_note = load_prompt("user_voice_open"), load_prompt("user_voice_note")
-        self.p_decide, self.p_repeat = load_prompt("user_decide"), load_prompt("user_nudge_repeat")
-        self.p_slip = {slip: load_prompt(f"user_nudge_{slip}") for slip in ("voice", "narrates")}
+        self.p_decide = load_prompt("user_decide")
         examples = examples_text(self.s.examples, profile, self.s.examples_k)
         self.voice = voice.system(load_prompt("user_voice"), profile, ending=examples)
         self.words = voice.words_target(profile)
@@ -311,28 +308,10 @@ class ChainUser:
         decision: Decision = r.data["decision"]
         return decision
 
-    async def _write(self, msgs: list[Message], seed: int, version: str) -> str:
-        r = await self.model.chat(msgs, seed=seed, prompt_version=version, max_tokens=self.message_tokens)
-        return voice.trim(r.text, r.finish_reason == "length")
-
     async def _message(self, msgs: list[Message], seed: int, version: str, earlier: list[str],
                        step: UserStep) -> str:  # fmt: skip
-        """The Opener's or the Expresser's message ("" when it wrote none). A message that repeats an earlier
-        one, or speaks as the supporter ("glad you're feeling better", "let me know if you need anything") or
-        reports on "the supporter", is asked for once more with a short nudge after the note (which does not
-        quote the slip: a small model copies what it is shown); the event keeps both texts. The second answer
-        is kept unless it is empty: if it is no better, the message's own checks mark it (``_check_text``)."""
-        first = await self._write(msgs, seed, version)
-        slip = character_slip(first)
-        if first and repeats(first, earlier):
-            event, nudge = "user_repetition_retried", self.p_repeat.render()
-        elif slip is not None:
-            event, nudge = "user_broke_character_retried", self.p_slip[slip].render()
-        else:
-            return first
-        again = await self._write([*msgs, {"role": "system", "content": nudge.strip()}], seed + 100, version)
-        step.events.append((event, f"{first[:240]} => {again[:240] or '(empty: the first stands)'}"))
-        return again or first
+        return await voice.checked(self.model, msgs, seed=seed, version=version, max_tokens=self.message_tokens,
+                                   earlier=earlier, events=step.events)  # fmt: skip
 
     def _check_text(self, step: UserStep, earlier: list[str]) -> None:
         step.events.extend(user_text_events(step.text, earlier, self.profile.name))

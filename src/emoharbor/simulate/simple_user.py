@@ -1,5 +1,6 @@
-"""A simple simulated user: one call per message, written as itself in its own chat (``voice.py``, the same
-voice as the chain's Expresser, without an inner state), persona in every call. The first vertical slice; the
+"""A simple simulated user: one call per message (one more when it slips: ``voice.checked``, as the chain's
+Expresser), written as itself in its own chat (``voice.py``, the same voice as the chain's Expresser, without an
+inner state), persona in every call. The first vertical slice; the
 Chain-of-Agent user (chain_user.py) is the real one. Registered as the agent ``simple``."""
 
 from __future__ import annotations
@@ -40,15 +41,16 @@ class SimpleUser:
 
     async def _step(self, turns: list[Turn], seed: int) -> UserStep:
         msgs = voice.chat(self.head, turns, None if turns else OPENING_CUE)
-        r = await self.model.chat(msgs, seed=seed, prompt_version=self.version, max_tokens=self.max_tokens)
-        text = r.text
+        earlier = [t.text for t in turns if t.speaker == "user"]
+        events: list[tuple[str, str]] = []
+        text = await voice.checked(self.model, msgs, seed=seed, version=self.version, max_tokens=self.max_tokens,
+                                   earlier=earlier, events=events)  # fmt: skip
         decision: Decision = "continue"
         if END_MARK in text:
-            text = text.replace(END_MARK, " ")
+            text = " ".join(text.replace(END_MARK, " ").split())
             decision = "end_satisfied"
-        text = voice.trim(text, r.finish_reason == "length")
-        step = UserStep(text=text, decision=decision)
-        step.events.extend(user_text_events(text, [t.text for t in turns if t.speaker == "user"], self.profile.name))
+        step = UserStep(text=text, decision=decision, events=events)
+        step.events.extend(user_text_events(text, earlier, self.profile.name))
         return step
 
     async def open(self, seed: int) -> UserStep:
@@ -60,4 +62,4 @@ class SimpleUser:
 
 register_agent("simple", SimpleSettings,
                lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s),
-               prompts=(PERSONA, "user_voice", "user_simple", "user_voice_examples"))  # fmt: skip
+               prompts=(PERSONA, "user_voice", "user_simple", "user_voice_examples", *voice.NUDGES))  # fmt: skip
