@@ -161,13 +161,17 @@ def _real_relief(talk: Talk) -> float | None:
     return (talk.initial - talk.final) * POINTS_PER_RATING / talk.supporter_turns
 
 
+def agent_of(store: RunStore) -> str:
+    """The simulated user's agent of the run (``chain``, ``simple``, ...)."""
+    return str((store.config().get("user_agent") or {}).get("agent", "chain"))
+
+
 def realism_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
     cfg = store.config()
-    agent = (cfg.get("user_agent") or {}).get("agent", "chain")
     return {
         "kind": "realism",
         "user_model": (cfg.get("user") or {}).get("model"),
-        "user_agent": agent,
+        "user_agent": agent_of(store),
         "next": next_table(store, seed=seed, n_boot=n_boot),
         "whole": whole_table(store, seed=seed, n_boot=n_boot),
         "wall_s": float(store.meta().get("wall_s", "0")),

@@ -60,11 +60,10 @@ class RealismKind(RunKind):
     def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
         """The simulated user's row ("user"): how far its messages are told apart from people's, the goals met."""
         from ..report.judges_table import add
-        from .analysis import realism_table
+        from .analysis import agent_of, next_table
         from .render import shown
 
-        data = realism_table(store, n_boot=500)
-        n = data["next"]
+        n = next_table(store, seed=0, n_boot=500)  # the whole talks are not in this column: not made
         if not n["rows"] or n["cuts"] <= rows.get(("user", "argmax"), {}).get("realism_n", -1):
             return
         checks = [n[k] for k in ("discriminator", "similarity") if n.get(k)]
@@ -72,7 +71,7 @@ class RealismKind(RunKind):
         auroc = shown((n.get("discriminator") or {}).get("sim_vs_real"))
         met = f"{verdicts.count('met')} of {len(verdicts)} goals met"
         row = add(rows, "user", "argmax", {}, {})
-        row.update(realism_n=n["cuts"], realism=f"{data['user_agent']} user: AUROC {auroc}; {met} ({n['cuts']} cuts, "
+        row.update(realism_n=n["cuts"], realism=f"{agent_of(store)} user: AUROC {auroc}; {met} ({n['cuts']} cuts, "
                    f"{folder})")  # fmt: skip
 
     def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:

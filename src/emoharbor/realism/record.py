@@ -14,7 +14,7 @@ from typing import Any
 
 from ..report.calibration import write
 from ..store.run_store import RunStore
-from .analysis import realism_table
+from .analysis import agent_of, next_table
 
 SUITE = "realism"
 
@@ -50,8 +50,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
     cfg = store.config()
     model = (cfg.get("user") or {}).get("model")
     versions = {k: str(v) for k, v in (cfg.get("prompt_versions") or {}).items()}
-    data = realism_table(store, seed=seed, n_boot=n_boot)
-    nxt = data["next"]
+    nxt = next_table(store, seed=seed, n_boot=n_boot)  # the whole talks are not in the record: not made
     if not model or not nxt["cuts"] or not nxt["rows"]:
         return None
     disc = nxt.get("discriminator") or {}
@@ -64,7 +63,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
     rec: dict[str, Any] = {
         "suite": SUITE,
         "user_model": model,
-        "user_agent": data["user_agent"],
+        "user_agent": agent_of(store),
         "prompt_versions": versions,
         "size": nxt["cuts"],
         "talks": nxt["talks"],
