@@ -14,13 +14,16 @@ top-level module (``config``). An edge is what a reader of the source sees as on
   (``registry.lookup(..., __package__, BUILT_IN)``: the names in ``BUILT_IN`` are modules of the caller's
   own package).
 
-It checks two things and exits with status 1 if either is found (CI runs it; `.ci/run`):
+It checks three things and exits with status 1 if any is found (CI runs it; `.ci/run`):
 - **cycles of any length**: the strongly connected components of the package graph, each printed with the
   imports that make it (file:line), so one knows what to move;
 - **upward edges**: the layer order is declared in ``pyproject.toml`` (next to SRC's folder) as
   ``[tool.emoharbor] layers``, lowest first, one string of space-separated packages per layer. A package may
   import packages of its own layer or lower ones, never a higher one; a package missing from the table is
-  an error too.
+  an error too;
+- **another feature's run**: a package's module named ``run`` (``emoharbor.seekers.run``) holds that package's
+  run; no other package imports it but those that drive runs, declared as ``[tool.emoharbor] drivers``
+  (the commands): what two features share lives in a package below both.
 """
 
 from __future__ import annotations
@@ -215,18 +218,42 @@ def circles(graph: dict[str, set[str]], members: list[str]) -> list[list[str]]:
     return sorted(found.values(), key=lambda c: (len(c), c))
 
 
-def load_layers(pyproject: Path) -> dict[str, int]:
-    """Each package's layer (0 lowest) from ``[tool.emoharbor] layers`` in ``pyproject``."""
+def load_table(pyproject: Path) -> dict[str, object]:
+    """``[tool.emoharbor]`` of ``pyproject``."""
     if not pyproject.is_file():
         sys.exit(f"{pyproject}: not found (it declares the layer order, [tool.emoharbor] layers)")
-    table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get(PACKAGE, {})
-    layers = table.get("layers")
+    table: dict[str, object] = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get(PACKAGE, {})
+    return table
+
+
+def load_layers(pyproject: Path) -> dict[str, int]:
+    """Each package's layer (0 lowest) from ``[tool.emoharbor] layers`` in ``pyproject``."""
+    layers = load_table(pyproject).get("layers")
     if not isinstance(layers, list) or not all(isinstance(x, str) for x in layers):
         sys.exit(f"{pyproject}: [tool.{PACKAGE}] layers: expected a list of strings, lowest layer first")
     modules = [pkg for line in layers for pkg in line.split() if "." in pkg]
     if modules:
         sys.exit(f"{pyproject}: [tool.{PACKAGE}] layers names packages, not modules ({', '.join(modules)})")
     return {pkg: i for i, line in enumerate(layers) for pkg in line.split()}
+
+
+def load_drivers(pyproject: Path) -> set[str]:
+    """The packages that may import another package's run (``[tool.emoharbor] drivers``; none if absent)."""
+    drivers = load_table(pyproject).get("drivers", [])
+    if not isinstance(drivers, list) or not all(isinstance(x, str) for x in drivers):
+        sys.exit(f"{pyproject}: [tool.{PACKAGE}] drivers: expected a list of package names")
+    return set(drivers)
+
+
+def runs_of_others(edges: list[Edge], drivers: set[str]) -> list[Edge]:
+    """The edges from a package that drives no runs to another package's ``run`` module."""
+    out = []
+    for e in edges:
+        parts = e.target.split(".")
+        owner = package_of(e.target)
+        if len(parts) == 3 and parts[2] == "run" and package_of(e.source) not in (owner, *drivers):
+            out.append(e)
+    return out
 
 
 def said(e: Edge) -> str:
@@ -240,7 +267,8 @@ def said(e: Edge) -> str:
 def main(argv: list[str]) -> int:
     args = [a for a in argv if a != "--edges"]
     root = Path(args[0] if args else "src")
-    layer = load_layers(root.resolve().parent / "pyproject.toml")
+    pyproject = root.resolve().parent / "pyproject.toml"
+    layer, drivers = load_layers(pyproject), load_drivers(pyproject)
     files = sorted((root / PACKAGE).rglob("*.py"))
     modules = {module_name(root, f) for f in files}
     module_edges = [e for f in files for e in imports_of(root, f, modules)]
@@ -264,9 +292,11 @@ def main(argv: list[str]) -> int:
     cycles = components(graph)
     undeclared = [p for p in packages if p not in layer]
     upward = sorted((a, b) for a, b in by_package if a in layer and b in layer and layer[a] < layer[b])
+    foreign = runs_of_others(module_edges, drivers)
     print(
         f"\nmodules {len(modules)}, lines {lines}, module edges {len({(e.source, e.target) for e in module_edges})}, "
-        f"package edges {len(by_package)}, package cycles {len(cycles)}, upward edges {len(upward)}"
+        f"package edges {len(by_package)}, package cycles {len(cycles)}, upward edges {len(upward)}, "
+        f"imports of another feature's run {len(foreign)}"
     )
     for members in cycles:
         print(f"  cycle: {', '.join(members)} (each reaches every other through imports); its shortest circles:")
@@ -279,9 +309,11 @@ def main(argv: list[str]) -> int:
         print(f"  upward: {a} (layer {layer[a]}) -> {b} (layer {layer[b]})")
         for e in by_package[a, b]:
             print(f"    {e.where} {said(e)}")
+    for e in foreign:
+        print(f"  another's run: {e.where} {said(e)}: what both need belongs below both")
     for p in undeclared:
         print(f"  undeclared: {p} is in no layer of [tool.{PACKAGE}] layers")
-    return 1 if cycles or upward or undeclared else 0
+    return 1 if cycles or upward or undeclared or foreign else 0
 
 
 if __name__ == "__main__":

@@ -16,15 +16,19 @@ SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "import_graph.py"
 REPO = SCRIPT.parents[1]
 
 
-def tree(root: Path, files: dict[str, str], layers: list[str]) -> Path:
-    """``files`` (paths under src/emoharbor: their text) and a pyproject.toml declaring ``layers``."""
+def tree(root: Path, files: dict[str, str], layers: list[str], drivers: tuple[str, ...] = ()) -> Path:
+    """``files`` (paths under src/emoharbor: their text) and a pyproject.toml declaring ``layers`` (and the
+    packages that drive runs)."""
     src = root / "src"
     for name, text in {"__init__.py": "", **files}.items():
         path = src / "emoharbor" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     lines = ", ".join(f'"{layer}"' for layer in layers)
-    (root / "pyproject.toml").write_text(f"[tool.emoharbor]\nlayers = [{lines}]\n", encoding="utf-8")
+    named = ", ".join(f'"{d}"' for d in drivers)
+    (root / "pyproject.toml").write_text(
+        f"[tool.emoharbor]\nlayers = [{lines}]\ndrivers = [{named}]\n", encoding="utf-8"
+    )
     return src
 
 
@@ -50,6 +54,23 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert "report -> models, store" in r.stdout
     assert "package cycles 0, upward edges 0" in r.stdout
+
+
+def test_a_feature_importing_another_features_run_is_found_and_a_driver_may(tmp_path: Path) -> None:
+    features = {"features/__init__.py": "", "features/run.py": "", "other/__init__.py": "",
+                "other/table.py": "from ..features.run import go\n", "commands/__init__.py": "",
+                "commands/cli.py": "from ..features import run\n"}  # fmt: skip
+    layers = ["errors", "models", "store", "report", "features other", "commands", "emoharbor"]
+    r = check(tree(tmp_path / "a", {**CLEAN, **features}, layers, drivers=("commands",)))
+    assert r.returncode == 1
+    assert "imports of another feature's run 1" in r.stdout
+    assert (
+        "another's run: src/emoharbor/other/table.py:1 (emoharbor.other.table imports emoharbor.features.run)"
+        in r.stdout
+    )
+    del features["other/table.py"]
+    r = check(tree(tmp_path / "b", {**CLEAN, **features}, layers, drivers=("commands",)))
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_a_cycle_of_three_is_found_with_its_imports(tmp_path: Path) -> None:

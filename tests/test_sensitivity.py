@@ -296,7 +296,7 @@ def test_judge_none_scores_the_simulated_user_alone(tmp_path: Path, valid: Path,
     scorers = {r["scorer"] for r in json.loads(out)["rows"]}
     assert "user reward" in scorers and not any("third_party_reply" in s or "heart" in s for s in scorers)
     code, _, err = run_main([*base, "--model", "none", "--judge-model", "scripted"], capsys)
-    assert code == 2 and "--judge none and --model none: nothing is left to score" in err
+    assert code == 2 and "no scorer: with --model none and --judge none nothing is left to score" in err
 
 
 async def test_cases_from_a_run_folder_are_its_supporters_next_turns(tmp_path: Path) -> None:

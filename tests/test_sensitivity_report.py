@@ -24,9 +24,10 @@ from emoharbor.report.judges_table import header, judges_table, table_cells
 from emoharbor.report.runs import load_run
 from emoharbor.results import load_results, tidy_rows
 from emoharbor.run_view import RunView
+from emoharbor.scoring.judges import row_judge
 from emoharbor.sensitivity.analysis import sensitivity_table
 from emoharbor.sensitivity.bad import KINDS
-from emoharbor.sensitivity.kind import sensitivity_judge, tidy
+from emoharbor.sensitivity.kind import tidy
 from emoharbor.sensitivity.names import ALL
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
@@ -163,13 +164,13 @@ def test_the_tidy_table_reproduces_the_shares(sens: Path) -> None:
 
 
 def test_sensitivity_rows_map_to_judges() -> None:
-    assert sensitivity_judge("user reward", False) == ("user", "argmax")
-    assert sensitivity_judge("user reward (expected)", False) == ("user", "expected")
-    assert sensitivity_judge("third_party_reply:m (written)", False) == ("third_party_reply:m", "argmax")
-    assert sensitivity_judge("third_party_reply:m (expected)", False) == ("third_party_reply:m", "expected")
-    assert sensitivity_judge("heart_pairwise:m", True) == ("heart_pairwise:m", "argmax")
+    assert row_judge("user reward", False) == ("user", "argmax")
+    assert row_judge("user reward (expected)", False) == ("user", "expected")
+    assert row_judge("third_party_reply:m (written)", False) == ("third_party_reply:m", "argmax")
+    assert row_judge("third_party_reply:m (expected)", False) == ("third_party_reply:m", "expected")
+    assert row_judge("heart_pairwise:m", True) == ("heart_pairwise:m", "argmax")
     for other in ("words", "user reaction", "user fit (expected)", "user trust"):
-        assert sensitivity_judge(other, False) is None
+        assert row_judge(other, False) is None
 
 
 def test_the_judges_table_reads_sensitivity_runs(sens: Path, small: Path, runs: dict[str, Path]) -> None:

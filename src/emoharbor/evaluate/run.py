@@ -17,19 +17,18 @@ from ..errors import EmoharborError
 from ..kinds import Summary
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
-from ..profiles.schema import Profile
 from ..simulate.agents import make_user, user_agent
 from ..simulate.conversation import Conversation
 from ..simulate.loop import converse
 from ..simulate.supporter import make_supporter
 from ..store.keys import Key
 from ..store.record import config_part, open_record
+from ..store.records import PROFILE, stored_profiles
 from ..store.run_store import DB_NAME, RunStore, call_sink
 from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo
 from .plan import Plan
 
 KIND = "emoharbor"
-PROFILE = "profile"  # the store kind of the run's profiles
 UNIT = "conversation"  # what its summary counts
 
 
@@ -37,11 +36,6 @@ def config_of(store: RunStore) -> RunConfig:
     data = config_part(store.config())
     own = {k: v for k, v in data.items() if not k.endswith("_version") and k != "judge_cards"}
     return RunConfig.model_validate(own)
-
-
-def stored_profiles(store: RunStore) -> dict[str, Profile]:
-    """The profiles a run was made with, as it stored them (none in a run made before they were stored)."""
-    return {d["id"]: Profile.model_validate(d) for _, d in store.items(PROFILE)}
 
 
 def conversation_key(profile_id: str, supporter: str, repeat: int) -> Key:

@@ -13,7 +13,6 @@ A unit whose user gave no usable message is stored ``unscored`` (counted, never 
 
 from __future__ import annotations
 
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from ..simulate.user_agent import PerceivingUser, UserSimulationError
 from ..store.keys import Key
 from ..store.record import open_record, run_record
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, run_stage, stage_todo
+from ..store.units import Events, WallTime, Work, run_stage, stage_todo
 from .cuts import Cut, Talk, file_talks, pick, talk_cuts, talk_shape
 from .record import record
 
@@ -203,11 +202,7 @@ async def run_realism(plan: RealismPlan | RealismOptions, run_dir: Path, *, prog
 async def _simulate(store: RunStore, plan: RealismPlan, todo: dict[str, set[Key]], progress: bool,
                     cache_path: Path | bool | None) -> None:  # fmt: skip
     opts = plan.opts
-    started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
-
-    async def wall(key: Key, rec: dict[str, Any]) -> None:  # a run killed outright keeps it too
-        store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
-
+    clock = WallTime(store)
     async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
         needs = user_agent(opts.user_agent.agent).needs_model
         model = await pool.get(opts.user, "user") if needs else None
@@ -215,7 +210,7 @@ async def _simulate(store: RunStore, plan: RealismPlan, todo: dict[str, set[Key]
             (c.key, next_work(c, model, opts.user_agent, unit_seed(opts.seed, c.key))) for c in plan.cuts
         ]
         await run_stage(store, "next", units, workers=opts.concurrency, progress=progress, label="next message",
-                        then=wall)  # fmt: skip
+                        then=clock.then)  # fmt: skip
         if todo["whole"]:
             spec = opts.supporter_model
             supporter = Supporter(await pool.get(spec, "supporter"), "supporter", opts.prompt(),
@@ -223,5 +218,5 @@ async def _simulate(store: RunStore, plan: RealismPlan, todo: dict[str, set[Key]
             units = [((t.talk,), whole_work(t, model, supporter, opts.user_agent, opts.turns,
                                             unit_seed(opts.seed, (t.talk,)))) for t in plan.talks]  # fmt: skip
             await run_stage(store, "whole", units, workers=opts.concurrency, progress=progress, label="whole talks",
-                            then=wall)  # fmt: skip
-    store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
+                            then=clock.then)  # fmt: skip
+    clock.mark()

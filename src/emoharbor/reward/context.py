@@ -124,8 +124,8 @@ def run_talks(folder: Path, *kinds: str) -> list[tuple[Conversation, Profile]]:
     """The talks of an EmoHarbor run folder, each with its user's profile as the run stored it. A run made before
     runs kept their profiles has none stored: its config's profiles are resolved from the user's files as they
     are now, and a note on stderr says so."""
-    from ..evaluate.run import stored_profiles
     from ..profiles.loader import resolve_profiles
+    from ..store.records import stored_profiles
     from ..store.run_store import RunStore
 
     store = RunStore.open_existing(folder, *kinds)

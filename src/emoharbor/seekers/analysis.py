@@ -1,7 +1,7 @@
 """The seekers table, from a seekers run's store: every scorer's agreement with the seekers' own ratings of
 the reply blocks (``figures.py``), beside the baselines that need no model.
 
-Scorers, from what the ``score`` records hold (named as in a sensitivity run, ``sensitivity.analysis``):
+Scorers, from what the ``score`` records hold (``scoring.values``):
 ``user reward``, ``user reaction`` (the reward without its rule-based penalties), ``user fit``, ``user relief``
 and ``user trust``, each also ``(expected)`` from the probability-weighted readouts where the records have
 them; ``CARD (written)`` and ``CARD (expected)``: a reply card's score (the mean of its rubric's keys).
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..reward.settings import RewardSettings
-from ..sensitivity.analysis import card_values, scorer_usage, user_values
-from ..sensitivity.names import REAL, USER
+from ..scoring.names import REAL, USER
+from ..scoring.values import card_values, scorer_usage, user_values
 from ..simulate.rules_user import content_words
 from ..store.run_store import RunStore
 from ..store.units import finished

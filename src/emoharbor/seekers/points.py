@@ -37,12 +37,12 @@ from ..data.esconv import (
 from ..errors import DataError
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, talk
-from ..sensitivity.cases import Case
+from ..scoring.case import Case
 
 
 @dataclass(frozen=True)
 class Point:
-    """One rated reply block: a sensitivity case (its context, and the real reply that followed: the block)
+    """One rated reply block: a case (its context, and the real reply that followed: the block)
     with the seeker's rating of it."""
 
     case: Case

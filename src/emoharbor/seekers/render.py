@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sensitivity.render import usage_text
+from ..scoring.values import usage_text
 from ..stats.bootstrap import TOO_SMALL, too_small
 from ..tables import interval, num, render_data, text_table
 

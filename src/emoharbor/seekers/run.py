@@ -4,10 +4,9 @@ talk (``points.py``), resumably in a run store; the figures are ``analysis.py``'
 Store kinds:
 - ``point`` (key: talk, block): the point (its context with the profile drafted from the record, the reply
   block, the rating); no model; written once, read back by the table and the report;
-- ``score`` (key: talk, block, scorer): one scorer on one point, as a sensitivity run scores a reply
-  (``sensitivity.run.work_of``): ``user``, the simulated user's reaction and reward (``reward.score.Scored``),
-  or a reply card's assessment. A parse failure is stored ``unscored`` (counted, never a score); a failed
-  call ``error`` (done again by the next run of the command).
+- ``score`` (key: talk, block, scorer): one scorer on one point (``scoring.items``): ``user``, the simulated
+  user's reaction and reward (``reward.score.Scored``), or a reply card's assessment. A parse failure is
+  stored ``unscored`` (counted, never a score); a failed call ``error`` (done again by the next run).
 
 The run's config covers the points and the simulated user; the judges are recorded per card beside it
 (``assess.stage.check_judges``), so the same folder given another ``--judge`` makes only that judge's calls.
@@ -15,26 +14,21 @@ The run's config covers the points and the simulated user; the judges are record
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..assess.cards import builtin_names, load_card
-from ..assess.stage import Judge, check_judges, make_judges
+from ..assess.stage import Judge, check_judges
 from ..data.selection import check_selection, choose
 from ..errors import ConfigError, DataError
 from ..kinds import Summary
-from ..models.pool import ModelPool
-from ..models.spec import ModelSpec
-from ..reward.settings import RewardSettings
-from ..sensitivity.names import REAL, USER
-from ..sensitivity.run import Item, scorer_models, work_of
-from ..simulate.agents import user_agent
-from ..store.keys import Key
+from ..scoring.items import Item
+from ..scoring.names import REAL, USER
+from ..scoring.options import ScorerOptions
+from ..scoring.stage import score
 from ..store.record import open_record, run_record
-from ..store.run_store import RunStore, call_sink
-from ..store.units import run_stage, stage_todo
+from ..store.run_store import RunStore
 from .points import Point, file_points
 from .record import record
 
@@ -47,26 +41,21 @@ def reply_cards() -> list[str]:
     return [n for n in builtin_names() if load_card(n).judge_kind().rates == "reply"]
 
 
-@dataclass
-class SeekersOptions:
-    files: list[Path]
+@dataclass(kw_only=True)
+class SeekersOptions(ScorerOptions):
+    files: list[Path] = field(default_factory=list)
     limit: int | None = None  # the first N talks (with a rated point) of each file
     sample: int | None = None  # or N such talks of each file drawn with ``seed``
-    seed: int = 0
     varied: bool = False  # only talks whose seeker gave two different ratings or more (each yields pairs)
-    user: ModelSpec | None = field(default_factory=ModelSpec)  # None: no simulated user (the judges alone)
-    judge: ModelSpec = field(default_factory=ModelSpec)  # the model of the cards that name none
     judges: list[str] = field(default_factory=reply_cards)
-    scoring: str | None = None  # --scoring: overrides every card's
-    reward: RewardSettings = field(default_factory=RewardSettings)
-    concurrency: int = 4
+
+    WANTED = "emoharbor seekers rates one reply: give a card of kind reply (third_party_reply)"
 
     def __post_init__(self) -> None:
         if not self.files:
             raise ConfigError("seekers needs at least one ESConv file with per-turn ratings")
         check_selection(self.limit, self.sample, "talks")
-        if self.user is None and not self.judges:
-            raise ConfigError("no scorer: give a simulated user (--model) or a judge card (--judge)")
+        self.check_scorers()
 
     def resolved(self) -> dict[str, Any]:
         """What the points and the user's scores depend on (the judges are recorded per card)."""
@@ -77,15 +66,8 @@ class SeekersOptions:
             "seed": self.seed,
             **({"varied": True} if self.varied else {}),  # absent when off: older runs' records still match
             "definition": DEFINITION,
-            "user": self.user.model_dump(mode="json") if self.user else None,
-            "reward": self.reward.model_dump(mode="json"),
+            **self.scorers_resolved(),
         }
-
-    def make_judges(self) -> list[Judge]:
-        wanted = "emoharbor seekers rates one reply: give a card of kind reply (third_party_reply)"
-        return make_judges(
-            self.judges, self.judge, rates=("reply",), scoring=self.scoring, wanted=wanted, option="--judge"
-        )
 
 
 def load_points(opts: SeekersOptions) -> list[Point]:
@@ -119,8 +101,7 @@ class SeekersPlan:
         """Read the files first (a bad record is named before any card or model), then the cards."""
         points = load_points(opts)
         judges = opts.make_judges()
-        prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()
-        return cls(opts, points, judges, run_record(opts.resolved(), prompts, opts.files))
+        return cls(opts, points, judges, run_record(opts.resolved(), opts.reaction_prompts(), opts.files))
 
 
 def scorings(points: list[Point], opts: SeekersOptions, judges: list[Judge]) -> list[Item]:
@@ -141,47 +122,31 @@ def store_points(store: RunStore, points: list[Point]) -> None:
             store.put("point", p.key, {**p.to_dict(), "status": "ok"}, attempt="", events=[])
 
 
-def same_talk(key: Key) -> tuple[str, str]:
+def same_talk(item: Item) -> tuple[str, str]:
     """The units whose prompts share a long prefix: one talk's points (each context extends the one before),
     by one scorer."""
-    return key[0], key[2]
+    return item.key[0], item.key[2]
 
 
 async def run_seekers(plan: SeekersPlan | SeekersOptions, run_dir: Path, *, progress: bool = True,
                       cache_path: Path | bool | None = True) -> Summary:  # fmt: skip
     """Execute ``plan`` in ``run_dir`` (options are planned here first: the library's callers)."""
     plan = plan if isinstance(plan, SeekersPlan) else SeekersPlan.of(plan)
-    opts, points, judges = plan.opts, plan.points, plan.judges
+    opts, points = plan.opts, plan.points
     store = open_record(run_dir, KIND, plan.record)
     try:
-        check_judges(store, judges)
+        check_judges(store, plan.judges)
         store_points(store, points)
-        items = scorings(points, opts, judges)
-        todo = set(stage_todo(store, "score", [i.key for i in items]))
+        items = scorings(points, opts, plan.judges)
         try:
-            if todo:  # nothing left: no server is started
-                await _score(store, [i for i in items if i.key in todo], opts, judges, progress, cache_path)
+            todo = await score(store, items, opts, plan.judges, label="seekers", progress=progress,
+                               cache_path=cache_path, group=same_talk)  # fmt: skip
         finally:  # stopped or not: the finished points' figures, quoted by other runs' health
             record(store)
         store.set_meta("status", "complete")
         status = store.field("score", "status")
         errors = sum(1 for i in items if status.get(i.key) == "error")
         talks = len({p.talk for p in points})
-        return Summary("score", len(items), len(todo), errors, lead=f"{len(points)} points in {talks} talks, ")
+        return Summary("score", len(items), todo, errors, lead=f"{len(points)} points in {talks} talks, ")
     finally:
         store.close()
-
-
-async def _score(store: RunStore, todo: list[Item], opts: SeekersOptions, judges: list[Judge], progress: bool,
-                 cache_path: Path | bool | None) -> None:  # fmt: skip
-    started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
-
-    async def record_wall_time(key: Key, record: dict[str, Any]) -> None:  # a run killed outright keeps it too
-        store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
-
-    async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-        reward, models = await scorer_models(pool, todo, opts.user, opts.reward, judges)
-        units = [(i.key, work_of(i, reward, models, opts.seed)) for i in todo]
-        await run_stage(store, "score", units, workers=opts.concurrency, progress=progress, label="seekers",
-                        then=record_wall_time, group=same_talk)  # fmt: skip
-    store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..report.health import units_section
 from ..report.html import Cell, esc, est, heat, note, table
-from ..sensitivity.render import usage_text
+from ..scoring.values import usage_text
 
 if TYPE_CHECKING:
     from ..run_view import RunView

@@ -27,63 +27,14 @@ from typing import Any
 import numpy as np
 
 from ..assess.judge_kinds import judge_kind
-from ..reward.score import combine
 from ..reward.settings import RewardSettings
+from ..scoring.names import REAL, USER
+from ..scoring.values import Values, card_values, scorer_usage, user_values
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
 from ..stats.clusters import cluster_mean_ci
-from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
 from .bad import KINDS
-from .names import ALL, REAL, USER
-
-Values = dict[tuple[str, str], float | None]  # (case, reply kind) -> score (None: unscored)
-
-
-def _mean(d: dict[str, Any] | None) -> float | None:
-    vals = [float(v) for v in (d or {}).values() if v is not None]
-    return float(np.mean(vals)) if vals else None
-
-
-def reaction(parts: dict[str, Any], s: RewardSettings) -> float:
-    """The reward's weighted reaction, without its penalties."""
-    return combine(float(parts["relief"]), float(parts["trust"]), float(parts["fit"]), [], s)
-
-
-def user_values(records: list[dict[str, Any]], s: RewardSettings) -> dict[str, Values]:
-    """The simulated user's scorers from its ``score`` records: the reward and the reaction from the written
-    parts, and (where the records have them) from the probability-weighted ones."""
-    out: dict[str, Values] = defaultdict(dict)
-    readable = any(r.get("expected") for r in records)  # else no expected rows: none is made up from the written
-    for r in records:
-        k = (r["case"], r["reply_kind"])
-        ok = r.get("status") == "ok" and r.get("reward") is not None
-        hit = list(r.get("penalties") or [])
-        cost = -combine(0.0, 0.0, 0.0, hit, s)
-        if ok and hit == ["empty"]:  # not shown to the user: its reward is the penalty alone
-            for name in ("user reward", "user reward (expected)")[: 2 if readable else 1]:
-                out[name][k] = -cost
-            continue
-        for suffix, parts in (("", r if ok else None), (" (expected)", r.get("expected") if ok else None)):
-            if suffix and not readable:
-                continue
-            whole = parts is not None and all(parts.get(p) is not None for p in ("relief", "trust", "fit"))
-            felt = reaction(parts, s) if whole and parts is not None else None
-            out[f"user reward{suffix}"][k] = None if felt is None else felt - cost
-            out[f"user reaction{suffix}"][k] = felt
-            for p in ("fit", "relief", "trust"):
-                out[f"user {p}{suffix}"][k] = parts.get(p) if parts is not None else None
-    return out
-
-
-def card_values(records: list[dict[str, Any]]) -> dict[str, Values]:
-    out: dict[str, Values] = defaultdict(dict)
-    for r in records:
-        k = (r["case"], r["reply_kind"])
-        ok = r.get("status") == "ok"
-        out[f"{r['scorer']} (written)"][k] = _mean(r.get("scores")) if ok else None
-        if "expected" in r:
-            out[f"{r['scorer']} (expected)"][k] = _mean(r.get("expected")) if ok else None
-    return out
+from .names import ALL
 
 
 def pair_outcomes(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], float | None]]:
@@ -121,22 +72,6 @@ def _share(e: Estimate) -> dict[str, Any]:
     """An estimate as the table shows it (``stats.bootstrap.shown``: no interval under the small-n rule)."""
     c = shown(e)
     return {"share": c["mean"], "lo": c["lo"], "hi": c["hi"], "n": c["n"]}
-
-
-def scorer_usage(store: RunStore) -> dict[str, dict[str, float]]:
-    """Per scorer (the third part of a unit's key: case, reply kind, scorer[, order]): calls, calls that reached a
-    model, model time, cost."""
-    out: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "requests": 0, "model_s": 0.0, "cost_usd": 0.0})
-    for c in stored_calls(store):
-        if c.unit_kind not in ("score", "pair"):
-            continue
-        u = out[c.unit[2]]
-        u["calls"] += 1
-        if not c.cached:
-            u["requests"] += 1
-            u["model_s"] += c.latency_s
-            u["cost_usd"] += c.cost_usd
-    return dict(out)
 
 
 def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str]:

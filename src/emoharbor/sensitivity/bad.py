@@ -30,7 +30,8 @@ from typing import Any
 
 import yaml
 
-from .cases import Case, Pool, words
+from ..scoring.case import Case
+from .cases import Pool, words
 
 KINDS = ("off_target", "generic", "generic_long", "dismissive", "dismissive_long", "advice", "ignores_last",
          "wrong_facts", "repeats", "role_break")  # fmt: skip

@@ -19,33 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..data.esconv import EsconvDialog, load_esconv
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, conversation_contexts, heart_dialog, load_heart_histories, run_talks, talk
+from ..scoring.case import Case
 from ..simulate.conversation import Turn
 
 MIN_WORDS = 8
 MIN_EMPATHY = 4
 FIRST_SEEKER_TURN = 3  # the cut is at this seeker turn (1-based) or later
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    source: str  # esconv | heart | run
-    context: RewardContext
-    real: str  # the reply that followed
-    problem: str  # the problem type ("" where unknown): an off-target reply comes from another one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "source": self.source, "context": self.context.to_dict(), "real": self.real,
-                "problem": self.problem}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Case:
-        return cls(d["id"], d["source"], RewardContext.from_dict(d["context"]), d["real"], d["problem"])
 
 
 @dataclass

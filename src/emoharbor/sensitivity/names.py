@@ -1,9 +1,6 @@
-"""The names a sensitivity run's records and table use, in a module of their own below the run and its
-analysis, so that reading a run's figures (the table, the calibration record other runs quote) imports
-neither the run nor model code."""
+"""The name a sensitivity run's table gives its column over every kind of bad reply (the scorers' names are
+``scoring.names``'), in a module of its own below the run and its analysis."""
 
 from __future__ import annotations
 
-USER = "user"  # the scorer name of the simulated user's reaction
-REAL = "real"  # the reply kind of the real reply
 ALL = "all kinds"  # the table's column over every kind of bad reply

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..scoring.values import usage_text
 from ..stats.bootstrap import TOO_SMALL
 from ..tables import render_data, text_table
 from .names import ALL
@@ -23,13 +24,6 @@ def interval(c: dict[str, Any]) -> str:
     if c["lo"] is None:
         return f"{pct(c['share'])}% ({TOO_SMALL})" if c["n"] else "n/a"
     return f"{pct(c['share'])}% [{pct(c['lo'])}, {pct(c['hi'])}]"
-
-
-def usage_text(u: dict[str, float] | None) -> str:
-    if not u:
-        return "-"
-    cost = f", ${u['cost_usd']:.4f}" if u["cost_usd"] else ""
-    return f"{int(u['calls'])} calls, {u['model_s']:.0f} s{cost}"
 
 
 def to_text(data: dict[str, Any], md: bool = False) -> str:

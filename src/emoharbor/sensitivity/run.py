@@ -14,55 +14,45 @@ Store kinds (one unit each, resumable, calls cached):
 
 from __future__ import annotations
 
-import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from ..assess.judge_kinds import ReplyKind
-from ..assess.reply_judge import judge_reply
-from ..assess.stage import Judge, check_judges, judge_models, make_judges
+from ..assess.judge_kinds import Rates, ReplyKind
+from ..assess.stage import Judge, check_judges
 from ..data.selection import check_selection, in_turn, select
 from ..errors import ConfigError
-from ..heart.histories import SEEKER, SUPPORTER, History
-from ..heart.histories import Turn as HeartTurn
 from ..kinds import Summary
-from ..models.base import ChatModel, ModelCallError
-from ..models.pool import ModelPool
-from ..models.spec import ModelSpec
 from ..report.calibration import record  # the user's measured sensitivity, quoted by other runs' health
-from ..reward.score import UserReward
-from ..reward.settings import RewardSettings
-from ..simulate.agents import user_agent
-from ..store.keys import Key
+from ..scoring.case import Case
+from ..scoring.items import Item
+from ..scoring.names import REAL, USER
+from ..scoring.options import ScorerOptions
+from ..scoring.stage import score
 from ..store.record import open_record, run_record
-from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, finished, in_groups, progress_bar, unit
+from ..store.run_store import RunStore
 from .analysis import sensitivity_table
 from .bad import KINDS, bad_replies, suite_version
-from .cases import Case, Pool, esconv_cases, heart_cases, run_cases
-from .names import ALL, REAL, USER
+from .cases import Pool, esconv_cases, heart_cases, run_cases
+from .names import ALL
 
 KIND = "sensitivity"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
 
 
-@dataclass
-class SensitivityOptions:
+@dataclass(kw_only=True)
+class SensitivityOptions(ScorerOptions):
     esconv: list[Path] = field(default_factory=list)
     heart: list[Path] = field(default_factory=list)
     from_run: list[Path] = field(default_factory=list)
     limit: int | None = None  # the first N cases of each source
     sample: int | None = None  # or N cases of each source drawn with ``seed``
-    seed: int = 0
     bad: list[str] = field(default_factory=lambda: list(KINDS))
-    user: ModelSpec | None = field(default_factory=ModelSpec)  # None: no simulated user (the judges alone)
-    judge: ModelSpec = field(default_factory=ModelSpec)  # the model of the cards that name none
     judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGES))
-    scoring: str | None = None  # --scoring: overrides every card's
-    reward: RewardSettings = field(default_factory=RewardSettings)
-    concurrency: int = 4
+
+    RATES: ClassVar[tuple[Rates, ...]] = ("reply", "pair")
+    WANTED: ClassVar[str] = ("the suite rates one reply: give a card of a kind that rates one reply "
+                             "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
 
     def __post_init__(self) -> None:
         if not (self.esconv or self.heart or self.from_run):
@@ -73,8 +63,7 @@ class SensitivityOptions:
             raise ConfigError(f"--bad {', '.join(unknown)}: no such kind of bad reply (the kinds: {', '.join(KINDS)})")
         if not self.bad:
             raise ConfigError("--bad: give at least one kind of bad reply")
-        if self.user is None and not self.judges:
-            raise ConfigError("--judge none and --model none: nothing is left to score")
+        self.check_scorers()
 
     def resolved(self) -> dict[str, Any]:
         """What the cases and the user's scores depend on (the judges are recorded per card)."""
@@ -87,14 +76,8 @@ class SensitivityOptions:
             "seed": self.seed,
             "bad": list(self.bad),
             "suite": suite_version(),
-            "user": self.user.model_dump(mode="json") if self.user else None,
-            "reward": self.reward.model_dump(mode="json"),
+            **self.scorers_resolved(),
         }
-
-    def make_judges(self) -> list[Judge]:
-        return make_judges(self.judges, self.judge, rates=("reply", "pair"), scoring=self.scoring, option="--judge",
-                           wanted="the suite rates one reply: give a card of a kind that rates one reply "
-                           "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
 
 
 def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
@@ -130,76 +113,15 @@ class SensitivityPlan:
         """Read the sources first (a bad record is named before any card or model), then the cards."""
         cases, pool = load_cases(opts)
         judges = opts.make_judges()
-        prompts = user_agent(opts.reward.user_agent.agent).reaction_prompts if opts.user else ()  # what it reads
-        return cls(opts, cases, pool, judges, run_record(opts.resolved(), prompts, [*opts.esconv, *opts.heart]))
-
-
-def case_seed(seed: int, case_id: str) -> int:
-    return seed + zlib.crc32(case_id.encode())
-
-
-def history_of(case: Case) -> History:
-    turns = [HeartTurn(SEEKER if t.speaker == "user" else SUPPORTER, t.text) for t in case.context.turns]
-    return History(case.id, "regular", case.source, turns, problem_type=case.problem)
-
-
-def _user_work(reward: UserReward, case: Case, reply_kind: str, reply: str, seed: int) -> Work:
-    async def work() -> tuple[dict[str, Any], Events]:
-        s = await reward.score(case.context, reply, seed=seed)
-        events: Events = [(f"user_{s.status}", s.error[:160])] if s.status != "ok" else []
-        if s.status == "ok" and s.readout != reward.s.readout and s.penalties != ["empty"]:
-            events.append(("readout_written", "no token log-probabilities: the written values stand"))
-        return {**s.to_dict(), "case": case.id, "reply_kind": reply_kind, "scorer": USER}, events
-
-    return work
-
-
-def _card_work(judge: Judge, model: ChatModel, case: Case, reply_kind: str, reply: str, seed: int) -> Work:
-    async def work() -> tuple[dict[str, Any], Events]:
-        base = {"case": case.id, "reply_kind": reply_kind, "scorer": judge.name}
-        try:
-            rec = await judge_reply(judge.card, model, judge.name, case.context.turns, reply, seed=seed)
-        except ModelCallError as e:
-            return {**base, "status": "error", "error": str(e)}, [("model_error", str(e)[:200])]
-        events: Events = [("unscored", f"{judge.name}: {rec['error'][:160]}")] if rec["status"] != "ok" else []
-        return {**rec, **base}, events
-
-    return work
-
-
-def _pair_work(judge: Judge, model: ChatModel, case: Case, bad_kind: str, bad: str, order: str, seed: int) -> Work:
-    from ..heart.stages.judging import Shown, judge_pair, neutral_ids
-
-    async def work() -> tuple[dict[str, Any], Events]:
-        i_real, i_bad = neutral_ids(case.id, REAL, bad_kind)
-        real, other = Shown(REAL, i_real, case.real), Shown(bad_kind, i_bad, bad)
-        first, second = (real, other) if order == "ab" else (other, real)
-        rec, events = await judge_pair(model, judge.name, history_of(case), first, second, a=REAL, order=order,
-                                       dimensions=[], retries=2, seed=seed, show_situation=False,
-                                       card=judge.card)  # fmt: skip
-        return {**rec, "case": case.id, "bad_kind": bad_kind, "scorer": judge.name}, events
-
-    return work
-
-
-@dataclass(frozen=True)
-class Item:
-    """One scorer on one reply (a pairwise judge: on the real reply against one bad one, in one order)."""
-
-    store_kind: str  # score | pair
-    key: Key  # (case, reply kind, scorer), and the order for a pair
-    case: Case
-    reply_kind: str
-    reply: str
-    judge: Judge | None  # None: the simulated user
-    order: str = ""
+        return cls(opts, cases, pool, judges,
+                   run_record(opts.resolved(), opts.reaction_prompts(), [*opts.esconv, *opts.heart]))  # fmt: skip
 
 
 def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: SensitivityOptions,
              judges: list[Judge]) -> list[Item]:  # fmt: skip
     """Every scorer on every reply, case by case (all of a case's replies, then the next case's): a run stopped
     early holds every kind of the cases it finished, so its table already covers every kind. The run scores
-    one case's replies by one scorer in a row (``same_prefix``), so a server slot reads the case once."""
+    one case's replies by one scorer in a row (``scoring.stage.same_prefix``), so a server slot reads the case once."""
     out: list[Item] = []
     for c in cases:
         for kind in [REAL, *opts.bad]:
@@ -214,34 +136,6 @@ def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: Sensit
                 elif kind != REAL:
                     out += [Item("pair", (c.id, kind, j.name, o), c, kind, reply, j, o) for o in ("ab", "ba")]
     return out
-
-
-async def scorer_models(pool: ModelPool, todo: list[Item], user: ModelSpec | None, reward: RewardSettings,
-                        judges: list[Judge]) -> tuple[UserReward | None, dict[str, ChatModel]]:  # fmt: skip
-    """The simulated user's reward (when ``todo`` has its items; its model only when its agent calls one) and
-    the model of each judge that has items left: nothing else is started."""
-    scored = None
-    if user is not None and any(i.judge is None for i in todo):
-        needs = user_agent(reward.user_agent.agent).needs_model
-        scored = UserReward(await pool.get(user, "user") if needs else None, reward)
-    needed = {i.judge.name for i in todo if i.judge is not None}
-    return scored, await judge_models(pool, [j for j in judges if j.name in needed])
-
-
-def same_prefix(item: Item) -> tuple[str, str]:
-    """The items whose prompts share the case's long prefix: one case, one scorer."""
-    return item.case.id, item.judge.name if item.judge is not None else USER
-
-
-def work_of(item: Item, reward: UserReward | None, models: dict[str, ChatModel], seed: int) -> Work:
-    s = case_seed(seed, item.case.id)
-    if item.judge is None:
-        assert reward is not None
-        return _user_work(reward, item.case, item.reply_kind, item.reply, s)
-    m = models[item.judge.name]
-    if item.store_kind == "score":
-        return _card_work(item.judge, m, item.case, item.reply_kind, item.reply, s)
-    return _pair_work(item.judge, m, item.case, item.reply_kind, item.reply, item.order, s)
 
 
 def store_cases(store: RunStore, cases: list[Case], pool: Pool, bad: list[str]) -> dict[str, dict[str, str]]:
@@ -263,35 +157,18 @@ async def run_sensitivity(
 ) -> Summary:  # fmt: skip
     """Execute ``plan`` in ``run_dir`` (options are planned here first: the library's callers)."""
     plan = plan if isinstance(plan, SensitivityPlan) else SensitivityPlan.of(plan)
-    opts, cases, pool, judges = plan.opts, plan.cases, plan.pool, plan.judges
+    opts, cases = plan.opts, plan.cases
     store = open_record(run_dir, KIND, plan.record)
     try:
-        check_judges(store, judges)
-        replies = store_cases(store, cases, pool, opts.bad)
-        done = {k: finished(store, k) for k in ("score", "pair")}
-        items = scorings(cases, replies, opts, judges)
-        todo = [i for i in items if i.key not in done[i.store_kind]]
-        started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))
-        if todo:  # nothing left: no server is started
-            async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as models_:
-                reward, models = await scorer_models(models_, todo, opts.user, opts.reward, judges)
-                bar = progress_bar(len(items), len(items) - len(todo), "sensitivity", enabled=progress, unit="score")
-
-                async def one(item: Item) -> None:
-                    await unit(store, item.store_kind, item.key, work_of(item, reward, models, opts.seed))
-                    store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
-                    bar.update(1)
-
-                try:
-                    await in_groups(todo, same_prefix, one, opts.concurrency)
-                finally:
-                    bar.close()
-                    # stopped or not: the finished cases' figures (a resumed run writes them anew)
-                    record(store, sensitivity_table, ALL)
-        else:
+        check_judges(store, plan.judges)
+        items = scorings(cases, store_cases(store, cases, plan.pool, opts.bad), opts, plan.judges)
+        try:
+            todo = await score(store, items, opts, plan.judges, label="sensitivity", progress=progress,
+                               cache_path=cache_path)  # fmt: skip
+        finally:  # stopped or not: the finished cases' figures (a resumed run writes them anew)
             record(store, sensitivity_table, ALL)
         store.set_meta("status", "complete")
         errors = sum(1 for k in ("score", "pair") for _, d in store.items(k) if d.get("status") == "error")
-        return Summary("score", len(items), len(todo), errors, lead=f"{len(cases)} cases, ")
+        return Summary("score", len(items), todo, errors, lead=f"{len(cases)} cases, ")
     finally:
         store.close()

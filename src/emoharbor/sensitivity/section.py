@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..report.health import units_section
 from ..report.html import Cell, esc, heat, note, table
+from ..scoring.values import usage_text
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
 from .names import ALL
-from .render import pct, usage_text
+from .render import pct
 
 if TYPE_CHECKING:
     from ..run_view import RunView

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..profiles.schema import Profile
 from .keys import Key
 from .run_store import RunStore
 
@@ -123,3 +124,11 @@ def candidates(store: RunStore) -> dict[tuple[str, str], Candidate]:
 
 def comparisons(store: RunStore) -> list[Comparison]:
     return [Comparison.of(d) for _, d in store.items("comparison")]
+
+
+PROFILE = "profile"  # the store kind of an EmoHarbor run's profiles
+
+
+def stored_profiles(store: RunStore) -> dict[str, Profile]:
+    """The profiles a run was made with, as it stored them (none in a run made before they were stored)."""
+    return {d["id"]: Profile.model_validate(d) for _, d in store.items(PROFILE)}

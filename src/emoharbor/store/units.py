@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
@@ -43,6 +44,22 @@ def progress_bar(total: int, done: int, desc: str, *, enabled: bool, unit: str =
     return tqdm(
         total=total, initial=done, desc=desc, unit=unit, disable=not enabled, file=sys.stderr, dynamic_ncols=True
     )
+
+
+class WallTime:
+    """A run's model time across its sessions (the store's ``wall_s``: earlier sessions' and this one's),
+    written after each unit (``mark``), so a run killed outright keeps it too."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store, self.started = store, time.perf_counter()
+        self.before = float(store.meta().get("wall_s", "0"))
+
+    def mark(self) -> None:
+        self.store.set_meta("wall_s", f"{self.before + time.perf_counter() - self.started:.1f}")
+
+    async def then(self, key: Key, record: dict[str, Any]) -> None:
+        """``mark`` as a stage's follow-on work (``run_stage(then=...)``)."""
+        self.mark()
 
 
 def finished(store: RunStore, kind: str) -> set[Key]:

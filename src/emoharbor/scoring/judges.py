@@ -1,0 +1,46 @@
+"""The rows of ``emoharbor judges`` a reply-scoring run fills: each figure row by the (judge, scoring) it stands
+for, with the judge's card, judgments, unscored share and cost."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..kinds import JudgeRows
+from ..report.judges_table import add, counts
+from ..store.run_store import RunStore
+from .names import USER
+
+
+def row_judge(scorer: str, pairwise: bool) -> tuple[str, str] | None:
+    """The (judge, scoring) a figure row of a reply-scoring run stands for: the simulated user's reward is "user", a
+    reply card's written and expected scores its argmax and expected scoring, a pairwise judge argmax; None
+    for the other rows (the word count, the user's parts)."""
+    if pairwise:
+        return scorer, "argmax"
+    if scorer in ("user reward", "user reward (expected)"):
+        return "user", "expected" if scorer.endswith("(expected)") else "argmax"
+    for suffix, scoring in ((" (written)", "argmax"), (" (expected)", "expected")):
+        if scorer.endswith(suffix) and not scorer.startswith("user "):
+            return scorer.removesuffix(suffix), scoring
+    return None
+
+
+def scorer_rows(store: RunStore, unit_kinds: tuple[str, ...], figures: list[dict[str, Any]],
+                rows: JudgeRows) -> dict[tuple[str, str], dict[str, Any]]:  # fmt: skip
+    """The rows of ``emoharbor judges`` of a run whose units are scorers' ``unit_kinds`` (a sensitivity or
+    seekers run: a score's key is (case, reply kind, scorer), a pair's (case, bad kind, judge, order)), keyed
+    by the (judge, scoring) each figure row stands for, with each one's card, judgments, unscored share and
+    cost; returns the figure row of each."""
+
+    cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
+    made = {}
+    for r in figures:
+        got = row_judge(r["scorer"], bool(r.get("pairwise")))
+        if got is not None:
+            made[got] = r
+    counted = counts(store, unit_kinds, 2, field="scorer")
+    for judge, scoring in made:
+        scorer = USER if judge == "user" else judge
+        add(rows, judge, scoring, cards.get(scorer, {}), counted.get(scorer, {}))
+    return made
