@@ -35,7 +35,7 @@ from emoharbor.reward.score import UserReward
 from emoharbor.reward.settings import RewardSettings
 from emoharbor.simulate import agents
 from emoharbor.simulate.conversation import Turn
-from emoharbor.simulate.rules_user import verdict
+from emoharbor.simulate.rules_user import RulesSettings, RulesUser, verdict
 from emoharbor.store.run_store import RunStore
 from emoharbor.testing.fake_server import FakeOpenAIServer
 
@@ -265,12 +265,12 @@ def test_a_name_registered_twice_is_refused_naming_both_modules() -> None:
     from emoharbor import kinds
     from emoharbor.assess.judge_kinds import judge_kind, register_judge_kind
     from emoharbor.errors import ConfigError
-    from emoharbor.simulate.agents import UserSettings, register_agent, user_agent
+    from emoharbor.simulate.agents import register_agent, user_agent
 
     chain = user_agent("chain")  # the built-in modules register theirs first
     with pytest.raises(ConfigError, match=r"simulated user 'chain' is registered twice: by emoharbor\.simulate\."
                        r"chain_user and by test_plugins"):  # fmt: skip
-        register_agent("chain", UserSettings, lambda model, profile, s: None)  # type: ignore[arg-type,return-value]
+        register_agent("chain", RulesSettings, lambda model, profile, s: RulesUser(profile, s))
     assert user_agent("chain") is chain  # the first stands
     reply = judge_kind("reply")
     with pytest.raises(ConfigError, match=r"judge kind 'reply' is registered twice: by emoharbor\.assess\."):
@@ -281,10 +281,11 @@ def test_a_name_registered_twice_is_refused_naming_both_modules() -> None:
         name = "seekers"
         title = "not the seekers"
 
-    with pytest.raises(ConfigError, match=r"run kind 'seekers' is registered twice: by emoharbor\.seekers\.kind and "
-                       r"by test_plugins"):  # fmt: skip
+    # a run kind of one's own is named after its module (module:NAME), so it cannot take a built-in kind's name
+    with pytest.raises(ConfigError, match=r"run kind 'seekers' of module test_plugins: a kind of your own is named "
+                       r"MODULE:NAME"):  # fmt: skip
         kinds.register(Impostor())
     assert kinds.of("seekers") is seekers
     # the same module registering again (a reload) replaces its own entry
-    register_agent("twice_here", UserSettings, lambda model, profile, s: None)  # type: ignore[arg-type,return-value]
-    register_agent("twice_here", UserSettings, lambda model, profile, s: None)  # type: ignore[arg-type,return-value]
+    register_agent("twice_here", RulesSettings, lambda model, profile, s: RulesUser(profile, s))
+    register_agent("twice_here", RulesSettings, lambda model, profile, s: RulesUser(profile, s))

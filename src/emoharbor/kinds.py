@@ -19,7 +19,9 @@ What a kind does (a part it leaves as the base class has it, it has not: ``has``
   status when every unit ended in error).
 
 This module imports no kind of run and names none: ``TABLE`` holds each kind as a ``module:Class`` path (the
-built-in ones put there by ``kind_table``), imported the first time the kind is asked for.
+built-in ones put there by ``kind_table``), imported the first time the kind is asked for. A kind of one's own
+is named ``module:NAME`` after the module that registers it, and its runs store that name: a command reading
+one in another process imports the module (``register``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .registry import add
+from .errors import ConfigError, WrongKind
+from .registry import add, import_owner
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -107,8 +110,11 @@ class RunKind:
         raise NotImplementedError
 
     def check(self, plan: Any, *, new: bool) -> None:
-        """The checks made before a run folder is written (``new``: it holds no run yet, so the models are
-        built and reached too)."""
+        """The checks made before a run folder is written, with one meaning in every kind: the plan's own (its
+        files were read when it was made; its size), then every model the run names is built (its files,
+        packages and key are there), the folder new or not, so that a bad spec is named on a resume too; the
+        endpoints are reached only for a new run (``new``: the folder holds no run yet; a resumed one may have
+        nothing left to ask). The models' part is ``preflight.check_run_models``."""
         raise NotImplementedError
 
     async def execute(self, plan: Any, folder: Path, *, progress: bool = True) -> Summary:
@@ -123,13 +129,25 @@ TABLE: dict[str, str | RunKind] = {}
 
 
 def register(kind: RunKind) -> None:
-    """Add a kind defined elsewhere (a user's own module) to the table, under its name; a name another module
-    holds already (a built-in kind's) is refused, naming both modules."""
-    add(TABLE, kind.name, kind, module=type(kind).__module__, what="run kind")
+    """Add a kind defined outside emoharbor (a user's own module) to the table. Its name is ``module:NAME``,
+    the importable module that defines it and a word (``mypkg.kinds:echo``): its runs store that name, so a
+    command reading one in another process (``report``, ``export``, ``judges``) imports that module, which
+    registers the kind as it loads. A name of another form is refused; the same module registering again (a
+    reload) replaces its own entry."""
+    module = type(kind).__module__
+    word = kind.name.partition(":")[2]
+    if kind.name != f"{module}:{word}" or not word or module == "__main__":
+        raise ConfigError(f"run kind {kind.name!r} of module {module}: a kind of your own is named MODULE:NAME, "
+                          "MODULE the importable module that defines it (not the script run), so that a command "
+                          "reading its runs imports it")  # fmt: skip
+    add(TABLE, kind.name, kind, module=module, what="run kind")
 
 
 def get(name: str) -> RunKind | None:
-    """The kind called ``name``; None for a name the table does not hold."""
+    """The kind called ``name``; None for a name the table does not hold. A kind of one's own (``module:NAME``)
+    not in the table yet is looked for by importing its module (a module that will not import is an error)."""
+    if name not in TABLE and ":" in name:
+        import_owner(name, "run kind")
     entry = TABLE.get(name)
     if entry is None or isinstance(entry, RunKind):
         return entry
@@ -148,7 +166,11 @@ def of(name: str) -> RunKind:
 
 
 def title(name: str) -> str:
-    found = get(name)
+    """The kind's title, for messages (also about a kind whose module will not import: by its name)."""
+    try:
+        found = get(name)
+    except ConfigError:
+        found = None
     return found.title if found is not None else f"a '{name}' run"
 
 
@@ -166,3 +188,17 @@ def with_part(part: str) -> list[str]:
 def having(name: str, part: str) -> RunKind | None:
     """The kind called ``name`` if it has ``part``; None else (a kind without it, or a name not in the table)."""
     return of(name) if has(name, part) else None
+
+
+def open_run(folder: Path, part: str) -> tuple[RunStore, RunKind]:
+    """The run in ``folder`` and its kind, which must have ``part`` (a plug-in kind's module is imported by the
+    name the run stored); a run of a kind without it is refused, naming the kinds that have it."""
+    from .store.run_store import RunStore
+
+    store = RunStore.open_existing(folder)
+    name = store.meta()["kind"]
+    kind = having(name, part)
+    if kind is None:
+        store.close()
+        raise WrongKind(folder, name, tuple(with_part(part)))
+    return store, kind

@@ -1,7 +1,7 @@
 """The checks every kind of run makes before it writes anything, whatever the kind: a run folder holds a run
 or can be one, every model can be built (its files, packages and key are there) and its endpoints accept
-connections. A kind's own checks (its files, its size) are its plan's and its ``check``'s; they call these.
-A command that finds a problem here has made no run folder and drawn no progress bar."""
+connections. A kind's own checks (its files, its size) are its plan's and its ``check``'s; its models' are
+``check_run_models``. A command that finds a problem here has made no run folder and drawn no progress bar."""
 
 from __future__ import annotations
 
@@ -69,9 +69,19 @@ def check_reach(specs: Iterable[ModelSpec]) -> None:
         asyncio.run(reach_all())
 
 
-def check_scorers(user: tuple[str, ModelSpec] | None, judges: Iterable[tuple[str, ModelSpec]]) -> None:
-    """A new run's simulated user (the option that gives it, and its model; None: no user) and judges (by card
-    name), each built and its endpoint reached: validate's, sensitivity's and seekers' check."""
-    named = [*([user] if user else []), *((f"--judge {name}", spec) for name, spec in judges)]
-    check_named_models(named)
-    check_reach([spec for _, spec in named])
+def check_run_models(named: Iterable[tuple[str, ModelSpec]], *, new: bool, where: str = "",
+                     reached: Iterable[ModelSpec] | None = None) -> None:  # fmt: skip
+    """The models' part of every kind's ``check`` (``kinds.RunKind.check``): each model the run names
+    (``named``, by the field or option that gives it; ``where``: the config's file) is built, the run folder
+    new or not; for a new run (``new``) the endpoints accept connections: those of ``reached`` (the models the
+    command itself calls, where the run's later commands call the others) or of all of them."""
+    named = list(named)
+    check_named_models(named, where)
+    if new:
+        check_reach([spec for _, spec in named] if reached is None else reached)
+
+
+def scorer_models(user: ModelSpec | None, judges: Iterable[tuple[str, ModelSpec]]) -> list[tuple[str, ModelSpec]]:
+    """The models of a run of validate, sensitivity or seekers by the option that gives each: the simulated
+    user's (None: no user) and each judge's (by its card's name)."""
+    return [*([("--model", user)] if user else []), *((f"--judge {name}", spec) for name, spec in judges)]

@@ -1,6 +1,6 @@
-"""Finding a registered plug-in by name, the one way the registries (user agents, judge kinds) do it: the
-built-in modules register theirs when first imported, and ``module:name`` imports a user's own module, which
-registers ``name`` as it loads."""
+"""Finding a registered plug-in by name, the one way the registries (user agents, judge kinds, run kinds) do
+it: the built-in modules register theirs when first imported, and ``module:name`` imports a user's own module,
+which registers ``name`` as it loads."""
 
 from __future__ import annotations
 
@@ -41,11 +41,8 @@ def lookup(table: dict[str, T], name: str, package: str, built_in: tuple[str, ..
     for module in built_in:
         importlib.import_module(f"{package}.{module}")
     if name not in table and ":" in name:
-        module, _, own = name.partition(":")
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise ConfigError(f"{field} {name!r}: cannot import {module} ({e})") from None
+        import_owner(name, field)
+        own = name.partition(":")[2]
         if own in table:
             table[name] = table[own]
     if name not in table:
@@ -54,3 +51,13 @@ def lookup(table: dict[str, T], name: str, package: str, built_in: tuple[str, ..
             "MODULE:NAME)"
         )
     return table[name]
+
+
+def import_owner(name: str, field: str) -> None:
+    """Import the module of ``module:name`` (a user's own, which registers ``name`` as it loads); one that will
+    not import is a one-line error naming ``field``."""
+    module = name.partition(":")[0]
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise ConfigError(f"{field} {name!r}: cannot import {module} ({e})") from None

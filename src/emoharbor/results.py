@@ -90,7 +90,7 @@ def load_results(run: str | Path) -> Any:
         import pandas as pd
     except ImportError:
         raise EmoharborError("load_results needs pandas: pip install pandas (or the analysis extra)") from None
-    store = RunStore.open_existing(Path(run), *kinds.with_part("tidy"))
+    store, _ = kinds.open_run(Path(run), "tidy")
     try:
         return pd.DataFrame(tidy_rows(store))
     finally:

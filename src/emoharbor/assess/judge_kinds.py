@@ -8,13 +8,17 @@ The built-in kinds register themselves in the modules named in ``BUILT_IN``: ``u
 ``seeker_choice`` (seeker_choice.py). A user's own kind is its own module with one ``register_judge_kind(...)``
 line, named in a card as ``kind: module:name``; the module is imported, it registers ``name``, and the run's
 recorded card names it the same way (docs/extending.md).
+
+A kind's ``messages`` takes a ``cards.JudgeCard``; ``cards`` asks this module for a card's kind, so this module
+does not name that class back: ``Card`` is what it reads of a card itself, and ``messages`` takes the card as
+``Any``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from ..errors import ConfigError
 from ..models.base import Message
@@ -22,9 +26,6 @@ from ..profiles.schema import Profile
 from ..registry import add, caller, lookup
 from ..simulate.conversation import Conversation, Turn
 from .dimensions import DEFAULT_RUBRIC
-
-if TYPE_CHECKING:
-    from .cards import JudgeCard
 
 # modules of this package that register a kind
 BUILT_IN = ("conversation_judges", "reply_judge", "pair_judge", "seeker_choice")
@@ -35,6 +36,13 @@ ELSEWHERE: dict[Rates, str] = {  # what a card of a kind is, and where it belong
     "reply": "a judge of one reply, not of a conversation: give it to `emoharbor sensitivity`",
     "pair": "a HEART pairwise judge: give it to `emoharbor heart judge` or `emoharbor sensitivity`",
 }
+
+
+class Card(Protocol):
+    """What ``card_kind`` reads of a judge card (a ``cards.JudgeCard``)."""
+
+    name: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ class JudgeKind:
 class ConversationKind(JudgeKind):
     """Rates a whole conversation: runs, ``assess`` and validate take it."""
 
-    messages: Callable[[JudgeCard, Conversation, Profile | None], Asked]
+    messages: Callable[[Any, Conversation, Profile | None], Asked]  # (a cards.JudgeCard, ...)
     profile: bool = False  # it is shown the user's profile: a conversation without one is refused
     lived: bool = False  # the simulated user itself, shown its inner record: it runs on the user's model, and
     # validate replays the conversation through the user for it
@@ -75,7 +83,7 @@ class ConversationKind(JudgeKind):
 class ReplyKind(JudgeKind):
     """Rates one next reply in its context (the turns so far): the sensitivity suite takes it."""
 
-    messages: Callable[[JudgeCard, list[Turn], str], Asked]
+    messages: Callable[[Any, list[Turn], str], Asked]  # (a cards.JudgeCard, ...)
     rates: ClassVar[Rates] = "reply"
 
 
@@ -84,7 +92,7 @@ class PairKind(JudgeKind):
     """Compares two next replies (a winner and a strength per dimension): HEART, the sensitivity suite and
     evolve's judge check take it. Its dimensions come from the run, not from a rubric."""
 
-    messages: Callable[[JudgeCard, Pair], Asked]
+    messages: Callable[[Any, Pair], Asked]  # (a cards.JudgeCard, ...)
     rubric: str | None = None
     chooses: bool = False  # it only names the reply it prefers overall: 1 (shown first) or 2 (no dimensions,
     # strength or rationale; ``heart.stages.judging.choice_schema``)
@@ -106,7 +114,7 @@ def judge_kind(name: str) -> JudgeKind:
     return lookup(KINDS, name, __package__ or "", BUILT_IN, field="judge kind", what="judge kind")
 
 
-def card_kind(card: JudgeCard, cls: type[K]) -> K:
+def card_kind(card: Card, cls: type[K]) -> K:
     """The kind of ``card``, refused in one line when it does not rate what ``cls`` rates."""
     kind = judge_kind(card.kind)
     if not isinstance(kind, cls):

@@ -28,11 +28,10 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
     """A run's leaderboard (a validate run's: its validation table), from its kind's ``board``: rendered, and
     its data."""
     from .. import kinds
-    from ..store.run_store import RunStore
 
-    store = RunStore.open_existing(folder, *kinds.with_part("board"))
+    store, kind = kinds.open_run(folder, "board")
     try:
-        return kinds.of(store.meta()["kind"]).board(store, fmt, judge=judge, scoring=scoring, baseline=baseline)
+        return kind.board(store, fmt, judge=judge, scoring=scoring, baseline=baseline)
     finally:
         store.close()
 
@@ -160,16 +159,14 @@ def assess(
     EmoHarbor run's conversations, or a validate run's replays)."""
     from .. import kinds
     from ..preflight import check_named_models
-    from ..store.run_store import RunStore
     from .core import judge_spec
 
     spec = judge_spec(judge_model, base_url, api_key_env)
     if spec is not None:
         check_named_models([("--judge-model", spec)])
-    store = RunStore.open_existing(run_dir, *kinds.with_part("rejudge"))
-    kind = store.meta()["kind"]
+    store, kind = kinds.open_run(run_dir, "rejudge")
     store.close()
-    n = asyncio.run(kinds.of(kind).rejudge(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
+    n = asyncio.run(kind.rejudge(run_dir, list(cards), spec, scoring=scoring, progress=not quiet))
     click.echo(f"made {n} assessments with {', '.join(cards)} in {run_dir}")
 
 

@@ -86,7 +86,7 @@ class EmoharborKind(RunKind):
     def check(self, plan: Plan, *, new: bool) -> None:
         from .plan import check_plan
 
-        check_plan(plan, models=new, reach=new)
+        check_plan(plan, reach=new)
 
     async def execute(self, plan: Plan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_evaluation

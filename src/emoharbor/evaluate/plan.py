@@ -14,7 +14,7 @@ from ..assess.stage import Judge, judges_record, make_judges
 from ..config import RunConfig
 from ..errors import ConfigError, DataError
 from ..models.spec import ModelSpec
-from ..preflight import check_named_models, check_reach
+from ..preflight import check_run_models
 from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
 from ..profiles.schema import PERSONA, Profile
 from ..simulate.agents import user_agent
@@ -87,7 +87,7 @@ def _record(cfg: RunConfig, judges: list[Judge]) -> dict[str, Any]:
 
 def check_plan(plan: Plan, *, models: bool = True, reach: bool = True) -> None:
     """An EmoHarbor run's plan (its files were read when it was made): the run is not too large, and
-    (``models``) its models can be built and (``reach``) reached."""
+    (``models``) its models are built and, for a new run (``reach``), reached (``preflight.check_run_models``)."""
     cfg, where, profiles, judges = plan.cfg, plan.where, plan.profiles, plan.judges
     conversations = len(profiles) * len(cfg.roles.supporter) * cfg.repeats
     if conversations > MAX_CONVERSATIONS:
@@ -105,6 +105,4 @@ def check_plan(plan: Plan, *, models: bool = True, reach: bool = True) -> None:
         *((field_of(i, j.model), j.model) for i, j in enumerate(judges)),
     ]
     if models:
-        check_named_models(named, where)
-    if reach:
-        check_reach([*cfg.roles.supporter, cfg.roles.user, *(j.model for j in judges)])
+        check_run_models(named, new=reach, where=where)

@@ -83,12 +83,11 @@ class HeartKind(RunKind):
 
     def check(self, plan: HeartPlan, *, new: bool) -> None:
         """The plan read the run's files (histories, prompts, strategy and lexicon files, cards); every model
-        can be built, and for a new run (``new``) the candidates' endpoints are reached."""
-        from ..preflight import check_named_models, check_reach
+        is built, and for a new run (``new``) the candidates' endpoints are reached (this command writes their
+        replies; ``heart judge`` and ``label`` call the others)."""
+        from ..preflight import check_run_models
 
-        check_named_models(plan.models(), plan.where)
-        if new:
-            check_reach(plan.cfg.candidates)
+        check_run_models(plan.models(), new=new, where=plan.where, reached=plan.cfg.candidates)
 
     async def execute(self, plan: HeartPlan, folder: Path, *, progress: bool = True) -> Summary:
         """The run's first stage: its histories kept and every competitor's candidate written (imported)."""

@@ -84,14 +84,12 @@ class RealismKind(RunKind):
         return {"realism": csv_rows(realism_table(store)), "realism_messages": message_rows(store)}
 
     def check(self, plan: RealismPlan, *, new: bool) -> None:
-        """The plan read the files; a new run's models are built and reached."""
-        from ..preflight import check_named_models, check_reach
+        """The plan read the files; the models are built, and reached for a new run."""
+        from ..preflight import check_run_models
 
-        if new:
-            named = [("--model", plan.opts.user)]
-            named += [("--supporter-model", plan.opts.supporter_model)] if plan.talks else []
-            check_named_models(named)
-            check_reach([spec for _, spec in named])
+        named = [("--model", plan.opts.user)]
+        named += [("--supporter-model", plan.opts.supporter_model)] if plan.talks else []
+        check_run_models(named, new=new)
 
     async def execute(self, plan: RealismPlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_realism

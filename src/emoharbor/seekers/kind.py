@@ -57,7 +57,7 @@ class SeekersKind(RunKind):
         pairwise agreement, with whether each beats the best baseline; the simulated user's reward is the judge
         "user". From the run with the most points."""
         from ..report.judges_table import cell
-        from ..sensitivity.kind import scorer_rows
+        from ..scoring.judges import scorer_rows
         from .analysis import seekers_table
 
         data = seekers_table(store, by_file=False)
@@ -80,12 +80,10 @@ class SeekersKind(RunKind):
         return {"seekers": csv_rows(seekers_table(store)), "seekers_points": point_rows(store)}
 
     def check(self, plan: SeekersPlan, *, new: bool) -> None:
-        """The plan read the files and the judges' cards; a new run's models are built and reached."""
-        from ..preflight import check_scorers
+        """The plan read the files and the judges' cards; the models are built, and reached for a new run."""
+        from ..preflight import check_run_models, scorer_models
 
-        if new:
-            user = ("--model", plan.opts.user) if plan.opts.user else None
-            check_scorers(user, [(j.card.name, j.model) for j in plan.judges])
+        check_run_models(scorer_models(plan.opts.user, [(j.card.name, j.model) for j in plan.judges]), new=new)
 
     async def execute(self, plan: SeekersPlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_seekers

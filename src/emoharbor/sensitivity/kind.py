@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..kinds import JudgeRows, Rows, RunKind, Summary
-from .analysis import Values, card_values, outcomes_of, pair_outcomes, sensitivity_table, user_values
+from ..scoring.judges import scorer_rows
+from ..scoring.values import Values, card_values, user_values
+from .analysis import outcomes_of, pair_outcomes, sensitivity_table
 from .names import ALL
 from .render import csv_rows, render_sensitivity
 
@@ -27,8 +29,8 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     judge: none), and the outcome the table averages (1: the real reply above, 0: below, 0.5: a tie or, for a
     pairwise judge, orders that disagree; None: unscored)."""
     from ..reward.settings import RewardSettings
+    from ..scoring.names import REAL, USER
     from .bad import KINDS
-    from .names import REAL, USER
 
     cfg = store.config()
     run = store.folder.name
@@ -55,44 +57,6 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
             out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": kind,
                         "scorer": scorer, "pairwise": True, "real": None, "bad": None, "outcome": outcome})  # fmt: skip
     return out
-
-
-def sensitivity_judge(scorer: str, pairwise: bool) -> tuple[str, str] | None:
-    """The (judge, scoring) a sensitivity (or seekers) row stands for: the simulated user's reward is "user", a
-    reply card's written and expected scores its argmax and expected scoring, a pairwise judge argmax; None
-    for the other rows (the word count, the user's parts)."""
-    if pairwise:
-        return scorer, "argmax"
-    if scorer in ("user reward", "user reward (expected)"):
-        return "user", "expected" if scorer.endswith("(expected)") else "argmax"
-    for suffix, scoring in ((" (written)", "argmax"), (" (expected)", "expected")):
-        if scorer.endswith(suffix) and not scorer.startswith("user "):
-            return scorer.removesuffix(suffix), scoring
-    return None
-
-
-def scorer_rows(store: RunStore, unit_kinds: tuple[str, ...], figures: list[dict[str, Any]],
-                rows: JudgeRows) -> dict[tuple[str, str], dict[str, Any]]:  # fmt: skip
-    """The rows of ``emoharbor judges`` of a run whose units are scorers' ``unit_kinds`` (a sensitivity or
-    seekers run: a score's key is (case, reply kind, scorer), a pair's (case, bad kind, judge, order)), keyed
-    by the (judge, scoring) each figure row stands for, with each one's card, judgments, unscored share and
-    cost; returns the figure row of each."""
-    import json
-
-    from ..report.judges_table import add, counts
-    from .names import USER
-
-    cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
-    made = {}
-    for r in figures:
-        got = sensitivity_judge(r["scorer"], bool(r.get("pairwise")))
-        if got is not None:
-            made[got] = r
-    counted = counts(store, unit_kinds, 2, field="scorer")
-    for judge, scoring in made:
-        scorer = USER if judge == "user" else judge
-        add(rows, judge, scoring, cards.get(scorer, {}), counted.get(scorer, {}))
-    return made
 
 
 def preference(r: dict[str, Any]) -> str:
@@ -156,12 +120,11 @@ class SensitivityKind(RunKind):
         return tidy(store)
 
     def check(self, plan: SensitivityPlan, *, new: bool) -> None:
-        """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
-        from ..preflight import check_scorers
+        """The plan read the user's files and the judges' cards; the models are built, and reached for a new
+        run."""
+        from ..preflight import check_run_models, scorer_models
 
-        if new:
-            user = ("--model", plan.opts.user) if plan.opts.user else None
-            check_scorers(user, [(j.card.name, j.model) for j in plan.judges])
+        check_run_models(scorer_models(plan.opts.user, [(j.card.name, j.model) for j in plan.judges]), new=new)
 
     async def execute(self, plan: SensitivityPlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_sensitivity

@@ -11,6 +11,7 @@ user's agent is named ``module:name`` (``mypkg.users:kind_words``): the module i
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
@@ -63,23 +64,80 @@ class Agent:
     make: Callable[[ChatModel | None, Profile, Any], UserAgent]  # (model, profile, settings) -> the user
     prompts: tuple[str, ...] = ()  # the prompt files a conversation with it reads (their versions: the run record)
     reaction_prompts: tuple[str, ...] = ()  # those its ``perceive`` reads
-    perceives: bool = False  # ``perceive(turns, seed)``: its state moves on a message without a reply (replays)
+    perceives: bool = False  # ``perceive(turns, seed)`` (read off its class): its state moves on a message
+    # without a reply (replays)
     reactions: bool = False  # its reaction has the readouts the reward reads (feeling, the appraisal's fit)
     needs_model: bool = True  # False: it calls no model (rule-based)
+
+
+def user_class(make: Callable[..., Any]) -> type | None:
+    """The class of the users ``make`` returns: ``make`` itself when it is a class, else the one class with
+    ``react`` that its code names (``lambda model, profile, s: Echo(s)``: ``Echo``); None when there is not
+    exactly one."""
+    if isinstance(make, type):
+        return make
+    try:
+        names = inspect.getclosurevars(make)
+    except TypeError:  # not a function written in Python (a ``functools.partial``)
+        return None
+    named = (*names.nonlocals.values(), *names.globals.values())
+    found = {v for v in named if isinstance(v, type) and hasattr(v, "react")}
+    return found.pop() if len(found) == 1 else None
+
+
+def has_method(cls: type, method: str) -> bool:
+    """Whether ``cls`` has ``method`` as a real async method (its own or a parent's; not the protocol's stub)."""
+    found = getattr(cls, method, None)
+    return inspect.iscoroutinefunction(found) and found is not getattr(PerceivingUser, method, None)
+
+
+def perceiving(name: str, module: str, settings: type[UserSettings], make: Callable[..., Any], *,
+               reaction_prompts: tuple[str, ...], perceives: bool | None, reactions: bool) -> bool:  # fmt: skip
+    """Whether the agent perceives, read off the class its factory makes (it has ``perceive``), after checking
+    what its registration says against that class: its ``settings``, ``perceives`` (when given), ``reactions``
+    (they are read from ``perceive``, in the bounds of ``ReactionSettings``) and ``reaction_prompts`` (what
+    ``perceive`` reads); a mismatch is one line naming the module, the agent and the flag."""
+
+    def refuse(flag: str, why: str) -> ConfigError:
+        return ConfigError(f"simulated user {name!r} of module {module}: {flag}: {why}")
+
+    base = ReactionSettings if reactions else UserSettings
+    if not issubclass(settings, base):
+        flag = "reactions=True" if reactions else "settings"
+        raise refuse(flag, f"its settings class {settings.__name__} must extend emoharbor.simulate.agents."
+                     f"{base.__name__}")  # fmt: skip
+    cls = user_class(make)
+    if cls is None:
+        raise refuse("make", "its factory names no single class of user (one with open and react): name it, "
+                     "as in lambda model, profile, settings: MyUser(settings)")  # fmt: skip
+    for method in ("open", "react"):
+        if not has_method(cls, method):
+            raise refuse("make", f"{cls.__name__} has no async {method}(...)")
+    has = has_method(cls, "perceive")
+    if perceives is not None and perceives != has:
+        raise refuse(f"perceives={perceives}", f"{cls.__name__} {'has' if has else 'has no'} async perceive(turns, "
+                     "seed) (leave the flag out: it is read off the class)")  # fmt: skip
+    if reactions and not has:
+        raise refuse("reactions=True", f"reactions are read from perceive(turns, seed), which {cls.__name__} "
+                     "has not")  # fmt: skip
+    if reaction_prompts and not has:
+        raise refuse("reaction_prompts", f"they are what perceive reads, which {cls.__name__} has not")
+    return has
 
 
 AGENTS: dict[str, Agent] = {}
 
 
 def register_agent(name: str, settings: type[S], make: Callable[[ChatModel | None, Profile, S], UserAgent], *,
-                   prompts: tuple[str, ...] = (), reaction_prompts: tuple[str, ...] = (), perceives: bool = False,
+                   prompts: tuple[str, ...] = (), reaction_prompts: tuple[str, ...] = (), perceives: bool | None = None,
                    reactions: bool = False, needs_model: bool = True) -> Agent:  # fmt: skip
-    """Make ``name`` a simulated user a config can choose (``user_agent: {agent: NAME, ...}``)."""
-    if not issubclass(settings, ReactionSettings if reactions else UserSettings):
-        base = "ReactionSettings" if reactions else "UserSettings"
-        raise TypeError(f"agent {name}: its settings class must extend emoharbor.simulate.agents.{base}")
-    agent = Agent(name, settings, make, prompts, reaction_prompts, perceives, reactions, needs_model)
-    add(AGENTS, name, agent, module=caller(), what="simulated user")
+    """Make ``name`` a simulated user a config can choose (``user_agent: {agent: NAME, ...}``). Whether it
+    perceives is read off the class ``make`` returns, and what the call says must agree with it (``perceiving``)."""
+    module = caller()
+    can = perceiving(name, module, settings, make, reaction_prompts=reaction_prompts, perceives=perceives,
+                     reactions=reactions)  # fmt: skip
+    agent = Agent(name, settings, make, prompts, reaction_prompts, can, reactions, needs_model)
+    add(AGENTS, name, agent, module=module, what="simulated user")
     return agent
 
 

@@ -127,4 +127,4 @@ def _make(model: ChatModel | None, profile: Profile, settings: RulesSettings) ->
     return RulesUser(profile, settings)
 
 
-register_agent("rules", RulesSettings, _make, perceives=True, reactions=True, needs_model=False)
+register_agent("rules", RulesSettings, _make, reactions=True, needs_model=False)

@@ -104,13 +104,12 @@ class ValidateKind(RunKind):
         return assessment_rows(store, replays, profiles)
 
     def check(self, plan: ValidatePlan, *, new: bool) -> None:
-        """The plan read the user's files and the judges' cards; a new run's models are built and reached."""
-        from ..preflight import check_scorers
+        """The plan read the user's files and the judges' cards; the models are built, and reached for a new
+        run."""
+        from ..preflight import check_run_models, scorer_models
 
-        if new:
-            check_scorers(
-                ("--model", plan.opts.user) if plan.chain else None, [(j.card.name, j.model) for j in plan.judges]
-            )
+        user = plan.opts.user if plan.chain else None
+        check_run_models(scorer_models(user, [(j.card.name, j.model) for j in plan.judges]), new=new)
 
     async def execute(self, plan: ValidatePlan, folder: Path, *, progress: bool = True) -> Summary:
         from .run import run_validation
