@@ -7,14 +7,18 @@ HEART's judging asks it (``heart.stages.judging.judge_pair``) in both orders."""
 
 from __future__ import annotations
 
+from ..prompts import load_prompt
 from .cards import JudgeCard
 from .judge_kinds import Asked, Pair, PairKind, register_judge_kind
+
+SKETCH = "seeker_choice_sketch"  # the words of the sketch
 
 
 def seeker_sketch(pair: Pair) -> str:
     """Who the seeker is, in the second person, from the history's emotion and situation ("" when it has none)."""
-    lines = [f"How you feel: {pair.emotion}." if pair.emotion else "",
-             f"What happened, as you told it before the chat: {pair.situation}" if pair.situation else ""]  # fmt: skip
+    said = load_prompt(SKETCH).entries()
+    lines = [said["feel"].render(emotion=pair.emotion) if pair.emotion else "",
+             said["happened"].render(situation=pair.situation) if pair.situation else ""]  # fmt: skip
     return "".join(f"{line}\n" for line in lines if line)
 
 
@@ -22,7 +26,7 @@ def choice_messages(card: JudgeCard, pair: Pair) -> Asked:
     p = card.prompt_file()
     text = p.render(seeker=seeker_sketch(pair), transcript=pair.transcript, reply_first=pair.first[1],
                     reply_second=pair.second[1])  # fmt: skip
-    return [{"role": "user", "content": text.strip()}], f"{card.version}+{p.version}"
+    return [{"role": "user", "content": text.strip()}], f"{card.version}+{p.version}+{load_prompt(SKETCH).version}"
 
 
 register_judge_kind(PairKind(name="seeker_choice", shown=("the seeker's situation and emotion", "conversation so far",

@@ -1,7 +1,8 @@
 """Structured output: ask for JSON, parse strictly, re-ask a bounded number of times, else unscored.
 
 A reply that never parses is returned as ``data=None`` with the error: callers record it as
-unscored and count it; they never turn it into a number.
+unscored and count it; they never turn it into a number. A re-ask is the prompt file ``REASK``: its version
+joins the call's prompt version on the calls that carry it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 import jsonschema
 
+from ..prompts import load_prompt
 from .base import ChatModel, Message, ModelCallError, TokenLogprob, Usage
 
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+REASK = "json_reask"
 
 
 @dataclass
@@ -94,6 +97,8 @@ async def ask_json(
     """
     out = Structured(data=None, attempts=0)
     convo = list(messages)
+    reask = load_prompt(REASK)
+    reasked = "+".join(v for v in (prompt_version, reask.version) if v)  # the prompt version of a re-ask's call
     for attempt in range(retries + 1):
         out.attempts = attempt + 1
         if attempt and (count := reask_count.get()) is not None:
@@ -102,7 +107,7 @@ async def ask_json(
             convo,
             json_schema=schema,
             seed=seed + attempt,
-            prompt_version=prompt_version,
+            prompt_version=reasked if attempt else prompt_version,
             max_tokens=max_tokens,
             top_logprobs=top_logprobs,
         )
@@ -121,11 +126,7 @@ async def ask_json(
         convo = [
             *messages,
             {"role": "assistant", "content": r.text[:2000]},
-            {
-                "role": "user",
-                "content": f"That was not usable: {out.error}. Reply again with only the JSON object, "
-                "exactly in the requested form.",
-            },
+            {"role": "user", "content": reask.render(error=out.error).strip()},
         ]
     return out
 

@@ -38,18 +38,10 @@ from .examples import examples_text
 from .text_checks import user_text_events
 from .user_agent import UserSimulationError, UserStep
 
-CHAIN_PROMPTS = (
-    PERSONA,
-    "user_system",
-    "user_appraise",
-    "user_feel",
-    "user_voice",
-    "user_voice_open",
-    "user_voice_note",
-    "user_decide",
-    "user_voice_examples",
-    *voice.NUDGES,
-)  # what the chain reads
+OWN_PROMPTS = ("user_system", "user_appraise", "user_feel", "user_voice", "user_voice_open", "user_voice_note",
+               "user_decide")  # what ChainUser loads itself (``ChainUser.prompts``: these only)  # fmt: skip
+# what the chain reads (its run record): its own, the examples' and the voice's (the note's words, the re-asks)
+CHAIN_PROMPTS = (PERSONA, *OWN_PROMPTS, "user_voice_examples", voice.NOTE_WORDS, *voice.NUDGES)
 REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel", PERSONA)  # what ``perceive`` reads
 
 
@@ -170,19 +162,16 @@ class ChainUser:
         self.persona = profile.persona_card()
         self.facts = story_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=self.s.initial_trust)
-        self.p_system, self.p_appraise = load_prompt("user_system"), load_prompt("user_appraise")
-        self.p_feel = load_prompt("user_feel")
-        self.p_open, self.p_note = load_prompt("user_voice_open"), load_prompt("user_voice_note")
-        self.p_decide = load_prompt("user_decide")
+        self.prompts = {name: load_prompt(name) for name in OWN_PROMPTS}
         examples = examples_text(self.s.examples, profile, self.s.examples_k)
-        self.voice = voice.system(load_prompt("user_voice"), profile, ending=examples)
+        self.voice = voice.system(self.prompts["user_voice"], profile, ending=examples)
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """The persona and the conversation first, the same for every agent of the chain (a long shared
         prefix that llama.cpp and most servers reuse instead of reading it again), then the task."""
-        system = self.p_system.render(persona=self.persona, transcript=transcript(turns))
+        system = self.prompts["user_system"].render(persona=self.persona, transcript=transcript(turns))
         return [{"role": "system", "content": system}, {"role": "user", "content": task}]
 
     def initial_state(self) -> UserState:
@@ -195,9 +184,10 @@ class ChainUser:
 
     async def open(self, seed: int) -> UserStep:
         may_share, keep_back = self._disclosure()
-        note = self.p_open.render(feeling=self._feeling(), may_share=may_share, keep_back=keep_back, words=self.words)
+        p_open = self.prompts["user_voice_open"]
+        note = p_open.render(feeling=self._feeling(), may_share=may_share, keep_back=keep_back, words=self.words)
         step = UserStep(text="", inner={"opening": True})
-        text = await self._message(voice.chat(self.voice, [], note), seed, self.p_open.version, [], step)
+        text = await self._message(voice.chat(self.voice, [], note), seed, p_open.version, [], step)
         if not text:
             step.text = f"Hi. I'm feeling {self.profile.emotional_state.emotion} and could use someone to talk to."
             step.events.append(("opening_from_profile", "the opening message was empty: written from the profile"))
@@ -219,17 +209,18 @@ class ChainUser:
         prev = self.state
         step = UserStep(text="")
         lp = self.s.top_logprobs
+        p_appraise, p_feel = self.prompts["user_appraise"], self.prompts["user_feel"]
         # 1. appraise
-        pa = self.p_appraise.render(intensity=prev.intensity, trust=prev.trust)
+        pa = p_appraise.render(intensity=prev.intensity, trust=prev.trust)
         appraisal = await ask_json(self.model, self.messages(turns, pa), APPRAISAL_SCHEMA, seed=seed,
-                                   prompt_version=self.p_appraise.version, max_tokens=self.s.max_tokens,
+                                   prompt_version=p_appraise.version, max_tokens=self.s.max_tokens,
                                    top_logprobs=lp)  # fmt: skip
         if appraisal.data is None:
             step.events.append(("parse_failure:appraise", appraisal.error))
         a = dict(appraisal.data or {})
         fit_read = readouts(appraisal, [], "fit") if lp else None
         # 2. feel
-        pf = self.p_feel.render(
+        pf = p_feel.render(
             intensity=prev.intensity,
             trust=prev.trust,
             appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
@@ -237,7 +228,7 @@ class ChainUser:
             trust_scale=trust_scale(),
         )
         feeling = await ask_json(self.model, self.messages(turns, pf), FEEL_SCHEMA, seed=seed,
-                                 prompt_version=self.p_feel.version, max_tokens=self.s.max_tokens,
+                                 prompt_version=p_feel.version, max_tokens=self.s.max_tokens,
                                  top_logprobs=lp)  # fmt: skip
         if feeling.data is None:
             step.events.append(("parse_failure:feel", feeling.error))
@@ -278,12 +269,13 @@ class ChainUser:
         # 3. express: the message in the seeker's own chat, then (once the talk may end) the decision
         may_share, keep_back = self._disclosure()
         fit = ((step.inner or {}).get("appraisal") or {}).get("fit")
-        note = self.p_note.render(feeling=self._feeling(), trusting=voice.trusting(self.state.trust),
-                                  landed=voice.landed(fit), may_share=may_share, keep_back=keep_back,
-                                  words=self.words)  # fmt: skip
+        p_note = self.prompts["user_voice_note"]
+        note = p_note.render(feeling=self._feeling(), trusting=voice.trusting(self.state.trust),
+                             landed=voice.landed(fit), may_share=may_share, keep_back=keep_back,
+                             words=self.words)  # fmt: skip
         earlier = [t.text for t in turns if t.speaker == "user"]
         msgs = voice.chat(self.voice, turns, note)
-        text = await self._message(msgs, seed, self.p_note.version, earlier, step)
+        text = await self._message(msgs, seed, p_note.version, earlier, step)
         if not text:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)
         step.text = text
@@ -297,10 +289,11 @@ class ChainUser:
     async def _decide(self, msgs: list[Message], text: str, seed: int, step: UserStep) -> Decision:
         """Whether to go on, asked in the chat the message was written in, after it; an answer that does not
         parse goes on (an event says so)."""
+        p_decide = self.prompts["user_decide"]
         asked = [*msgs, {"role": "assistant", "content": text},
-                 {"role": "system", "content": self.p_decide.render(end_rule="Only end satisfied if you truly feel "
-                                                                     "better.")}]  # fmt: skip
-        r = await ask_json(self.model, asked, DECIDE_SCHEMA, seed=seed, prompt_version=self.p_decide.version,
+                 {"role": "system", "content": p_decide.render(end_rule="Only end satisfied if you truly feel "
+                                                                "better.")}]  # fmt: skip
+        r = await ask_json(self.model, asked, DECIDE_SCHEMA, seed=seed, prompt_version=p_decide.version,
                            max_tokens=24)  # fmt: skip
         if r.data is None:
             step.events.append(("parse_failure:decide", r.error))
@@ -318,4 +311,4 @@ class ChainUser:
 
 
 register_agent("chain", ChainSettings, lambda model, profile, s: ChainUser(needs(model, "chain"), profile, s),
-               prompts=CHAIN_PROMPTS, reaction_prompts=REACTION_PROMPTS, perceives=True, reactions=True)  # fmt: skip
+               prompts=CHAIN_PROMPTS, reaction_prompts=REACTION_PROMPTS, reactions=True)  # fmt: skip

@@ -3,7 +3,7 @@
 own earlier messages as its turns, so a chat model writes the next message as itself, in free text (a message
 written as JSON inside a transcript about the person read like a report on it: thanks, relief and the
 supporter's own phrases). The chain's Expresser adds one private note after the supporter's last message (how
-it feels, what it may tell); the simple user writes with none.
+it feels, what it may tell: its words are the prompt file ``NOTE_WORDS``); the simple user writes with none.
 
 The profile sets the length (``words_target``: its verbosity) and the call's ``max_tokens`` follows from it
 (``message_tokens``); a message cut by the limit loses its unfinished sentence (``trim``).
@@ -26,6 +26,7 @@ SENTENCE_END = re.compile(r"[.!?…)](?=\s|$)")
 
 
 NUDGES = ("user_nudge_repeat", "user_nudge_voice", "user_nudge_narrates")  # the re-ask's prompts
+NOTE_WORDS = "user_voice_words"  # the note's words: how the reply landed, how the person feels and trusts
 
 
 def words_target(profile: Profile) -> int:
@@ -65,25 +66,38 @@ def trim(text: str, cut: bool) -> str:
     return " ".join(t.split())
 
 
+def note_words() -> dict[str, Prompt]:
+    return load_prompt(NOTE_WORDS).entries()
+
+
+def on_scale(scale: str, value: int) -> str:
+    """The words of ``value`` on ``scale`` (``feeling``, ``trust``): its first ``under N`` words whose bound is
+    above the value, else its words ``otherwise``."""
+    said = note_words()
+    for key, text in said.items():
+        name, _, bound = key.partition(" under ")
+        if name == scale and bound and value < int(bound):
+            return text.render()
+    return said[f"{scale} otherwise"].render()
+
+
 def landed(fit: str | None) -> str:
     """How the supporter's last message landed (the Appraiser's fit), as the note tells it: a fit invites the
     person to go on, a miss to say so or hold back (the Feeler's thought is not shown: a small model turns it
     into thanks and relief whatever the supporter said)."""
-    said = {"good": "What they said fits you, so you tell a bit more.",
-            "mixed": "What they said only half fits you.",
-            "poor": "What they said misses what you meant: you may say so, or hold back."}  # fmt: skip
-    return said.get(fit or "", "")
+    said = note_words().get(f"fit {fit}")
+    return said.render() if said else ""
 
 
 def feeling(intensity: int, emotion: str) -> str:
-    level = ("mostly calm" if intensity < 20 else "a bit low" if intensity < 40 else "upset" if intensity < 60
-             else "very upset" if intensity < 80 else "overwhelmed")  # fmt: skip
-    return f"{level} ({emotion})" if emotion and emotion != "unspecified" else level
+    level = on_scale("feeling", intensity)
+    if not emotion or emotion == "unspecified":
+        return level
+    return note_words()["feeling and emotion"].render(level=level, emotion=emotion)
 
 
 def trusting(trust: int) -> str:
-    return ("you do not trust them yet" if trust < 30 else "you are unsure about them" if trust < 55
-            else "you are starting to trust them" if trust < 75 else "you trust them")  # fmt: skip
+    return on_scale("trust", trust)
 
 
 async def write(model: ChatModel, msgs: list[Message], *, seed: int, version: str, max_tokens: int) -> str:

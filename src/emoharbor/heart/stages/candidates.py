@@ -19,15 +19,18 @@ from ..histories import SEEKER, History
 Events = list[tuple[str, str]]
 LABEL = re.compile(r"^\s*\**\s*(?:supporter|assistant|response|reply|listener|helper)\s*\**\s*:\s*\**\s*", re.I)
 QUOTES = ('"', "“", "”")
+SHOWN = "heart_history"  # the words a history is shown in: its situation line, its speakers
 
 
 def transcript(history: History) -> str:
-    return "\n".join(f"{'Seeker' if t.speaker == SEEKER else 'Supporter'}: {t.text}" for t in history.turns)
+    said = load_prompt(SHOWN).entries()
+    seeker, supporter = said["seeker"].render(), said["supporter"].render()
+    return "\n".join(f"{seeker if t.speaker == SEEKER else supporter}: {t.text}" for t in history.turns)
 
 
 def context_line(history: History, show_situation: bool) -> str:
     if show_situation and history.situation:
-        return f"Before the chat, the seeker described their situation: {history.situation}\n"
+        return load_prompt(SHOWN).entries()["situation"].render(situation=history.situation) + "\n"
     return ""
 
 
@@ -109,7 +112,7 @@ async def model_candidate(
     seed: int,
 ) -> tuple[dict[str, Any], Events]:
     messages = candidate_messages(history, system[0], show_situation)
-    version = f"{load_prompt('heart_candidate_user').version}+{system[1]}"
+    version = f"{load_prompt('heart_candidate_user').version}+{load_prompt(SHOWN).version}+{system[1]}"
     try:
         r = await model.chat(messages, seed=seed, prompt_version=version)
     except ModelCallError as e:
