@@ -101,43 +101,11 @@ def leaderboard(results: RunResults, judge: str = "user", seed: int = 0, scoring
     # the 10 dimensions, or the dimensions of the judge card's own rubric (one, for a one-question card)
     seen = {d for sc in under.values() if sc for d in sc}
     dim_keys = [*keys(), *sorted(seen - set(keys()))]
-    usage = results.usage
-    generic, personal = group_keys("generic"), group_keys("personal")
-    rows: list[dict[str, Any]] = []
-    for sup in sorted({c.supporter for c in convs}):
-        mine = [c for c in convs if c.supporter == sup]
-        scored = [s for c in mine if (s := under.get(c.id)) is not None]
-        dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in dim_keys}
-        g = bootstrap_ci(_row_means(scored, generic), seed=seed)
-        p = bootstrap_ci(_row_means(scored, personal), seed=seed)
-        gaps = [a - b for a, b in zip(_row_means(scored, generic), _row_means(scored, personal), strict=False)]
-        changes = [c.intensity_change for c in mine if c.intensity_change is not None]
-        evidence: Counter[str] = Counter({k: 0 for k in KINDS})
-        for c in mine:
-            evidence.update(assessment_evidence(assessments.get(c.id), c))
-        rows.append(
-            {
-                "supporter": sup,
-                "conversations": len(mine),
-                "scored": len(scored),
-                "unscored": sum(1 for c in mine if c.id in assessments and under[c.id] is None),
-                "not_assessed": sum(1 for c in mine if c.id not in assessments),
-                "dimensions": {d: shown(e) for d, e in dims.items()},
-                "generic": shown(g),
-                "personal": shown(p),
-                "gap": shown(bootstrap_ci(gaps, seed=seed)),
-                "overall": shown(bootstrap_ci(_row_means(scored), seed=seed)),
-                "intensity_change": shown(bootstrap_ci(changes, seed=seed)),
-                "evidence": dict(evidence),
-                "terminations": dict(Counter(c.termination for c in mine)),
-                "events": dict(Counter(ev for c in mine for ev, _ in c.events)),
-                "usage": {role: dict(v) for role, v in usage.get(sup, {}).items()},
-            }
-        )
+    names = sorted({c.supporter for c in convs})
+    rows = [_supporter_row(sup, [c for c in convs if c.supporter == sup], assessments, under, dim_keys,
+                           results.usage.get(sup, {}), seed) for sup in names]  # fmt: skip
     rows.sort(key=lambda r: -(r["overall"]["mean"] if r["overall"]["mean"] is not None else -99))
-    sups = [s for s in results.supporters if any(c.supporter == s for c in convs)] or sorted(
-        {c.supporter for c in convs}
-    )
+    sups = [s for s in results.supporters if any(c.supporter == s for c in convs)] or names
     base = baseline or (sups[0] if sups else None)
     if base is not None and sups and base not in sups:
         raise ValueError(f"--baseline {base!r} is not a supporter of this run; its supporters: {', '.join(sups)}")
@@ -152,4 +120,35 @@ def leaderboard(results: RunResults, judge: str = "user", seed: int = 0, scoring
         "rows": rows,
         "usage_by_role": results.usage_by_role,
         "events": results.events,
+    }
+
+
+def _supporter_row(sup: str, mine: list[Conversation], assessments: dict[str, records.Assessment],
+                   under: dict[str, dict[str, Any] | None], dim_keys: list[str], usage: dict[str, dict[str, float]],
+                   seed: int) -> dict[str, Any]:  # fmt: skip
+    """One supporter's row of the board, from its conversations ``mine``."""
+    generic, personal = group_keys("generic"), group_keys("personal")
+    scored = [s for c in mine if (s := under.get(c.id)) is not None]
+    dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in dim_keys}
+    gaps = [a - b for a, b in zip(_row_means(scored, generic), _row_means(scored, personal), strict=False)]
+    changes = [c.intensity_change for c in mine if c.intensity_change is not None]
+    evidence: Counter[str] = Counter({k: 0 for k in KINDS})
+    for c in mine:
+        evidence.update(assessment_evidence(assessments.get(c.id), c))
+    return {
+        "supporter": sup,
+        "conversations": len(mine),
+        "scored": len(scored),
+        "unscored": sum(1 for c in mine if c.id in assessments and under[c.id] is None),
+        "not_assessed": sum(1 for c in mine if c.id not in assessments),
+        "dimensions": {d: shown(e) for d, e in dims.items()},
+        "generic": shown(bootstrap_ci(_row_means(scored, generic), seed=seed)),
+        "personal": shown(bootstrap_ci(_row_means(scored, personal), seed=seed)),
+        "gap": shown(bootstrap_ci(gaps, seed=seed)),
+        "overall": shown(bootstrap_ci(_row_means(scored), seed=seed)),
+        "intensity_change": shown(bootstrap_ci(changes, seed=seed)),
+        "evidence": dict(evidence),
+        "terminations": dict(Counter(c.termination for c in mine)),
+        "events": dict(Counter(ev for c in mine for ev, _ in c.events)),
+        "usage": {role: dict(v) for role, v in usage.items()},
     }

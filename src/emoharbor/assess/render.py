@@ -11,6 +11,10 @@ from .dimensions import keys
 
 GROUP_MEANS = ("overall", "generic", "personal")
 CSV_HEADER = ["supporter", "metric", "mean", "lo", "hi", "n", "vs", "p_above_0", "p", "p_holm"]
+SUMMARY_HEADER = ["supporter", "convs", "scored", "unscored", "overall", "generic", "personal", "gap (gen-pers)",
+                  "intensity change (end - start)"]  # fmt: skip
+ENDS_HEADER = ["supporter", "evidence quoted/not a quote/placeholder", "terminations", "events"]
+USAGE_HEADER = ["supporter", "role", "calls", "tokens spent", "cost USD spent", "tokens from cache", "USD from cache"]
 
 
 def _ci(e: dict[str, Any], digits: int = 2) -> str:
@@ -38,83 +42,48 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
     rows = board["rows"]
     if not rows:
         return "no conversations in this run yet"
-    summary = text_table(
-        [
-            "supporter",
-            "convs",
-            "scored",
-            "unscored",
-            "overall",
-            "generic",
-            "personal",
-            "gap (gen-pers)",
-            "intensity change (end - start)",
-        ],
-        [
-            [
-                r["supporter"],
-                str(r["conversations"]),
-                str(r["scored"]),
-                str(r["unscored"]),
-                _ci(r["overall"]),
-                _ci(r["generic"]),
-                _ci(r["personal"]),
-                _ci(r["gap"]),
-                _ci(r["intensity_change"], 1),
-            ]
-            for r in rows
-        ],
-        md,
-    )
     dims = text_table(
         ["dimension", *[r["supporter"] for r in rows]],
         [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in board.get("dimension_keys", keys())],
         md,
     )
-    ends = text_table(
-        ["supporter", "evidence quoted/not a quote/placeholder", "terminations", "events"],
-        [
-            [
-                r["supporter"],
-                "/".join(str(r["evidence"].get(k, 0)) for k in ("quoted", "not_a_quote", "placeholder")),
-                ", ".join(f"{k} {v}" for k, v in sorted(r["terminations"].items())),
-                ", ".join(f"{k} {v}" for k, v in sorted(r["events"].items())) or "-",
-            ]
-            for r in rows
-        ],
-        md,
-    )
-    usage_rows = []
-    for r in rows:
-        for role, u in sorted(r["usage"].items()):
-            usage_rows.append(
-                [
-                    r["supporter"],
-                    role,
-                    str(int(u["calls"])),
-                    str(int(u.get("tokens", 0))),
-                    num(u.get("cost_usd", 0.0), 4),
-                    str(int(u.get("cached_tokens", 0))),
-                    num(u.get("cached_cost_usd", 0.0), 4),
-                ]
-            )
-    header = ["supporter", "role", "calls", "tokens spent", "cost USD spent", "tokens from cache", "USD from cache"]
-    usage = text_table(header, usage_rows, md)
     head = "##" if md else "#"
     return "\n\n".join(
         [
             f"{head} Leaderboard (judge: {board['judge']}, {board.get('scoring', 'argmax')} scores; "
             "mean [95% bootstrap interval], 1-5)",
-            summary,
+            text_table(SUMMARY_HEADER, [_summary_row(r) for r in rows], md),
             f"{head} Dimensions",
             dims,
             *differences_text(board, md),
             f"{head} How conversations ended",
-            ends,
+            text_table(ENDS_HEADER, [_ends_row(r) for r in rows], md),
             f"{head} Tokens and cost",
-            usage,
+            text_table(USAGE_HEADER, [row for r in rows for row in _usage_rows(r)], md),
         ]
     )
+
+
+def _summary_row(r: dict[str, Any]) -> list[str]:
+    return [r["supporter"], str(r["conversations"]), str(r["scored"]), str(r["unscored"]), _ci(r["overall"]),
+            _ci(r["generic"]), _ci(r["personal"]), _ci(r["gap"]), _ci(r["intensity_change"], 1)]  # fmt: skip
+
+
+def _ends_row(r: dict[str, Any]) -> list[str]:
+    """The judge's evidence (quoted, not a quote, placeholder), the terminations and the events."""
+    return [
+        r["supporter"],
+        "/".join(str(r["evidence"].get(k, 0)) for k in ("quoted", "not_a_quote", "placeholder")),
+        ", ".join(f"{k} {v}" for k, v in sorted(r["terminations"].items())),
+        ", ".join(f"{k} {v}" for k, v in sorted(r["events"].items())) or "-",
+    ]
+
+
+def _usage_rows(r: dict[str, Any]) -> list[list[str]]:
+    """A supporter's calls, tokens and cost per role, spent and from the cache."""
+    return [[r["supporter"], role, str(int(u["calls"])), str(int(u.get("tokens", 0))), num(u.get("cost_usd", 0.0), 4),
+             str(int(u.get("cached_tokens", 0))), num(u.get("cached_cost_usd", 0.0), 4)]
+            for role, u in sorted(r["usage"].items())]  # fmt: skip
 
 
 def to_csv(board: dict[str, Any]) -> str:

@@ -155,41 +155,20 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
         raise ConfigError("grpo.eval_config is not set: give the EmoHarbor run config (held-out profiles, the user "
                           "judge and a third-party judge) that the stage ends with, or pass --no-eval")  # fmt: skip
     plan = plan if isinstance(plan, EvolvePlan) else EvolvePlan.of(cfg, "the evolve config")
-    judge = plan.episode_judge if g.episodes.enabled else None
     say = main_log(log)
     started = time.monotonic()
     parent = read_model_card(model_dir) if model_dir is not None else None
     src = resolve_hf(str(model_dir) if model_dir is not None else cfg.base_model)
-    guard = load_guard(cfg.holdout)
-    guard.profile_ids |= {p.id for p in plan.evaluation.profiles} if plan.evaluation else set()  # held out
     args = training_args("grpo", cfg, out, seed=cfg.seed)
-    inputs = {"parent": str(Path(model_dir).resolve()) if model_dir else None, "contexts": g.contexts.model_dump(),
-              "user": g.user.model_dump(mode="json"), "reward": g.reward.model_dump(mode="json")}  # fmt: skip
-    with args.main_process_first(desc="the stage folder and its contexts"):
-        begin_stage(out, stage_settings(cfg, "grpo", **inputs), "grpo")
-        contexts, counts = _contexts(plan, out, guard, user)
-    used = ", ".join(f"{k} {v.get('used', 0)}" for k, v in counts.items())
-    say(f"grpo: {len(contexts)} contexts ({used}); {args.num_generations} replies each")
-    if not contexts:
-        raise EmoharborError("grpo: no contexts to train on (every source empty, or all held out)")
+    contexts, counts = _start_stage(plan, model_dir, out, args, user, say)
     system = plan.system.text.strip()
     from datasets import Dataset
     from trl.trainer.grpo_trainer import GRPOTrainer
 
     rows = [{"prompt": c.messages(system, g.contexts.max_turns), "context": c.to_json()} for c in contexts]
     model, tok = load_model(cfg, src, trainable=bool(src.adapter))
-    me = processes()
-    episodes = g.episodes.enabled
-    log_name, unit = (EPISODES, "episodes") if episodes else (REWARDS, "replies")
-    done = checkpoints(out)
-    trim_rewards(rewards_file(out, me.rank, log_name), done[-1][0] if done else 0)
-    judge_model = user if judge is not None and judge.model == g.user else None  # the user's, given in its place
-    rollout = EpisodeRollout(contexts, system, g.contexts.max_turns, user or g.user, g.reward, g.episodes,
-                             seed=g.reward.seed, judge=judge,
-                             judge_model=judge_model) if episodes else None  # fmt: skip
-    logged = rewards_file(out, me.rank, log_name)
-    reward = (EpisodeRewardFunc(g.episodes, log=logged, rank=me.rank, seed=cfg.seed) if episodes
-              else UserRewardFunc(user or g.user, g.reward, log=logged, rank=me.rank))  # fmt: skip
+    log_name, unit = (EPISODES, "episodes") if g.episodes.enabled else (REWARDS, "replies")
+    rollout, reward = _rewards(plan, out, contexts, system, user, log_name)
     lora = None if src.adapter else lora_config(model, cfg.lora)
     trainer = GRPOTrainer(model=model, reward_funcs=[cast(Any, reward)], args=args, rollout_func=cast(Any, rollout),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=lora)  # fmt: skip
@@ -201,9 +180,8 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
         closing = rollout.aclose() if rollout is not None else cast(UserRewardFunc, reward).aclose()
         asyncio.run_coroutine_threadsafe(closing, trainer.async_loop).result()
     curve = reward_curve(out, log_name)  # every process's rewards, those from before a resume included
-    round_no = int(parent.get("round", 0)) + 1 if parent else 0
-    summary = {"stage": "grpo", "round": round_no, "contexts": counts, "unit": unit,
-               "rewards": reward_totals(curve, unit), "curve": curve, "train": report.to_dict(),
+    summary = {"stage": "grpo", "round": int(parent.get("round", 0)) + 1 if parent else 0, "contexts": counts,
+               "unit": unit, "rewards": reward_totals(curve, unit), "curve": curve, "train": report.to_dict(),
                "wall_s": time.monotonic() - started}  # fmt: skip
     base_model = parent["base_model"] if parent else cfg.base_model
     card = {"base_model": base_model, "base": parent.get("base") if parent else src.identity, **summary,
@@ -212,16 +190,61 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
     say(f"grpo: saved the policy to {out} ({report.steps} steps, {report.wall_s:.0f}s)")
     del trainer, model
     release_memory()
-    if me.main:
-        table = ""
-        if evaluate and plan.evaluation is not None:
-            from .evaluate import evaluate_models
-
-            start = model_dir if model_dir is not None else cfg.base_model
-            table = evaluate_models(plan.evaluation, [("before", start), ("after", out)], out / "eval", log=say,
-                                    progress=progress)  # fmt: skip
-            summary["eval"] = table
-        summary["wall_s_with_eval"] = time.monotonic() - started
-        write_reports(out, summary, table)
-        say(f"grpo: report at {out / REPORT} and {out / REPORT_HTML}")
+    if processes().main:
+        _evaluate_and_report(plan, model_dir, out, summary, evaluate=evaluate, say=say, progress=progress,
+                             started=started)  # fmt: skip
     return summary
+
+
+def _start_stage(plan: EvolvePlan, model_dir: Path | None, out: Path, args: Any, user: ChatModel | None,
+                 say: Log) -> tuple[list[RewardContext], dict[str, Any]]:  # fmt: skip
+    """Begin the stage folder (the main process first) and read its contexts (the evaluation's profiles held out):
+    none is an error."""
+    cfg = plan.cfg
+    g = cfg.grpo
+    guard = load_guard(cfg.holdout)
+    guard.profile_ids |= {p.id for p in plan.evaluation.profiles} if plan.evaluation else set()  # held out
+    inputs = {"parent": str(Path(model_dir).resolve()) if model_dir else None, "contexts": g.contexts.model_dump(),
+              "user": g.user.model_dump(mode="json"), "reward": g.reward.model_dump(mode="json")}  # fmt: skip
+    with args.main_process_first(desc="the stage folder and its contexts"):
+        begin_stage(out, stage_settings(cfg, "grpo", **inputs), "grpo")
+        contexts, counts = _contexts(plan, out, guard, user)
+    used = ", ".join(f"{k} {v.get('used', 0)}" for k, v in counts.items())
+    say(f"grpo: {len(contexts)} contexts ({used}); {args.num_generations} replies each")
+    if not contexts:
+        raise EmoharborError("grpo: no contexts to train on (every source empty, or all held out)")
+    return contexts, counts
+
+
+def _rewards(plan: EvolvePlan, out: Path, contexts: list[RewardContext], system: str, user: ChatModel | None,
+             log_name: str) -> tuple[EpisodeRollout | None, EpisodeRewardFunc | UserRewardFunc]:  # fmt: skip
+    """The episodes' rollout (None without episodes) and the reward function, which logs to this process's
+    file, cut back to the last checkpoint (a resumed stage redoes the steps after it)."""
+    g = plan.cfg.grpo
+    me = processes()
+    done = checkpoints(out)
+    logged = rewards_file(out, me.rank, log_name)
+    trim_rewards(logged, done[-1][0] if done else 0)
+    if not g.episodes.enabled:
+        return None, UserRewardFunc(user or g.user, g.reward, log=logged, rank=me.rank)
+    judge = plan.episode_judge
+    judge_model = user if judge is not None and judge.model == g.user else None  # the user's, given in its place
+    rollout = EpisodeRollout(contexts, system, g.contexts.max_turns, user or g.user, g.reward, g.episodes,
+                             seed=g.reward.seed, judge=judge, judge_model=judge_model)  # fmt: skip
+    return rollout, EpisodeRewardFunc(g.episodes, log=logged, rank=me.rank, seed=plan.cfg.seed)
+
+
+def _evaluate_and_report(plan: EvolvePlan, model_dir: Path | None, out: Path, summary: dict[str, Any], *,
+                         evaluate: bool, say: Log, progress: bool, started: float) -> None:  # fmt: skip
+    """The held-out evaluation of the start model and the trained one (``evaluate``), then the reports."""
+    table = ""
+    if evaluate and plan.evaluation is not None:
+        from .evaluate import evaluate_models
+
+        start = model_dir if model_dir is not None else plan.cfg.base_model
+        table = evaluate_models(plan.evaluation, [("before", start), ("after", out)], out / "eval", log=say,
+                                progress=progress)  # fmt: skip
+        summary["eval"] = table
+    summary["wall_s_with_eval"] = time.monotonic() - started
+    write_reports(out, summary, table)
+    say(f"grpo: report at {out / REPORT} and {out / REPORT_HTML}")

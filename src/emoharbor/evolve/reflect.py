@@ -138,20 +138,9 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
         if too_short(plain, s):
             return drop("plain_too_short")
         history = transcript(ex.messages)
-        rp = load_prompt("evolve_reflect")
-        ask: list[Message] = [{"role": "user", "content": rp.render(transcript=history, first_reply=plain,
-                                                                     principles=principles.text)}]  # fmt: skip
-        version = f"{rp.version}+{principles.version}"
-        got = await ask_json(model, ask, REFLECTION_SCHEMA, retries=s.json_retries, seed=seed,
-                             prompt_version=version, max_tokens=s.reflection_max_tokens)  # fmt: skip
-        rec["reflection_attempts"] = got.attempts
-        if got.data is None:
-            rec["reflection_error"], rec["reflection_raw"] = got.error, (got.raw[-1] if got.raw else "")[:1000]
-            return drop("reflection_unparseable", got.error)
-        rec["reflection"] = {k: str(got.data[k]).strip() for k in FIELDS}
-        copied = copied_fields(rec["reflection"], rp.render(transcript="", first_reply="", principles=principles.text))
-        if copied:
-            return drop("reflection_copied", f"{ex.id}: {', '.join(copied)} copied from the instructions")
+        dropped = await _reflect(model, history, plain, principles, s, seed=seed, rec=rec)
+        if dropped:
+            return drop(*dropped)
         fp = load_prompt("evolve_refine")
         msg = fp.render(transcript=history, first_reply=plain, principles=principles.text, **rec["reflection"])
         second = await model.chat([{"role": "user", "content": msg}], max_tokens=s.max_new_tokens, seed=seed,
@@ -181,6 +170,28 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
             return rec, [*events, (f"dropped_{verdict}", ex.id)]
     rec["status"] = "ok"
     return rec, events
+
+
+async def _reflect(model: ChatModel, history: str, plain: str, principles: Prompt, s: RefineSettings, *, seed: int,
+                   rec: dict[str, Any]) -> tuple[str, str] | None:  # fmt: skip
+    """Ask for the reflection on the seeker, into ``rec`` (``reflection``, its attempts, or its error and raw
+    reply); why the context is dropped (a reason and its detail) where it does not parse or copies the
+    instructions, else None."""
+    rp = load_prompt("evolve_reflect")
+    ask: list[Message] = [{"role": "user", "content": rp.render(transcript=history, first_reply=plain,
+                                                                 principles=principles.text)}]  # fmt: skip
+    got = await ask_json(model, ask, REFLECTION_SCHEMA, retries=s.json_retries, seed=seed,
+                         prompt_version=f"{rp.version}+{principles.version}",
+                         max_tokens=s.reflection_max_tokens)  # fmt: skip
+    rec["reflection_attempts"] = got.attempts
+    if got.data is None:
+        rec["reflection_error"], rec["reflection_raw"] = got.error, (got.raw[-1] if got.raw else "")[:1000]
+        return "reflection_unparseable", got.error
+    rec["reflection"] = {k: str(got.data[k]).strip() for k in FIELDS}
+    copied = copied_fields(rec["reflection"], rp.render(transcript="", first_reply="", principles=principles.text))
+    if copied:
+        return "reflection_copied", f"{rec['id']}: {', '.join(copied)} copied from the instructions"
+    return None
 
 
 def instructions(principles: Prompt) -> str:

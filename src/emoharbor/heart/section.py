@@ -16,21 +16,8 @@ LC_SHORT = "length-controlled"
 
 
 def heart_html(folder: Path) -> str:
-    from .analysis.reports import agreement_report, ratings_report, strategies_report
-    from .stages.pipeline import read_run
-    from .stages.strategies import label_patterns
-
     try:
-        store, config, base = read_run(folder)
-        try:
-            data = ratings_report(store, config)
-            agree = agreement_report(store, config, base)
-            labelled = store.get("stage", ("strategies",)) is not None
-            strat = strategies_report(store, config, base) if labelled else None
-            if strat is not None:
-                strat["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], strat["strategies"])
-        finally:
-            store.close()
+        data, agree, strat = _reports(folder)
     except EmoharborError as e:  # one unreadable run must not cost the report its other runs
         return note(f"This is a HEART run, but its results could not be read: {e}")
     keys: list[str] = data["dimensions"]
@@ -52,12 +39,42 @@ def heart_html(folder: Path) -> str:
     parts.append("<h4>Win rate against the human reply (ties count half)</h4>" + _win_rates(data, keys))
     parts.append(_length_terms(data, keys))
     parts.append("<h4>Order consistency</h4>" + dict_rows_table(data.get("order_consistency", [])))
-    parts.append(
+    parts.append(_agreement(agree))
+    if strat is not None:
+        parts.append(_strategies(strat))
+    lines = overview_md(data["overview"], data["counts"]).splitlines()
+    parts.append("<h4>Counts</h4><ul>" + "".join(f"<li>{esc(ln.lstrip(' -'))}</li>" for ln in lines) + "</ul>")
+    return "".join(parts)
+
+
+def _reports(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """The run's ratings, agreement and (once its replies are labelled) strategies reports."""
+    from .analysis.reports import agreement_report, ratings_report, strategies_report
+    from .stages.pipeline import read_run
+    from .stages.strategies import label_patterns
+
+    store, config, base = read_run(folder)
+    try:
+        data = ratings_report(store, config)
+        agree = agreement_report(store, config, base)
+        labelled = store.get("stage", ("strategies",)) is not None
+        strat = strategies_report(store, config, base) if labelled else None
+        if strat is not None:
+            strat["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], strat["strategies"])
+    finally:
+        store.close()
+    return data, agree, strat
+
+
+def _agreement(agree: dict[str, Any]) -> str:
+    """The judges' biases, their agreement with the people (where there are human judgments) and what the
+    rationales talk about."""
+    parts = [
         '<h4>Judge biases</h4><p class="hint">first_shown_wins: share of verdicts for the reply shown first; '
         "longer_wins: for the longer reply (pairs whose replies differ in length); own_win_rate: for the "
         "replies of the candidates served by the judge's own model, against the others.</p>"
         + dict_rows_table(agree["bias"])
-    )
+    ]
     if agree["human_judgments"]:
         for title, key in [
             ("Judge-human agreement", "judge_human"),
@@ -74,10 +91,6 @@ def heart_html(folder: Path) -> str:
     else:
         parts.append(note("No human judgments imported: `emoharbor heart agreement RUN --human FILE` adds them."))
     parts.append("<h4>What rationales talk about</h4>" + dict_rows_table(agree["rationale_focus"]))
-    if strat is not None:
-        parts.append(_strategies(strat))
-    lines = overview_md(data["overview"], data["counts"]).splitlines()
-    parts.append("<h4>Counts</h4><ul>" + "".join(f"<li>{esc(ln.lstrip(' -'))}</li>" for ln in lines) + "</ul>")
     return "".join(parts)
 
 

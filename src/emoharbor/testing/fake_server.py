@@ -55,6 +55,9 @@ FAULTS = (
     "bad_output", "empty", "empty_length", "echo_key",
 )  # fmt: skip
 DEFAULT_MIX = ("429", "500", "hang", "reset", "invalid_json")
+REPLIED = ("ok", "bad_output", "empty", "empty_length")  # answered 200 with a reply and its usage
+FAULT_STATUS = {"400": 400, "429": 429, "500": 500, "echo_key": 401, "truncated": 200, "invalid_json": 200}
+ERRORS = {"400": "bad request: unknown parameter", "429": "slow down", "500": "boom"}
 
 
 def example_from_schema(schema: dict[str, Any], rng: random.Random) -> Any:
@@ -252,70 +255,42 @@ class FakeOpenAIServer:
         req = json.loads(body or b"{}")
         if self.keep_bodies:
             self.bodies.append(req)
-        status = {"400": 400, "429": 429, "500": 500, "echo_key": 401, "truncated": 200, "invalid_json": 200}
-        if fault not in ("ok", "bad_output", "empty", "empty_length"):  # no usage reaches the client: not billed
-            self._bill(arrival, req, digest, fault, status.get(fault), {})
-        if fault == "hang":
-            await asyncio.sleep(self.hang_s)
-            await _reset(send)
-            return
-        if fault == "reset":
+        if fault not in REPLIED:  # no usage reaches the client: not billed
+            self._bill(arrival, req, digest, fault, FAULT_STATUS.get(fault), {})
+        if fault in ("hang", "reset"):
+            if fault == "hang":
+                await asyncio.sleep(self.hang_s)
             await _reset(send)
             return
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        if fault == "429":
-            await _send(send, 429, json.dumps({"error": {"message": "slow down"}}), {"retry-after": "0.05"})
+        if fault not in REPLIED:
+            await _send_fault(send, fault, headers)
             return
-        if fault == "400":
-            await _send(send, 400, json.dumps({"error": {"message": "bad request: unknown parameter"}}))
-            return
-        if fault == "echo_key":
-            said = headers.get(b"authorization", b"").decode()
-            await _send(send, 401, json.dumps({"error": {"message": f"invalid credentials: {said}"}}))
-            return
-        if fault == "500":
-            await _send(send, 500, json.dumps({"error": {"message": "boom"}}))
-            return
-        if fault == "truncated":
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"500")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b'{"id": "x", "cho', "more_body": False})
-            return
-        if fault == "invalid_json":
-            await _send(send, 200, '{"id": "x", "choices": [ nope')
-            return
+        answer = self._answer(req, fault)
+        await _send(send, 200, json.dumps(answer))
+        self._bill(arrival, req, digest, fault, 200, answer["usage"])
+
+    def _answer(self, req: dict[str, Any], fault: str) -> dict[str, Any]:
+        """The completion of a request answered 200: the reply (a canned one for ``bad_output`` and the empty
+        faults) with its usage, and its logprobs and timings where asked for."""
         rf = req.get("response_format") or {}
         schema = rf.get("schema") or (rf.get("json_schema") or {}).get("schema")
         canned = {"bad_output": "this is not json at all", "empty": "", "empty_length": ""}
         text = canned[fault] if fault in canned else self.reply(req.get("messages", []), schema)
         self.completed += 1
         pt = sum(len(str(m.get("content", "")).split()) for m in req.get("messages", []))
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "length" if fault == "empty_length" else "stop",
-        }
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": "length" if fault == "empty_length" else "stop"}  # fmt: skip
         if req.get("logprobs") and self.logprobs:
             choice["logprobs"] = logprobs_of(text, int(req.get("top_logprobs") or 0))
         usage = {"prompt_tokens": pt, "completion_tokens": len(text.split()), "total_tokens": pt + len(text.split())}
-        answer: dict[str, Any] = {
-            "id": f"fake-{self.requests}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.get("model", "fake"),
-            "choices": [choice],
-            "usage": usage,
-        }
+        answer: dict[str, Any] = {"id": f"fake-{self.requests}", "object": "chat.completion",
+                                  "created": int(time.time()), "model": req.get("model", "fake"), "choices": [choice],
+                                  "usage": usage}  # fmt: skip
         if self.timings:
             answer["timings"] = self._timings(req, usage["completion_tokens"])
-        await _send(send, 200, json.dumps(answer))
-        self._bill(arrival, req, digest, fault, 200, usage)
+        return answer
 
     def _timings(self, req: dict[str, Any], generated: int) -> dict[str, Any]:
         """llama.cpp's ``timings`` as one slot would give them: the words this prompt shares, from its start,
@@ -386,6 +361,22 @@ async def _reset(send: Any) -> None:
         if getattr(cycle, "disconnected", True):
             break
         await asyncio.sleep(0.001)
+
+
+async def _send_fault(send: Any, fault: str, headers: dict[bytes, bytes]) -> None:
+    """The response of a fault answered without a reply: an error status, or a broken body."""
+    if fault == "truncated":
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"500")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": b'{"id": "x", "cho', "more_body": False})
+    elif fault == "invalid_json":
+        await _send(send, 200, '{"id": "x", "choices": [ nope')
+    elif fault == "echo_key":
+        said = headers.get(b"authorization", b"").decode()
+        await _send(send, 401, json.dumps({"error": {"message": f"invalid credentials: {said}"}}))
+    else:
+        retry = {"retry-after": "0.05"} if fault == "429" else None
+        await _send(send, FAULT_STATUS[fault], json.dumps({"error": {"message": ERRORS[fault]}}), retry)
 
 
 async def _send(send: Any, status: int, body: str, headers: dict[str, str] | None = None) -> None:

@@ -142,6 +142,7 @@ def _row(judge: str, score: str, scoring: str, cells: dict[str, dict[str, Any]])
 
 Column = dict[str, float]  # conversation -> value (a conversation without one is left out)
 Baselines = dict[str, tuple[float, ...]]  # conversation -> the baseline values beside a column's score
+Label = tuple[str, str, str]  # (judge, score, scoring) of a judge column
 
 
 def column_cells(
@@ -186,7 +187,49 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
     features, notes = baseline_features(replays, views, embedding=embedding)  # as score_rows: encoded once
     usable = [f for f in FEATURES if any(v.get(f) is not None for per in features.values() for v in per.values())]
 
-    labels: list[tuple[str, str, str]] = []  # (judge, score, scoring) of each judge column
+    labels, columns, beside, lengths = _judge_columns(by_judge, judges, ok, features, usable)
+    states = {k: d["states"] for k, d in ok.items() if len(d["states"]) >= 2}
+    chain = {k: float(s[0]["intensity"] - s[-1]["intensity"]) for k, s in states.items()}
+    shown = [(view, f) for view in views for f in FEATURES]
+    base_cols = [{k: v for k, fs in features[view].items() if (v := fs.get(f)) is not None} for view, f in shown]
+    cells = column_cells(ok, [*columns, chain, *base_cols], seed, n_boot)
+    margin_cells = column_cells(ok, columns, seed, n_boot, beside)
+    length_rows = [
+        _row(*label, length_cells(ok, col, words, seed, n_boot))
+        for label, col, words in zip(labels, columns, lengths, strict=True)
+    ]
+    rows = [_row(*label, c) for label, c in zip(labels, cells[: len(columns)], strict=True)]
+    if chain:  # no row where no judge needed the simulated user to live through the replays
+        rows.append(_row(*CHAIN_ROW, "", cells[len(columns)]))
+    return {
+        "targets": TARGETS,
+        "target_labels": TARGET_LABELS,
+        "rows": rows,
+        "baselines": [
+            _row(f"baseline ({view})", f, "", c) for (view, f), c in zip(shown, cells[len(columns) + 1 :], strict=True)
+        ],
+        "margins": [
+            _row(f"{j} - best baseline", name, scoring, c)
+            for (j, name, scoring), c in zip(labels, margin_cells, strict=True)
+        ],
+        "length_control": length_rows,
+        "length_labels": LENGTH_LABELS,
+        "differences": _difference_rows(by_judge, ok, judges, seed, n_boot),
+        "counts": _counts(replays, ok, by_judge, judges, views, usable, notes),
+        "events": store.event_counts(),
+        "usage_by_role": store.usage_by_role(),
+        "config": store.config(),
+        "wall_s": float(store.meta().get("wall_s", "0")),
+        "seed": seed,
+        "n_boot": n_boot,
+    }
+
+
+def _judge_columns(by_judge: Judged, judges: list[str], ok: dict[str, Any], features: Features,
+                   usable: list[str]) -> tuple[list[Label], list[Column], list[Baselines], list[Column]]:  # fmt: skip
+    """Each judge's columns, one per scoring and score its rubric has, on the replayed conversations: their
+    labels (judge, score, scoring), the columns, the baselines beside each and the words the judge saw."""
+    labels: list[Label] = []
     columns: list[Column] = []
     beside: list[Baselines] = []
     lengths: list[Column] = []  # the words of the supporter's replies each column's judge saw
@@ -201,20 +244,13 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
                 columns.append(col)
                 beside.append(_baselines_of(col, judged, features, usable))
                 lengths.append(_length_of(col, judged, features))
-    states = {k: d["states"] for k, d in ok.items() if len(d["states"]) >= 2}
-    chain = {k: float(s[0]["intensity"] - s[-1]["intensity"]) for k, s in states.items()}
-    shown = [(view, f) for view in views for f in FEATURES]
-    base_cols = [{k: v for k, fs in features[view].items() if (v := fs.get(f)) is not None} for view, f in shown]
-    cells = column_cells(ok, [*columns, chain, *base_cols], seed, n_boot)
-    margin_cells = column_cells(ok, columns, seed, n_boot, beside)
-    length_rows = [
-        _row(*label, length_cells(ok, col, words, seed, n_boot))
-        for label, col, words in zip(labels, columns, lengths, strict=True)
-    ]
-    rows = [_row(*label, c) for label, c in zip(labels, cells[: len(columns)], strict=True)]
-    if chain:  # no row where no judge needed the simulated user to live through the replays
-        rows.append(_row(*CHAIN_ROW, "", cells[len(columns)]))
-    counts = {
+    return labels, columns, beside, lengths
+
+
+def _counts(replays: dict[str, Any], ok: dict[str, Any], by_judge: Judged, judges: list[str], views: list[str],
+            usable: list[str], notes: list[str]) -> dict[str, Any]:  # fmt: skip
+    """What the table rests on: the conversations, replays, judges' scores, views and baselines."""
+    return {
         "conversations": len(replays),
         "replay_errors": len(replays) - len(ok),
         "failed": sum(1 for d in ok.values() if d["esconv"]["failed"]),
@@ -238,28 +274,6 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
         "margin_baselines": usable,
         "length_feature": LENGTH_FEATURE,
         "notes": notes,
-    }
-    return {
-        "targets": TARGETS,
-        "target_labels": TARGET_LABELS,
-        "rows": rows,
-        "baselines": [
-            _row(f"baseline ({view})", f, "", c) for (view, f), c in zip(shown, cells[len(columns) + 1 :], strict=True)
-        ],
-        "margins": [
-            _row(f"{j} - best baseline", name, scoring, c)
-            for (j, name, scoring), c in zip(labels, margin_cells, strict=True)
-        ],
-        "length_control": length_rows,
-        "length_labels": LENGTH_LABELS,
-        "differences": _difference_rows(by_judge, ok, judges, seed, n_boot),
-        "counts": counts,
-        "events": store.event_counts(),
-        "usage_by_role": store.usage_by_role(),
-        "config": store.config(),
-        "wall_s": float(store.meta().get("wall_s", "0")),
-        "seed": seed,
-        "n_boot": n_boot,
     }
 
 

@@ -89,49 +89,37 @@ def bias_table(
     overall = [v for v in judge_vs if v.dimension == OVERALL]
     human_overall = [v for v in human_vs if v.dimension == OVERALL]
     for judge in judges:
-        mine = [s for s in singles if s.judge == judge and s.dimension == OVERALL]
-        theirs = [v for v in overall if v.rater == judge]
-        lp, ln = length_preference(theirs, words)
-        row: dict[str, Any] = {
-            "rater": judge,
-            "position_n": len(mine),
-            "first_shown_wins": _rate(sum(s.first_won for s in mine), len(mine)),
-            "length_n": ln,
-            "longer_wins": lp,
-            "length_gamma": length_term(theirs, words, prior=prior),
-        }
+        first_won = [s.first_won for s in singles if s.judge == judge and s.dimension == OVERALL]
+        row = _bias_row(judge, first_won, [v for v in overall if v.rater == judge], words, prior)
         comps = set(own.get(judge, []))
         if comps:  # every candidate served by the judge's own model, whatever its prompt
-            own_rate, own_n = win_rate([v for v in overall if v.rater == judge], comps)
-            other_rate, _ = win_rate([v for v in overall if v.rater != judge], comps)
-            human_rate, _ = win_rate(human_overall, comps)
-            base = other_rate if other_rate is not None else human_rate
-            pref = round(own_rate - base, 4) if own_rate is not None and base is not None else None
-            row.update(
-                {
-                    "own_model": ", ".join(sorted(comps)),
-                    "own_n": own_n,
-                    "own_win_rate": own_rate,
-                    "other_judges_win_rate": other_rate,
-                    "humans_win_rate": human_rate,
-                    "self_preference": pref,
-                }
-            )
+            row.update(_self_preference(judge, comps, overall, human_overall))
         rows.append(row)
     if human_rows:
         shown = [r for r in human_rows if r["dimension"] == OVERALL and r["first_shown"] and r["winner"] != "tie"]
-        lp, ln = length_preference(human_overall, words)
-        rows.append(
-            {
-                "rater": HUMANS,
-                "position_n": len(shown),
-                "first_shown_wins": _rate(sum(r["winner"] == r["first_shown"] for r in shown), len(shown)),
-                "length_n": ln,
-                "longer_wins": lp,
-                "length_gamma": length_term(human_overall, words, prior=prior),
-            }
-        )
+        rows.append(_bias_row(HUMANS, [r["winner"] == r["first_shown"] for r in shown], human_overall, words, prior))
     return rows
+
+
+def _bias_row(rater: str, first_won: list[bool], overall: list[PairVerdict], words: dict[tuple[str, str], int],
+              prior: float) -> dict[str, Any]:  # fmt: skip
+    """A rater's position bias (``first_won``: whether the reply shown first won, per single-order overall
+    verdict) and length bias (of its overall verdicts)."""
+    lp, ln = length_preference(overall, words)
+    return {"rater": rater, "position_n": len(first_won), "first_shown_wins": _rate(sum(first_won), len(first_won)),
+            "length_n": ln, "longer_wins": lp, "length_gamma": length_term(overall, words, prior=prior)}  # fmt: skip
+
+
+def _self_preference(judge: str, comps: set[str], overall: list[PairVerdict],
+                     human_overall: list[PairVerdict]) -> dict[str, Any]:  # fmt: skip
+    """``judge``'s win rate for the competitors ``comps`` minus the other judges' (else the humans')."""
+    own_rate, own_n = win_rate([v for v in overall if v.rater == judge], comps)
+    other_rate, _ = win_rate([v for v in overall if v.rater != judge], comps)
+    human_rate, _ = win_rate(human_overall, comps)
+    base = other_rate if other_rate is not None else human_rate
+    pref = round(own_rate - base, 4) if own_rate is not None and base is not None else None
+    return {"own_model": ", ".join(sorted(comps)), "own_n": own_n, "own_win_rate": own_rate,
+            "other_judges_win_rate": other_rate, "humans_win_rate": human_rate, "self_preference": pref}  # fmt: skip
 
 
 def rationale_focus(

@@ -255,14 +255,7 @@ def win_rates_vs_human(
         n = wins + ties + losses
         n_hist = len({v.history_id for v in vs})
         small = too_small(n_hist)
-        low = high = math.nan
-        if draws is not None and vs:
-            score, pairs = np.zeros(len(hids)), np.zeros(len(hids))
-            for v in vs:
-                score[h_index[v.history_id]] += 0.5 if v.outcome == TIE else float(v.winner() == c)
-                pairs[h_index[v.history_id]] += 1.0
-            with np.errstate(invalid="ignore", divide="ignore"):
-                low, high = _bounds((draws @ score) / (draws @ pairs))
+        low, high = _resampled_win_rate(vs, c, h_index, draws) if draws is not None and vs else (math.nan, math.nan)
         lc = lc_low = lc_high = math.nan
         if fit is not None and HUMAN in index:
             diff = fit.theta[index[c]] - fit.theta[index[HUMAN]]
@@ -286,6 +279,18 @@ def win_rates_vs_human(
             }
         )
     return rows
+
+
+def _resampled_win_rate(
+    vs: list[PairVerdict], c: str, h_index: dict[str, int], draws: np.ndarray
+) -> tuple[float, float]:
+    """The interval of ``c``'s win rate in ``vs`` (ties count half) over the resamples of histories ``draws``."""
+    score, pairs = np.zeros(len(h_index)), np.zeros(len(h_index))
+    for v in vs:
+        score[h_index[v.history_id]] += 0.5 if v.outcome == TIE else float(v.winner() == c)
+        pairs[h_index[v.history_id]] += 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _bounds((draws @ score) / (draws @ pairs))
 
 
 def compute_ratings(
@@ -320,22 +325,6 @@ def compute_ratings(
             if HUMAN in competitors:
                 rows = win_rates_vs_human(dim_vs, competitors, prior=prior, reps=reps, seed=seed, lengths=fits["plain"])
                 vs_human += [{**scope, **row} for row in rows]
-    consistency = order_consistency(verdicts)
-    by_judge: Counter[str] = Counter()
-    same: Counter[str] = Counter()
-    for row in consistency:
-        by_judge[row["judge"]] += row["pairs"]
-        same[row["judge"]] += row["consistent"]
-    summary = [
-        {
-            "judge": j,
-            "dimension": "all",
-            "pairs": by_judge[j],
-            "consistent": same[j],
-            "rate": number(same[j] / by_judge[j]),
-        }
-        for j in by_judge
-    ]
     return {
         "competitors": competitors,
         "judges": judges,
@@ -346,6 +335,19 @@ def compute_ratings(
         "ratings": ratings,
         "win_rates_vs_human": vs_human,
         "length_terms": length_terms,
-        "order_consistency": summary + [{**r, "rate": number(r["rate"])} for r in consistency],
+        "order_consistency": _consistency_rows(verdicts),
         "counts": dict(counts),
     }
+
+
+def _consistency_rows(verdicts: list[PairVerdict]) -> list[dict[str, Any]]:
+    """Order consistency: per judge over all dimensions, then per judge and dimension (``order_consistency``)."""
+    consistency = order_consistency(verdicts)
+    by_judge: Counter[str] = Counter()
+    same: Counter[str] = Counter()
+    for row in consistency:
+        by_judge[row["judge"]] += row["pairs"]
+        same[row["judge"]] += row["consistent"]
+    summary = [{"judge": j, "dimension": "all", "pairs": by_judge[j], "consistent": same[j],
+                "rate": number(same[j] / by_judge[j])} for j in by_judge]  # fmt: skip
+    return summary + [{**r, "rate": number(r["rate"])} for r in consistency]

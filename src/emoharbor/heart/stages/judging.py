@@ -17,7 +17,7 @@ from ...assess.cards import JudgeCard
 from ...assess.judge_kinds import Pair, PairKind, card_kind
 from ...models.base import ChatModel, Message, ModelCallError
 from ...models.expected import expected_scores
-from ...models.structured import ask_json
+from ...models.structured import Structured, ask_json
 from ..dimensions import OVERALL, describe
 from ..histories import History
 from .candidates import Events, context_line, transcript
@@ -116,37 +116,18 @@ async def judge_pair(
     """One judgement of ``first`` against ``second``; ``a`` is the pair's first competitor, ``order``
     "ab" when it is shown first, "ba" otherwise. With a card set to ``scoring: expected`` each verdict
     also gets ``strength_expected``, the probability-weighted strength (None where it cannot be read)."""
-    b = second.name if first.name == a else first.name
-    by_id = {first.id: first.name, second.id: second.name}
-    ids = {first.name: first.id, second.name: second.id}
-    words = {first.name: len(first.text.split()), second.name: len(second.text.split())}
-    rec: dict[str, Any] = {
-        "history_id": history.id,
-        "subset": history.subset,
-        "a": a,
-        "b": b,
-        "judge": judge,
-        "order": order,
-        "first": first.name,
-        "ids": ids,
-        "words": words,
-        "card": card.version,
-    }
+    rec: dict[str, Any] = {"history_id": history.id, "subset": history.subset, "a": a,
+                           "b": second.name if first.name == a else first.name, "judge": judge, "order": order,
+                           "first": first.name, "ids": {first.name: first.id, second.name: second.id},
+                           "words": {first.name: len(first.text.split()), second.name: len(second.text.split())},
+                           "card": card.version}  # fmt: skip
     messages, version = judge_messages(history, first, second, dimensions, show_situation, card)
     chooses = card_kind(card, PairKind).chooses
     schema = choice_schema() if chooses else judge_schema(dimensions, (first.id, second.id))
     expected = card.scoring == "expected"
     try:
-        got = await ask_json(
-            model,
-            messages,
-            schema,
-            retries=retries,
-            seed=seed,
-            prompt_version=version,
-            max_tokens=card.max_tokens,
-            top_logprobs=card.top_logprobs if expected else 0,
-        )
+        got = await ask_json(model, messages, schema, retries=retries, seed=seed, prompt_version=version,
+                             max_tokens=card.max_tokens, top_logprobs=card.top_logprobs if expected else 0)  # fmt: skip
     except ModelCallError as e:
         return {**rec, "status": "error", "error": str(e)[:500]}, [("judge_error", str(e)[:200])]
     events: Events = [("judge_retried", judge)] if got.attempts > 1 else []
@@ -159,21 +140,31 @@ async def judge_pair(
             "attempts": got.attempts,
             "raw": got.raw[-1][:1000] if got.raw else "",
         }, events
+    verdicts, unread = read_answer(got, first, second, dimensions, chooses=chooses, expected=expected)
+    if unread:
+        events.append(("expected_unscored", f"{judge}: {unread[:160]}"))
+    return {**rec, "status": "ok", "verdicts": verdicts, "attempts": got.attempts}, events
+
+
+def read_answer(got: Structured, first: Shown, second: Shown, dimensions: list[str], *, chooses: bool,
+                expected: bool) -> tuple[dict[str, dict[str, Any]], str]:  # fmt: skip
+    """The verdicts of a parsed answer, by competitor name (``read_choice`` or ``read_verdicts``); with
+    ``expected``, the choice's ``p_first`` or each verdict's ``strength_expected``, and why some could not be
+    read ("" when all could)."""
+    assert got.data is not None
     if chooses:
         verdicts = read_choice(got.data, first, second)
-        if expected:
-            ex = expected_scores(got.raw[-1], got.logprobs, [OVERALL], CHOICES)
-            mean = ex.expected[OVERALL]
-            verdicts[OVERALL]["p_first"] = None if mean is None else CHOICES[1] - mean  # P(the first one)
-            if ex.error:
-                events.append(("expected_unscored", f"{judge}: {ex.error[:160]}"))
-        return {**rec, "status": "ok", "verdicts": verdicts, "attempts": got.attempts}, events
+        if not expected:
+            return verdicts, ""
+        ex = expected_scores(got.raw[-1], got.logprobs, [OVERALL], CHOICES)
+        mean = ex.expected[OVERALL]
+        verdicts[OVERALL]["p_first"] = None if mean is None else CHOICES[1] - mean  # P(the first one)
+        return verdicts, ex.error
     keys = verdict_keys(dimensions)
-    verdicts = read_verdicts(got.data, keys, by_id)
-    if expected:
-        ex = expected_scores(got.raw[-1], got.logprobs, keys, STRENGTHS, field="strength")
-        for k in keys:
-            verdicts[k]["strength_expected"] = ex.expected[k]
-        if ex.error:
-            events.append(("expected_unscored", f"{judge}: {ex.error[:160]}"))
-    return {**rec, "status": "ok", "verdicts": verdicts, "attempts": got.attempts}, events
+    verdicts = read_verdicts(got.data, keys, {first.id: first.name, second.id: second.name})
+    if not expected:
+        return verdicts, ""
+    ex = expected_scores(got.raw[-1], got.logprobs, keys, STRENGTHS, field="strength")
+    for k in keys:
+        verdicts[k]["strength_expected"] = ex.expected[k]
+    return verdicts, ex.error
