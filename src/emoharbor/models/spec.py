@@ -9,7 +9,15 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 DEFAULT_MODEL = "local:qwen1.5b"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -56,6 +64,21 @@ class ModelSpec(BaseModel):
     context_size: int = Field(default=4096, ge=512)
     port: int | None = Field(default=None, ge=1, le=65535)  # local: fixed port (its first server); None: a free one
     replies: list[str] = Field(default_factory=list)  # for model: scripted
+    # local: a smaller model of the same vocabulary drafting tokens that the model verifies (llama.cpp's speculative
+    # decoding), local:qwen0.5b for local:qwen1.5b; None: none. A speed setting: the answers are the model's own
+    draft: str | None = None
+    draft_max: int | None = Field(default=None, ge=1, le=64)  # tokens drafted at most per step; None: llama.cpp's
+
+    @model_serializer(mode="wrap")
+    def _without_unset_draft(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``draft`` and ``draft_max`` are left out while unset: the specs of runs made before they existed
+        dump (and hash) as they did."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for key in ("draft", "draft_max"):
+                if key in out and out[key] is None:
+                    del out[key]
+        return out
 
     @property
     def backend(self) -> str:
@@ -103,6 +126,13 @@ class ModelSpec(BaseModel):
             raise ValueError("give base_url or endpoints, not both")
         if self.backend == "local" and self.json_mode == "json_schema":
             raise ValueError("the embedded model does not take json_schema: use json_object (a grammar) or prompt")
+        if self.draft is not None and self.backend != "local":
+            raise ValueError(f"draft is for the embedded model (model: local:NAME), not {self.model!r}: remove it")
+        if self.draft is not None and not self.draft.startswith("local:"):
+            raise ValueError(f"draft {self.draft!r} is not an embedded model: give local:qwen0.5b, local:smollm2 or "
+                             "local:PATH to a .gguf file")  # fmt: skip
+        if self.draft_max is not None and self.draft is None:
+            raise ValueError("draft_max is set but draft is not: give the draft model (draft: local:qwen0.5b)")
         return self
 
     @property
