@@ -268,3 +268,13 @@ def test_a_gguf_base_model_is_a_float_model_the_trainers_take() -> None:
     model, _ = load_hf(resolve_hf("smollm2"), device="cpu", dtype="float32", trainable=True)
     assert model.hf_quantizer is None and not model.is_quantized and model.config.quantization_config is None
     assert next(model.parameters()).dtype.is_floating_point
+
+
+def test_a_checkpoint_whose_trainer_state_was_cut_short_is_not_one_to_resume_from(tmp_path: Path) -> None:
+    from emoharbor.evolve.trainer import checkpoints
+
+    for step, state in ((2, '{"global_step": 2}'), (4, ""), (6, '{"global_st')):  # killed while writing 4 and 6
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text(state, encoding="utf-8")
+    (tmp_path / "checkpoint-8").mkdir()  # killed before its state was begun
+    assert checkpoints(tmp_path) == [(2, tmp_path / "checkpoint-2")]

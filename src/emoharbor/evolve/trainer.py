@@ -241,11 +241,20 @@ def _flat(d: dict[str, Any], head: str = "") -> dict[str, Any]:
 
 
 def checkpoints(out: Path) -> list[tuple[int, Path]]:
-    """The whole checkpoints in ``out`` (their trainer state, written last, is there), oldest first."""
+    """The whole checkpoints in ``out`` (their trainer state, written last, is there and whole: a process
+    killed while writing it leaves a file that is empty or cut short), oldest first."""
     if not out.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in out.iterdir() if (m := _CHECKPOINT.match(p.name)) and p.is_dir()]
-    return sorted((n, p) for n, p in found if (p / "trainer_state.json").is_file())
+    return sorted((n, p) for n, p in found if _whole(p / "trainer_state.json"))
+
+
+def _whole(state: Path) -> bool:
+    try:
+        json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def begin_stage(out: Path, settings: dict[str, Any], stage: str) -> None:
