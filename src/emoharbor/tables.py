@@ -1,5 +1,6 @@
 """Result tables and numbers as text, one way for every command and the HTML report: a header and rows as an
-aligned plain-text table, a Markdown table or CSV; a number; an estimate with its 95% interval."""
+aligned plain-text table, a Markdown table or CSV (a table with no rows as one line saying why); a number; an
+estimate with its 95% interval."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 NA = "n/a"  # a missing number
+RESUME = "run the command that started this run again to resume it"  # what to run when no unit is finished yet
 
 
 def num(v: float | str | None, digits: int = 2, *, signed: bool = False) -> str:
@@ -53,15 +55,25 @@ def cell(v: Any) -> str:
     return NA if v is None else str(v)
 
 
-def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A Markdown table; cells go through `cell`."""
+def nothing_measured(why: str) -> str:
+    """The one line a table with nothing in it is printed as: ``why`` says what is missing and what to run."""
+    return f"Nothing measured: {why}."
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]], empty: str = "") -> str:
+    """A Markdown table; cells go through `cell`. With ``empty`` (why there is nothing), no rows are the one
+    line of `nothing_measured`, not a bare header."""
+    if empty and not rows:
+        return nothing_measured(empty)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows])
 
 
-def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], md: bool = False) -> str:
+def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], md: bool = False, empty: str = "") -> str:
     """An aligned plain-text table (a dashed line under the header, no trailing spaces), or with ``md`` a
-    Markdown one; cells go through `cell`."""
+    Markdown one; cells go through `cell`. With ``empty``, no rows are one line saying why (`nothing_measured`)."""
+    if empty and not rows:
+        return nothing_measured(empty)
     if md:
         return md_table(header, rows)
     cells = [list(header), *[[cell(c) for c in r] for r in rows]]

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL, too_small
-from ..tables import csv_table, interval, num, text_table
+from ..tables import RESUME, csv_table, interval, nothing_measured, num, text_table
 from .dimensions import keys
 
 GROUP_MEANS = ("overall", "generic", "personal")
@@ -32,21 +32,18 @@ def differences_text(board: dict[str, Any], md: bool) -> list[str]:
         rows = [[d, str(cells[d]["n"]), _ci(cells[d]), num(cells[d]["p_above_0"]),
                  num(cells[d].get("p_holm"), 3) if d not in GROUP_MEANS else "-"]
                 for d in names if d in cells]  # fmt: skip
+        paired = any(c["n"] for c in cells.values())
+        why = f"no profile and repeat has the judge's scores for both {sup} and {board['baseline']}"
         out += [f"{head} {sup} minus {board['baseline']} (paired: the same profiles and repeats)",
-                text_table(["score", "pairs", "difference [95% interval]", "P(difference > 0)", "p (Holm)"], rows,
-                           md)]  # fmt: skip
+                text_table(["score", "pairs", "difference [95% interval]", "P(difference > 0)", "p (Holm)"],
+                           rows if paired else [], md, why)]  # fmt: skip
     return out
 
 
 def to_text(board: dict[str, Any], md: bool = False) -> str:
     rows = board["rows"]
     if not rows:
-        return "no conversations in this run yet"
-    dims = text_table(
-        ["dimension", *[r["supporter"] for r in rows]],
-        [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in board.get("dimension_keys", keys())],
-        md,
-    )
+        return nothing_measured(f"no conversation is finished yet: {RESUME}")
     head = "##" if md else "#"
     return "\n\n".join(
         [
@@ -54,7 +51,7 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
             "mean [95% bootstrap interval], 1-5)",
             text_table(SUMMARY_HEADER, [_summary_row(r) for r in rows], md),
             f"{head} Dimensions",
-            dims,
+            dimensions_text(board, md),
             *differences_text(board, md),
             f"{head} How conversations ended",
             text_table(ENDS_HEADER, [_ends_row(r) for r in rows], md),
@@ -62,6 +59,22 @@ def to_text(board: dict[str, Any], md: bool = False) -> str:
             text_table(USAGE_HEADER, [row for r in rows for row in _usage_rows(r)], md),
         ]
     )
+
+
+def dimensions_text(board: dict[str, Any], md: bool) -> str:
+    """A row per dimension, a column per supporter; one line when the judge scored no conversation."""
+    rows = board["rows"]
+    table = [[d, *[_ci(r["dimensions"][d]) for r in rows]] for d in board.get("dimension_keys", keys())]
+    counts = f"{sum(r['unscored'] for r in rows)} unscored, {sum(r['not_assessed'] for r in rows)} not assessed"
+    scored = any(r["scored"] for r in rows)
+    return text_table(["dimension", *[r["supporter"] for r in rows]], table if scored else [], md,
+                      no_scores(board["judge"], counts))  # fmt: skip
+
+
+def no_scores(judge: str, counts: str = "") -> str:
+    """Why no conversation has ``judge``'s scores (``counts``: its unscored and not assessed ones), and what to run."""
+    got = f" ({counts})" if counts else ""
+    return f"no conversation has scores from the judge '{judge}'{got}: `emoharbor assess RUN --judge CARD` rates them"
 
 
 def _summary_row(r: dict[str, Any]) -> list[str]:

@@ -23,7 +23,9 @@ def judges(runs: tuple[Path, ...], fmt: str) -> None:
     the unscored share, and tokens and seconds per judgment."""
     rows = judges_table(list(runs))
     if not rows:
-        raise EmoharborError(f"no judgments in {', '.join(map(str, runs))}")
+        raise EmoharborError(f"no judgments in {', '.join(map(str, runs))}: no judge has finished a unit yet: run the "
+                             "command that started a run again to resume it; `emoharbor assess RUN --judge CARD` "
+                             "rates a finished one")  # fmt: skip
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return

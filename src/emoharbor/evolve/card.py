@@ -68,7 +68,8 @@ def card_markdown(card: dict[str, Any]) -> str:
             for dim, v in dims.items():
                 delta = num(v["delta"], signed=True) if v.get("delta") is not None else "-"
                 rows.append([judge, dim, num(v.get("mean")), delta, int(v.get("scored", 0))])
-        lines.append(md_table(["judge", "dimension", "mean", f"minus {ev.get('reference')}", "scored"], rows))
+        unrated = f"no judge rated a conversation of {ev.get('run')}: see `emoharbor leaderboard RUN`"
+        lines.append(md_table(["judge", "dimension", "mean", f"minus {ev.get('reference')}", "scored"], rows, unrated))
     else:
         lines += ["", "Not evaluated yet: `emoharbor evolve eval` adds the per-dimension deltas here."]
     lines += ["", "The full record, with every setting and logged step, is `evolve_model.json` beside this file."]

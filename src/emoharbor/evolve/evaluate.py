@@ -19,6 +19,7 @@ from ..evaluate.plan import Plan
 from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
+from ..tables import nothing_measured
 
 Log = Callable[[str], None]
 RECORD = "(whole assessment)"  # the row counting assessments that produced no score at all
@@ -86,6 +87,8 @@ def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) ->
     names = list(results)
     lines: list[str] = []
     judges = sorted({j for r in results.values() for j in r})
+    if not judges:
+        return nothing_measured("no judge rated a conversation of the evaluation runs: see `emoharbor leaderboard RUN`")
     for judge in judges:
         dims = sorted({d for r in results.values() for d in r.get(judge, {})})
         head = ["dimension", *names, *[f"{n}-{names[0]}" for n in names[1:]]]

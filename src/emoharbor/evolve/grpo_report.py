@@ -73,13 +73,16 @@ def _parts(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
 
 
 CURVE = ["step", "completions", "scored", "unscored", "errors", "mean reward", "penalties"]
+NO_STEP = (
+    "no step logged a reward: `emoharbor evolve grpo` trains the steps (a killed stage resumes from its checkpoint)"
+)
 
 
 def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
     p = _parts(out, summary)
     return "\n".join([
         f"# GRPO against the simulated user: {out.name}", "", p["head"], "", p["counts"], "",
-        "## Reward per step", "", text_table(CURVE, p["curve"], md=True), "",
+        "## Reward per step", "", text_table(CURVE, p["curve"], md=True, empty=NO_STEP), "",
         "## Penalties (replies hitting each, all steps)", "",
         text_table(["penalty", "replies"], p["penalties"], md=True) if p["penalties"] else "none", "",
         "## Held-out evaluation: before and after, per judge and dimension", "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL
-from ..tables import interval, render_data, text_table
+from ..tables import RESUME, interval, nothing_measured, render_data, text_table
 
 PERCENT = ("gratitude", "question", "voice", "narrates", "repeat")
 
@@ -55,7 +55,7 @@ def next_text(n: dict[str, Any], md: bool) -> list[str]:
     lines = [f"Next message: {n['cuts']} cuts of {n['talks']} talks ({n['unscored']} unscored{left}); the simulated "
              "user writes the seeker's next message where the real one wrote it"]  # fmt: skip
     if not n["rows"]:
-        return [*lines, "(no cut finished yet)"]
+        return [*lines, nothing_measured(f"no cut is scored yet: {RESUME}")]
     lines.append(text_table(HEAD, next_rows(n), md=md))
     if not n.get("discriminator"):
         lines.append(f"discriminator and similarity: {n.get('embeddings', 'n/a')}")
@@ -72,7 +72,7 @@ def whole_text(w: dict[str, Any] | None, md: bool) -> list[str]:
         return []
     head = f"Whole talks: {w['talks']} of {w['planned']} simulated ({w['unscored']} unscored)"
     if not w.get("rows"):
-        return ["", head, "(no talk finished yet)"]
+        return ["", head, nothing_measured(f"no talk is scored yet: {RESUME}")]
     cap = w.get("turns_cap")
     st, rel, bye = w["seeker_turns"], w["relief"], w["last_thanks_or_bye"]
     shape = [

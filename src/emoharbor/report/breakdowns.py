@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 
 from ..assess.dimensions import group_keys
+from ..assess.render import no_scores
 from ..profiles.schema import Profile
 from ..profiles.stats import CATEGORICAL, TRAITS
 from ..run_view import RunView
 from ..stats.bootstrap import MIN_N, TOO_SMALL, bootstrap_ci, shown, too_small
 from ..store.records import Assessment
-from ..tables import csv_table, interval, num, text_table
+from ..tables import csv_table, interval, nothing_measured, num, text_table
 from .html import esc, heat, note, table
 
 HIGH, LOW = 0.67, 0.33  # a trait at or above HIGH is "high", at or below LOW "low", between them left out
@@ -200,7 +201,7 @@ def render_breakdown(data: dict[str, Any], fmt: str = "text") -> str:
                 for s in sups if (c := r["cells"].get(s))]  # fmt: skip
         return csv_table(cols, rows)
     if not sups:
-        return f"no conversation scored by the judge '{data['judge']}', so no breakdowns"
+        return nothing_measured(no_scores(data["judge"]))
     md = fmt == "md"
     head = "##" if md else "#"
     avg = [f"{s} (avg {_average_text(b)})" for s, b in data["baseline"].items()]

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..scoring.values import usage_text
 from ..stats.bootstrap import TOO_SMALL, too_small
-from ..tables import interval, num, render_data, text_table
+from ..tables import RESUME, interval, nothing_measured, num, render_data, text_table
 
 FIGURES = ("rho", "rho_margin", "pairs", "pairs_margin")
 
@@ -30,7 +30,22 @@ def beats(r: dict[str, Any]) -> str:
     return f"rho {r['rho_beats']}, pairs {r['pairs_beats']}"
 
 
+def has_figure(rows: list[dict[str, Any]]) -> bool:
+    """Whether any scorer or baseline of ``rows`` has a figure (rho or pairs agree)."""
+    return any((r.get(f) or {}).get("value") is not None for r in rows for f in ("rho", "pairs"))
+
+
 def to_text(data: dict[str, Any], md: bool = False) -> str:
+    src = ", ".join(f"{n} {s}" for s, n in data["sources"].items()) or "none"
+    if data["unfinished"]:
+        src += f"; {data['unfinished']} points not finished yet are left out"
+    ratings = ", ".join(f"{k}: {v}" for k, v in data["ratings"].items()) or "none"
+    title = (f"Seekers: {data['points']} rated reply blocks in {data['talks']} talks ({src}); ratings {ratings}; "
+             f"{data['pairs']} within-talk pairs with different ratings; user model {data['user_model'] or '(none)'}; "
+             f"model time so far {data['wall_s']:.0f} s")  # fmt: skip
+    if not has_figure(data["rows"]):
+        few = f"{data['points']} points are too few for a figure"
+        return "\n".join([title, nothing_measured(few if data["points"] else f"no point is finished yet: {RESUME}")])
     head = ["scorer", "rho vs rating", "minus best baseline", "pairs agree", "minus best baseline",
             "beats the baselines", "scored", "unscored"]  # fmt: skip
     rows = [[r["scorer"], shown(r["rho"]), shown(r.get("rho_margin"), signed=True), shown(r["pairs"]),
@@ -38,14 +53,8 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
             for r in data["rows"]]  # fmt: skip
     detail = [[r["scorer"], r.get("rho_best") or "-", r.get("pairs_best") or "-", str(r["pairs"]["n"]),
                usage_text(r["usage"])] for r in data["rows"] if not r["baseline"]]  # fmt: skip
-    src = ", ".join(f"{n} {s}" for s, n in data["sources"].items()) or "none"
-    if data["unfinished"]:
-        src += f"; {data['unfinished']} points not finished yet are left out"
-    ratings = ", ".join(f"{k}: {v}" for k, v in data["ratings"].items()) or "none"
     lines = [
-        f"Seekers: {data['points']} rated reply blocks in {data['talks']} talks ({src}); ratings {ratings}; "
-        f"{data['pairs']} within-talk pairs with different ratings; user model {data['user_model'] or '(none)'}; "
-        f"model time so far {data['wall_s']:.0f} s",
+        title,
         "rho: Spearman with the seeker's rating over every point; pairs agree: the share of within-talk pairs "
         "the scorer orders as the seeker did (a tie half); 95% intervals resample talks; a scorer beats the "
         "baselines (words, position, echo) on a figure when its margin over the best one lies above 0",
@@ -64,7 +73,9 @@ def by_source_text(parts: list[dict[str, Any]], md: bool) -> str:
     rows = [[r["scorer"]] + [cell for p in parts for cell in (shown(p["rows"][k]["rho"]),
             shown(p["rows"][k]["pairs"]), beats(p["rows"][k]))] for k, r in enumerate(parts[0]["rows"])]  # fmt: skip
     counts = "; ".join(f"{p['source']}: {p['points']} points, {p['pairs']} within-talk pairs" for p in parts)
-    return "\n".join([f"By file ({counts}):", text_table(head, rows, md=md)])
+    kept = rows if any(has_figure(p["rows"]) for p in parts) else []
+    why = "no file alone has points enough for a figure"
+    return "\n".join([f"By file ({counts}):", text_table(head, kept, md=md, empty=why)])
 
 
 def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:

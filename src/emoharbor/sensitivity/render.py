@@ -6,7 +6,7 @@ from typing import Any
 
 from ..scoring.values import usage_text
 from ..stats.bootstrap import TOO_SMALL
-from ..tables import render_data, text_table
+from ..tables import RESUME, nothing_measured, render_data, text_table
 from .names import ALL
 
 SHORT = {"off_target": "off-tgt", "generic": "generic", "generic_long": "gen-long", "dismissive": "dismiss",
@@ -27,18 +27,21 @@ def interval(c: dict[str, Any]) -> str:
 
 
 def to_text(data: dict[str, Any], md: bool = False) -> str:
+    src = ", ".join(f"{n} {s}" for s, n in sorted(data["sources"].items())) or "none"
+    if data.get("unfinished"):
+        src += f"; {data['unfinished']} cases not finished yet are left out"
+    title = (f"Sensitivity: {data['cases']} cases ({src}); user model {data['user_model'] or '(none)'}; suite "
+             f"{data['suite']}; model time so far {data['wall_s']:.0f} s")  # fmt: skip
+    if not any(r[ALL]["share"] is not None for r in data["rows"]):
+        return "\n".join([title, nothing_measured(f"no case is finished yet: {RESUME}")])
     kinds = data["kinds"]
     head = ["scorer", *[SHORT.get(k, k) for k in kinds], ALL]
     shares = [[r["scorer"], *[pct(r["cells"][k]["share"]) for k in kinds], interval(r[ALL])] for r in data["rows"]]
     detail = [[r["scorer"], str(r["pairs"]), pct(r["tie_rate"]), str(r[ALL]["unscored"]),
                "-" if r["distinct"] is None else str(r["distinct"]), usage_text(r["usage"])]
               for r in data["rows"]]  # fmt: skip
-    src = ", ".join(f"{n} {s}" for s, n in sorted(data["sources"].items()))
-    if data.get("unfinished"):
-        src += f"; {data['unfinished']} cases not finished yet are left out"
     lines = [
-        f"Sensitivity: {data['cases']} cases ({src}); user model {data['user_model'] or '(none)'}; suite "
-        f"{data['suite']}; model time so far {data['wall_s']:.0f} s",
+        title,
         "Share of cases where the real reply scores above the bad one, % (ties count half); "
         f"{ALL}: with a bootstrap 95% interval (cases resampled)",
         text_table(head, shares, md=md),

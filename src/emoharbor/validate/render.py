@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL, too_small
-from ..tables import csv_table, interval, num, text_table
+from ..tables import RESUME, csv_table, interval, num, text_table
 from .analysis import LENGTH_KEYS
 
 CELL_FIELDS = ("value", "lo", "hi", "n")
@@ -33,11 +33,16 @@ def is_difference(data: dict[str, Any], row: dict[str, Any]) -> bool:
     return any(row is r for r in [*data.get("margins", []), *data["differences"]])
 
 
+def measured(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows``, or none when not one of their cells holds a figure (a table of n/a says nothing)."""
+    return rows if any(c["value"] is not None for r in rows for c in r["cells"].values()) else []
+
+
 def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["judge", "score", "scoring", *[data["target_labels"][t] for t in data["targets"]]]
     rows = [
         [r["judge"], r["score"], r.get("scoring", ""), *[cell_text(r["cells"][t]) for t in data["targets"]]]
-        for r in all_rows(data)
+        for r in measured(all_rows(data))
     ]
     return header, rows
 
@@ -48,7 +53,7 @@ def length_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["judge", "score", "scoring", *[labels.get(t, t) for t in data["targets"]]]
     rows = [
         [r["judge"], r["score"], r.get("scoring", ""), *[cell_text(r["cells"][t]) for t in data["targets"]]]
-        for r in data.get("length_control", [])
+        for r in measured(data.get("length_control", []))
     ]
     return header, rows
 
@@ -62,8 +67,9 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     c = data["counts"]
     cfg = data["config"]
     cap = cfg.get("max_supporter_turns") or "none"
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(c["by_source"].items())) or "none"
     lines = [
-        f"conversations: {c['conversations']} ({', '.join(f'{k} {v}' for k, v in sorted(c['by_source'].items()))}); "
+        f"conversations: {c['conversations']} ({sources}); "
         f"replay errors {c['replay_errors']}; failed (ESConv label) {c['failed']}",
         f"supporter turns replayed: {c['supporter_turns_replayed']} of {c['supporter_turns_total']} "
         f"(cap {cap} per conversation; {c['truncated']} conversations cut at the cap)",
@@ -116,9 +122,13 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
     header, rows = table_rows(data)
     head = "## " if md else "# "
     bullet = "- " if md else ""
-    parts = [f"{head}Agreement with real help-seekers (ESConv survey)", text_table(header, rows, md)]
+    n = data["counts"]["conversations"]
+    few = f"{n} conversations are too few for a figure: a larger --limit replays more"
+    why = few if n else f"no conversation is replayed yet: {RESUME}"
+    parts = [f"{head}Agreement with real help-seekers (ESConv survey)", text_table(header, rows, md, why)]
     if data.get("length_control"):
-        parts += [f"{head}{length_title(data)}", text_table(*length_rows(data), md)]
+        unscored = "no judge has scored a conversation: `emoharbor assess RUN --judge CARD` rates them"
+        parts += [f"{head}{length_title(data)}", text_table(*length_rows(data), md, unscored)]
     parts.append("\n".join(bullet + line for line in summary_lines(data)))
     return "\n\n".join(parts)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...errors import EmoharborError
 from ...stats.bootstrap import MIN_N, TOO_SMALL, too_small
-from ...tables import csv_table, interval, md_table, num
+from ...tables import RESUME, csv_table, interval, md_table, nothing_measured, num
 from ..dimensions import OVERALL
 
 CSV_TABLES = {
@@ -16,13 +16,13 @@ CSV_TABLES = {
     "agreement": ["judge_human", "human_human", "alpha", "bias", "rationale_focus", "people_pairs", "people_ratings"],
     "strategies": ["profiles"],
 }
+JUDGE = "`emoharbor heart judge RUN` makes the judges' verdicts"  # what to run for a table of the judges' verdicts
 
 
-def dict_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    if not rows:
-        return "(none)"
-    cols = columns or list(rows[0])
-    return md_table(cols, [[r.get(c) for c in cols] for r in rows])
+def dict_table(rows: list[dict[str, Any]], empty: str) -> str:
+    """A Markdown table of rows with the first row's keys as columns; no rows: one line saying why (``empty``)."""
+    cols = list(rows[0]) if rows else []
+    return md_table(cols, [[r.get(c) for c in cols] for r in rows], empty)
 
 
 def to_json(data: dict[str, Any]) -> str:
@@ -159,7 +159,7 @@ def ratings_md(data: dict[str, Any]) -> str:
         "",
         "## Order consistency (the winner did not flip when the order was swapped)",
         "",
-        dict_table(data["order_consistency"]),
+        dict_table(data["order_consistency"], f"no pair was scored in both orders: {JUDGE}; see the counts below"),
         "",
         "## Counts",
         "",
@@ -256,14 +256,13 @@ def agreement_md(data: dict[str, Any]) -> str:
             f"{counts_text(imp['skipped'], empty='0')}"
         )
         parts += [f"  - {n}" for n in imp["notes"][:5]]
-    judge = "`emoharbor heart judge RUN` makes the judges' verdicts"
     for title, key, why in [
-        ("Judge-human agreement", "judge_human", f"no pair has both a judge's verdict and a person's yet: {judge}"),
+        ("Judge-human agreement", "judge_human", f"no pair has both a judge's verdict and a person's yet: {JUDGE}"),
         ("Human-human agreement (the ceiling)", "human_human", "no item was judged by two people or more: no ceiling"),
         ("Krippendorff's alpha (nominal: a / b / tie)", "alpha", "no item was judged by two raters or more"),
-        ("Judge biases", "bias", f"no judgment yet: {judge}"),
+        ("Judge biases", "bias", f"no judgment yet: {JUDGE}"),
         ("What rationales talk about (share of rationales per dimension)", "rationale_focus",
-         f"no rationale yet: {judge}"),
+         f"no rationale yet: {JUDGE}"),
     ]:  # fmt: skip
         parts += ["", f"## {title}", "", measured_table(data[key], why)]
     return "\n".join(parts + people_md(data)) + "\n"
@@ -274,10 +273,10 @@ def measured_table(rows: list[dict[str, Any]], why: str) -> str:
     saying why there is none."""
     kept = [r for r in rows if any(isinstance(v, float) for v in r.values())]
     if not kept:
-        return f"Nothing measured: {why}."
+        return nothing_measured(why)
     left = len(rows) - len(kept)
     note = f"\n\n({left} {'row' if left == 1 else 'rows'} with nothing measured left out.)" if left else ""
-    return dict_table(kept) + note
+    return dict_table(kept, why) + note
 
 
 def people_md(data: dict[str, Any]) -> list[str]:
@@ -294,22 +293,21 @@ def people_md(data: dict[str, Any]) -> list[str]:
              "baseline: the scorer's figure minus the baseline's on the same items, its interval from the same "
              "resamples; it beats the baseline when that interval lies above 0. Under "
              f"{MIN_N} histories: no interval ({TOO_SMALL}).", ""]  # fmt: skip
-    parts.append(_people_rows(data.get("people_pairs", []), "agreement", "pairs"))
+    ties = "the people decided no pair: their ties are counted above"
+    parts.append(_people_rows(data.get("people_pairs", []), "agreement", "pairs", ties))
     if data.get("people_ratings"):
         parts += ["", "## Reply scores against the people's ratings (Spearman's rho; 95% intervals over histories)",
                   "", _people_rows(data["people_ratings"], "spearman", "replies")]  # fmt: skip
     return parts
 
 
-def _people_rows(rows: list[Row], stat: str, n: str) -> str:
-    if not rows:
-        return "(none)"
-    more = ["ties"] if "ties" in rows[0] else []
+def _people_rows(rows: list[Row], stat: str, n: str, empty: str = "") -> str:
+    more = ["ties"] if rows and "ties" in rows[0] else []
     table = [[r["dimension"], r["scorer"] + (" (baseline)" if r["baseline"] else ""), r["reading"], r[n],
               r["histories"], _estimate(r, stat), _minus(r), r["beats_baseline"] or "(baseline)",
               *(r[k] for k in more), _unscored(r)] for r in rows]  # fmt: skip
     head = ["dimension", "scorer", "reading", n, "histories", stat, "minus baseline", "beats the baseline"]
-    return md_table([*head, *more, "unscored"], table)
+    return md_table([*head, *more, "unscored"], table, empty)
 
 
 def _unscored(r: Row) -> str:
@@ -340,10 +338,14 @@ def strategies_md(data: dict[str, Any]) -> str:
         f"sentences {data['sentences']}, unlabelled {data['unlabelled_sentences']}; events "
         f"{counts_text(data['events'])}.",
     ]
+    if not data["profiles"]:
+        parts += ["", nothing_measured(f"no candidate reply is finished yet: {RESUME}")]
     for subset in dict.fromkeys(r["subset"] for r in data["profiles"]):
         rows = [r for r in data["profiles"] if r["subset"] == subset]
         comps = [r["competitor"] for r in rows]
         table = [[s, *[r[s] for r in rows]] for s in data["strategies"]]
         table += [[k, *[r[k] for r in rows]] for k in ("replies", "sentences", "unlabelled")]
-        parts += ["", f"## histories: {subset}", "", md_table(["strategy", *comps], table)]
+        labelled = any(r["sentences"] > r["unlabelled"] for r in rows)
+        why = f"none of the {sum(r['sentences'] for r in rows)} sentences got a label: see the replies by status above"
+        parts += ["", f"## histories: {subset}", "", md_table(["strategy", *comps], table if labelled else [], why)]
     return "\n".join(parts) + "\n"

@@ -27,7 +27,7 @@ from ...stats.bootstrap import Estimate, bootstrap_ci
 from ...store.record import open_run, record_hash, run_record
 from ...store.run_store import RunStore
 from ...store.units import Events, Work, run_stage
-from ...tables import cell, interval, md_table
+from ...tables import cell, interval, md_table, nothing_measured
 from ..analysis.render import dict_table
 from ..analysis.stats import cohen_kappa
 from ..config import HUMAN, HeartConfig
@@ -37,6 +37,7 @@ from .strategies import StrategyFile, label_patterns, label_reply
 KIND = "heart_strategy_check"
 PROMPTS = ("heart_strategy",)
 UNIT = "esconv_label"
+UNSCORED = "no message got a first-sentence label: see the unscored ones in the counts"  # why its tables can be empty
 DEFAULTS = HeartConfig.model_fields  # max_sentences, label_retries, concurrency: as in a HEART run
 
 
@@ -282,6 +283,8 @@ def _interval(e: dict[str, float | None]) -> str:
 
 def patterns_md(p: dict[str, Any]) -> str:
     """The degenerate-labelling section, in Markdown."""
+    if not p["labelled_sentences"]:
+        return "\n## Degenerate labelling\n\n" + nothing_measured("no sentence got a label") + "\n"
     lines = [
         "",
         "## Degenerate labelling",
@@ -318,7 +321,7 @@ def check_md(data: dict[str, Any]) -> str:
         "",
         f"**{data['verdict']}**",
         "",
-        md_table(["", "value [95% interval]"], rows),
+        md_table(["", "value [95% interval]"], rows if data["scored"] else [], UNSCORED),
         "",
         f"Scored {data['scored']} of {m['selected']} messages selected; unscored (never guessed): "
         f"{unscored or 'none'}. Supporter messages {m['supporter_messages']}, eligible {m['eligible']}; "
@@ -327,10 +330,10 @@ def check_md(data: dict[str, Any]) -> str:
         "",
         "## Label distribution (scored messages)",
         "",
-        dict_table(data["distribution"]),
+        dict_table(data["distribution"], UNSCORED),
         "",
         "## Confusion (rows: the annotators' label; columns: the labeller's, first sentence)",
         "",
-        dict_table(data["confusion"]),
+        dict_table(data["confusion"] if data["scored"] else [], UNSCORED),
     ]
     return "\n".join(parts) + "\n"
