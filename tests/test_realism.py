@@ -253,8 +253,9 @@ def test_a_file_without_a_cut_and_bad_options_are_refused(tmp_path: Path, capsys
     with pytest.raises(DataError, match="no talk has a supporter turn before the seeker's third turn"):
         file_talks(short)
     files = talk_files(tmp_path)
-    for extra, said in ((["--cuts", "0"], "--cuts must be at least 1"), (["--limit", "1", "--sample", "1"],
-                        "not both"), (["--user-agent", "nobody"], "--user-agent nobody")):  # fmt: skip
+    for extra, said in ((["--cuts", "0", "--whole", "0"], "nothing to simulate"), (["--cuts", "-1"],
+                        "--cuts must be at least 0"), (["--limit", "1", "--sample", "1"], "not both"),
+                        (["--user-agent", "nobody"], "--user-agent nobody")):  # fmt: skip
         code, _, err = run_main(["realism", *map(str, files), "--user-model", "scripted", *extra], capsys)
         assert code != 0 and said in err, err
     # examples drawn from the talks being evaluated are refused
@@ -286,3 +287,17 @@ def test_a_run_resumed_after_the_persona_card_changed_is_refused_naming_it(
     assert "You are feeling" in talk_cuts(load_esconv(files[0])[0])[0].profile.persona_card()
     code, _, err = run_main(args, capsys)
     assert code != 0 and "prompt_versions.persona_card" in err and "Traceback" not in err, err
+
+
+def test_whole_talks_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = talk_files(tmp_path)
+    args = ["realism", *map(str, files), "--user-model", "scripted", "--user-agent", "simple", "--cuts", "0",
+            "--whole", "2", "--turns", "2", "--run-dir", str(tmp_path / "run"), "--quiet"]  # fmt: skip
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    assert "0 cuts of" in err and "2 whole talks" in err
+    assert "Next message: no cut asked for (--cuts 0)" in out and "no cut is scored yet" not in out
+    assert "Whole talks: 2 of 2 simulated" in out
+    code, _, err = run_main(["report", str(tmp_path / "run")], capsys)
+    assert code == 0, err
+    assert "Whole talks" in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ from .scorers import scorer_options
 @click.option("--sample", type=int, help="N talks of each file at random (with --seed), instead of the first N.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--cuts", default=2, show_default=True, help="Cuts per talk (the seeker's third turn on), drawn with "
-              "--seed: at each, the simulated user writes the next message.")  # fmt: skip
+              "--seed: at each, the simulated user writes the next message; 0: none (whole talks only).")  # fmt: skip
 @click.option("--whole", default=8, show_default=True, help="Talks also simulated whole, with the supporter (the "
               "first N chosen); 0: none.")  # fmt: skip
 @click.option("--turns", default=6, show_default=True, help="Supporter turns at most in a whole talk.")

@@ -47,6 +47,7 @@ def next_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any]:
     real = [Message(c.talk, c.real, tuple(c.earlier)) for c, _ in ok]
     table = Table(sim, real, n_boot=n_boot, seed=seed)
     out: dict[str, Any] = {
+        "planned": len(cuts),  # 0: the run asked for whole talks alone (--cuts 0)
         "cuts": len(ok),
         "talks": len({c.talk for c, _ in ok}),
         "unscored": sum(1 for d in done.values() if d.get("status") == "unscored"),

@@ -51,6 +51,8 @@ def next_rows(n: dict[str, Any]) -> list[list[str]]:
 
 
 def next_text(n: dict[str, Any], md: bool) -> list[str]:
+    if not n.get("planned", n["cuts"]):
+        return ["Next message: no cut asked for (--cuts 0)"]
     left = f"; {n['unfinished']} not finished yet" if n["unfinished"] else ""
     lines = [f"Next message: {n['cuts']} cuts of {n['talks']} talks ({n['unscored']} unscored{left}); the simulated "
              "user writes the seeker's next message where the real one wrote it"]  # fmt: skip

@@ -62,9 +62,11 @@ class RealismOptions:
         if not self.files:
             raise ConfigError("realism needs at least one ESConv file")
         check_selection(self.limit, self.sample, "talks")
-        for name in ("cuts", "whole", "turns"):
-            if getattr(self, name) < 0 or (name != "whole" and getattr(self, name) < 1):
-                raise ConfigError(f"--{name} must be at least {0 if name == 'whole' else 1}, not {getattr(self, name)}")
+        for name, least in (("cuts", 0), ("whole", 0), ("turns", 1)):
+            if getattr(self, name) < least:
+                raise ConfigError(f"--{name} must be at least {least}, not {getattr(self, name)}")
+        if not (self.cuts or self.whole):
+            raise ConfigError("--cuts 0 and --whole 0: nothing to simulate (give cuts per talk, whole talks or both)")
         if not isinstance(self.user_agent, UserSettings):
             self.user_agent = user_settings(self.user_agent)
 

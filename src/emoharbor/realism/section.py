@@ -25,13 +25,14 @@ def realism_html(data: dict[str, Any], rid: str) -> str:
              f"{data['wall_s']:.0f} s. Intervals: 95%, resampling talks.</p>"]  # fmt: skip
     lines = next_text(n, md=False)
     parts.append(f"<h4>Next message</h4><p>{esc(lines[0])}.</p>")
-    if not n["rows"]:
-        return "".join(parts) + note("no cut has been finished yet")
-    parts.append(_table(next_rows(n), f"{rid}-realism-next"))
-    parts += [f'<p class="hint">{esc(x)}</p>' for x in lines[2:]]
-    examples = "".join(f"<li>simulated: {esc(e['sim'])}<br>the real seeker: {esc(e['real'])}</li>"
-                       for e in n["examples"][:3])  # fmt: skip
-    parts.append(f"<h4>Examples</h4><ul>{examples}</ul>")
+    if n["rows"]:
+        parts.append(_table(next_rows(n), f"{rid}-realism-next"))
+        parts += [f'<p class="hint">{esc(x)}</p>' for x in lines[2:]]
+        examples = "".join(f"<li>simulated: {esc(e['sim'])}<br>the real seeker: {esc(e['real'])}</li>"
+                           for e in n["examples"][:3])  # fmt: skip
+        parts.append(f"<h4>Examples</h4><ul>{examples}</ul>")
+    elif n.get("planned", n["cuts"]):
+        parts.append(note("no cut has been finished yet"))
     whole = whole_text(data["whole"], md=False)
     if whole:
         parts.append("<h4>Whole talks</h4>" + "".join(f"<pre>{esc(x)}</pre>" for x in whole[1:]))
