@@ -140,3 +140,11 @@ def test_a_file_of_short_texts() -> None:
     for bad in ("no colon here\n", "a: 1\na: 2\n"):
         with pytest.raises(ValueError, match="key: text"):
             Prompt("w", bad).entries()
+
+
+def test_the_simple_users_opening_cue_is_todays() -> None:
+    from emoharbor.profiles.loader import builtin_profiles
+    from emoharbor.simulate.simple_user import SimpleUser
+
+    user = SimpleUser(None, builtin_profiles()[0])  # type: ignore[arg-type]  # no call is made
+    assert user.opening_cue == "(The chat has just opened. Write your first message.)"

@@ -18,7 +18,6 @@ from .text_checks import user_text_events
 from .user_agent import UserStep
 
 END_MARK = "[END]"
-OPENING_CUE = "(The chat has just opened. Write your first message.)"
 
 
 class SimpleSettings(VoiceSettings):
@@ -35,12 +34,13 @@ class SimpleUser:
         ending = [examples_text(s.examples, profile, s.examples_k), load_prompt("user_simple").render().strip()]
         self.head = voice.system(voice_prompt, profile, ending="\n\n".join(e for e in ending if e))
         self.max_tokens = voice.message_tokens(profile, s.max_tokens)
+        self.opening_cue = load_prompt("user_simple_open").render().strip()  # after the head, before a message
 
     def initial_state(self) -> UserState | None:
         return None
 
     async def _step(self, turns: list[Turn], seed: int) -> UserStep:
-        msgs = voice.chat(self.head, turns, None if turns else OPENING_CUE)
+        msgs = voice.chat(self.head, turns, None if turns else self.opening_cue)
         earlier = [t.text for t in turns if t.speaker == "user"]
         events: list[tuple[str, str]] = []
         text = await voice.checked(self.model, msgs, seed=seed, version=self.version, max_tokens=self.max_tokens,
@@ -62,4 +62,5 @@ class SimpleUser:
 
 register_agent("simple", SimpleSettings,
                lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s),
-               prompts=(PERSONA, "user_voice", "user_simple", "user_voice_examples", *voice.NUDGES))  # fmt: skip
+               prompts=(PERSONA, "user_voice", "user_simple", "user_simple_open", "user_voice_examples",
+                        *voice.NUDGES))  # fmt: skip
