@@ -148,3 +148,9 @@ def test_the_simple_users_opening_cue_is_todays() -> None:
 
     user = SimpleUser(None, builtin_profiles()[0])  # type: ignore[arg-type]  # no call is made
     assert user.opening_cue == "(The chat has just opened. Write your first message.)"
+
+
+def test_the_decisions_rule_on_ending_is_todays() -> None:
+    from emoharbor.simulate import voice
+
+    assert voice.note_words()["decide end rule"].render() == "Only end satisfied if you truly feel better."

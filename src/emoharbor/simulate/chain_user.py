@@ -290,9 +290,11 @@ class ChainUser:
         """Whether to go on, asked in the chat the message was written in, after it; an answer that does not
         parse goes on (an event says so)."""
         p_decide = self.prompts["user_decide"]
-        asked = [*msgs, {"role": "assistant", "content": text},
-                 {"role": "system", "content": p_decide.render(end_rule="Only end satisfied if you truly feel "
-                                                                "better.")}]  # fmt: skip
+        asked = [
+            *msgs,
+            {"role": "assistant", "content": text},
+            {"role": "system", "content": p_decide.render(end_rule=voice.note_words()["decide end rule"].render())},
+        ]
         r = await ask_json(self.model, asked, DECIDE_SCHEMA, seed=seed, prompt_version=p_decide.version,
                            max_tokens=24)  # fmt: skip
         if r.data is None:
