@@ -115,8 +115,11 @@ def test_a_seekers_run_with_no_finished_point(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_the_realism_views_with_nothing_scored() -> None:
-    nothing = {"cuts": 0, "talks": 0, "unscored": 0, "unfinished": 4, "rows": []}
+    nothing = {"planned": 4, "cuts": 0, "talks": 0, "unscored": 0, "unfinished": 4, "rows": []}
     assert next_text(nothing, md=False)[1:] == [f"Nothing measured: no cut is scored yet: {RESUME}."]
+    assert next_text({**nothing, "planned": 0, "unfinished": 0}, md=False) == [
+        "Next message: no cut asked for (--cuts 0)"
+    ]
     whole = whole_text({"talks": 0, "planned": 2, "unscored": 0, "rows": []}, md=True)
     assert whole == [
         "",
