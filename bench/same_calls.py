@@ -35,8 +35,7 @@ def calls(checkout: Path, args: list[str], url: str, flag: str, work: Path) -> s
         sys.exit(f"{checkout}: the command failed: {done.stderr.strip()[-400:]}")
     db = sqlite3.connect(cache / "calls.sqlite")
     try:
-        (table,) = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")][:1]
-        return {r[0] for r in db.execute(f"SELECT key FROM {table}")}
+        return {r[0] for r in db.execute("SELECT key FROM calls")}  # models.cache.CallCache's table
     finally:
         db.close()
 

@@ -78,11 +78,11 @@ def test_a_new_suite_scores_resumes_and_reads_its_scorers_back(tmp_path: Path) -
     store = RunStore.open_existing(tmp_path / "run")
     try:
         records = [d for _, d in store.items("score")]
-        wall = float(store.meta()["wall_s"])
+        meta = store.meta()
     finally:
         store.close()
     assert len(records) == 2 * len(SEEKER) and all(r["status"] == "ok" for r in records)
-    assert wall >= 0.0
+    assert "wall_s" in meta  # the run's model time is kept (its value is the machine's)
     values = user_values(records, reward)["user reward"]
     assert {k for k in values} == {(f"b{i}", kind) for i in range(len(SEEKER)) for kind in (REAL, "short")}
     assert all(v is not None for v in values.values())

@@ -51,7 +51,7 @@ def next_rows(n: dict[str, Any]) -> list[list[str]]:
 
 
 def next_text(n: dict[str, Any], md: bool) -> list[str]:
-    if not n.get("planned", n["cuts"]):
+    if not n["planned"]:
         return ["Next message: no cut asked for (--cuts 0)"]
     left = f"; {n['unfinished']} not finished yet" if n["unfinished"] else ""
     lines = [f"Next message: {n['cuts']} cuts of {n['talks']} talks ({n['unscored']} unscored{left}); the simulated "

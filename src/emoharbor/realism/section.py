@@ -31,7 +31,7 @@ def realism_html(data: dict[str, Any], rid: str) -> str:
         examples = "".join(f"<li>simulated: {esc(e['sim'])}<br>the real seeker: {esc(e['real'])}</li>"
                            for e in n["examples"][:3])  # fmt: skip
         parts.append(f"<h4>Examples</h4><ul>{examples}</ul>")
-    elif n.get("planned", n["cuts"]):
+    elif n["planned"]:
         parts.append(note("no cut has been finished yet"))
     whole = whole_text(data["whole"], md=False)
     if whole:

@@ -168,7 +168,7 @@ async def run_sensitivity(
         finally:  # stopped or not: the finished cases' figures (a resumed run writes them anew)
             record(store, sensitivity_table, ALL)
         store.set_meta("status", "complete")
-        errors = sum(1 for k in ("score", "pair") for _, d in store.items(k) if d.get("status") == "error")
+        errors = sum(1 for k in ("score", "pair") for status in store.field(k, "status").values() if status == "error")
         return Summary("score", len(items), todo, errors, lead=f"{len(cases)} cases, ")
     finally:
         store.close()

@@ -12,6 +12,7 @@ The profile sets the length (``words_target``: its verbosity) and the call's ``m
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from ..models.base import ChatModel, Message
 from ..profiles.schema import Profile
@@ -66,7 +67,9 @@ def trim(text: str, cut: bool) -> str:
     return " ".join(t.split())
 
 
+@cache
 def note_words() -> dict[str, Prompt]:
+    """The note's words by key, read once (``load_prompt`` caches the file, this its parsed entries)."""
     return load_prompt(NOTE_WORDS).entries()
 
 
