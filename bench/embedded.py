@@ -7,6 +7,8 @@ server set-up of the embedded model, one after another; then llama.cpp's own cei
     python bench/embedded.py --compare DIR/a.jsonl DIR/b.jsonl  # the same calls' answers on two set-ups
     python bench/embedded.py --workload demo reward validate  # emoharbor's own commands (bench/workloads.py)
     python bench/embedded.py --workload reward --contexts 24 --replies 5 --busy  # with another process busy
+    python bench/embedded.py --workload demo --draft          # the demo with the 0.5B drafting for the 1.5B
+    EMOHARBOR_LOCAL_KV_UNIFIED=1 python bench/embedded.py --workload demo   # a server setting of the workloads
 
 The workload: ``--conversations`` help-seekers (built-in profiles), each ``--turns`` supporter turns. Every
 turn is the simulated user's chain (appraise and feel: JSON schemas with enums, the persona and the
@@ -20,13 +22,17 @@ Set-ups (``--setups``):
   ``llama-cpp-python``  what emoharbor ran before: ``python -m llama_cpp.server`` (llama-cpp-python
                         0.3.36, not a dependency any more: ``pip install 'llama-cpp-python[server]==0.3.36'``),
                         one server per role, one request at a time
-  ``native:N``          llama.cpp's own server (xllamacpp), one server for every role, N slots, N at once
+  ``native:N``          llama.cpp's own server (xllamacpp), one server for every role, N slots, N at once;
+                        ``+kvu`` one KV buffer for every slot, ``+cache=MIB`` host memory for evicted
+                        prompts (0: none), ``+draft`` the 0.5B drafting (``native:4+kvu+draft``)
 
 Printed per set-up: wall time, calls/s, prompt and completion tokens/s (as the server's usage counts them),
 the prompt tokens the server evaluated (its own counter, where it has one: the rest came from its prefix
-cache), peak memory of the server processes, and the answers' health (JSON that parsed, judge answers whose
-tokens spell the reply). The ceiling: llama.cpp's prompt processing of a fresh 750-token prompt and its
-generation of 128 tokens, alone and with N sequences at once, on the native server, same model and threads.
+cache) and, step by step, the prompt tokens read afresh of all it was sent (its timings), the server's own
+generation speed, peak memory of the server processes, and the answers' health (JSON that parsed, judge
+answers whose tokens spell the reply). The ceiling: llama.cpp's prompt processing of a fresh 750-token prompt
+and its generation of 128 tokens, alone and with N sequences at once, on the native server, same model and
+threads.
 """
 
 from __future__ import annotations
@@ -63,6 +69,14 @@ JUDGE_SCHEMA = {
     "properties": {d: {"type": "integer", "enum": [1, 2, 3, 4, 5]} for d in DIMENSIONS},
     "required": list(DIMENSIONS),
 }
+# ``--evidence``: the judge quotes its evidence for each score, as a judge card with ``evidence: true`` does (about
+# 300 tokens written a call): the long answer a draft model would speed up, if any
+EVIDENCE_SCHEMA = {
+    "type": "object",
+    "properties": {d: {"type": "object", "properties": {"evidence": {"type": "string"}, "score": {
+        "type": "integer", "enum": [1, 2, 3, 4, 5]}}, "required": ["evidence", "score"]} for d in DIMENSIONS},
+    "required": list(DIMENSIONS),
+}  # fmt: skip
 SEEKER_LINES = [
     "I don't even know where to start. Everything has been piling up and I can't sleep.",
     "It's mostly work. My manager keeps adding things and I feel like I'm failing at all of them.",
@@ -88,9 +102,10 @@ class Call:
     top_logprobs: int = 0
 
 
-def workload(conversations: int, turns: int, logprobs: str = "judge") -> list[list[Call]]:
+def workload(conversations: int, turns: int, logprobs: str = "judge", evidence: bool = False) -> list[list[Call]]:
     """Each conversation's calls, in order; ``logprobs``: which calls ask for ``top_logprobs`` 5 (``judge``,
-    as the product does, or ``all``, as the first try in the issue did)."""
+    as the product does, or ``all``, as the first try in the issue did); ``evidence``: the judge quotes its
+    evidence for each score."""
     profiles = resolve_profiles(["builtin:*"])[:conversations]
     feel = FEEL_SCHEMA
     out = []
@@ -121,8 +136,10 @@ def workload(conversations: int, turns: int, logprobs: str = "judge") -> list[li
             ]
             calls.append(Call(c, f"t{t}:supporter", sup, "supporter", None, 80, 5 if logprobs == "all" else 0))
         rubric = "Rate the supporter on each dimension from 1 (poor) to 5 (excellent): " + ", ".join(DIMENSIONS)
+        rubric += ". For each, quote the words of the conversation that show it." if evidence else ""
         judge = [{"role": "system", "content": rubric}, {"role": "user", "content": "\n".join(said)}]
-        calls.append(Call(c, "judge", judge, "judge", JUDGE_SCHEMA, 160, 5))
+        schema, most = (EVIDENCE_SCHEMA, 420) if evidence else (JUDGE_SCHEMA, 160)
+        calls.append(Call(c, "judge", judge, "judge", schema, most, 5))
         out.append(calls)
     return out
 
@@ -167,9 +184,26 @@ def spec_for(model: str) -> ModelSpec:
     return ModelSpec(model=model, temperature=0.0, max_tokens=160, context_size=4096)
 
 
-async def run_native(model: str, slots: int, convs: list[list[Call]], seed: int) -> Outcome:
+def native_setup(setup: str, model: str) -> tuple[int, ModelSpec]:
+    """``native:N[+kvu][+cache=MIB][+draft]``: the slots, and the environment and model spec it asks for."""
+    head, *extras = setup.split("+")
+    slots = int(head.split(":")[1])
     os.environ["EMOHARBOR_LOCAL_SLOTS"] = str(slots)
+    os.environ["EMOHARBOR_LOCAL_KV_UNIFIED"] = "1" if "kvu" in extras else "0"
+    os.environ.pop("EMOHARBOR_LOCAL_CACHE_MIB", None)
     spec = spec_for(model)
+    for e in extras:
+        if e.startswith("cache="):
+            os.environ["EMOHARBOR_LOCAL_CACHE_MIB"] = e.split("=")[1]
+        elif e == "draft":
+            spec = spec.model_copy(update={"draft": "local:qwen0.5b"})
+        elif e != "kvu":
+            raise SystemExit(f"set-up {setup!r}: {e!r} is not kvu, cache=MIB or draft")
+    return slots, spec
+
+
+async def run_native(setup: str, model: str, convs: list[list[Call]], seed: int) -> Outcome:
+    slots, spec = native_setup(setup, model)
     async with ModelPool(cache_path=None) as pool:
         models: dict[str, ChatModel] = {r: await pool.get(spec, r) for r in ROLES}
         server = next(iter(pool._servers.values()))
@@ -268,7 +302,15 @@ def row(name: str, out: Outcome) -> dict[str, Any]:
     ok = [r for _, r, _ in out.results if r is not None]
     pt = sum(r.usage.prompt_tokens for r in ok)
     ct = sum(r.usage.completion_tokens for r in ok)
+    timed = [r.timings for r in ok if r.timings is not None and r.timings.generated_ms > 0]
+    gen_ms = sum(t.generated_ms for t in timed)
     ev = out.evaluated_prompt_tokens
+    afresh: dict[str, list[int]] = {}  # step -> [prompt tokens read afresh, prompt tokens], the server's timings
+    for c, r, _ in out.results:
+        if r is not None and r.timings is not None:
+            a = afresh.setdefault(c.step.split(":")[-1], [0, 0])
+            a[0] += r.timings.prompt_evaluated
+            a[1] += r.usage.prompt_tokens
     return {
         "setup": name,
         "wall_s": round(out.wall_s, 1),
@@ -276,16 +318,21 @@ def row(name: str, out: Outcome) -> dict[str, Any]:
         "prompt_tok_per_s": round(pt / out.wall_s, 1),
         "evaluated_prompt_tok_per_s": round(ev / out.wall_s, 1) if ev is not None else None,
         "completion_tok_per_s": round(ct / out.wall_s, 1),
+        # the server's own: tokens generated over the milliseconds it spent generating them, summed over calls
+        "server_gen_tok_per_s": round(sum(t.generated for t in timed) / gen_ms * 1000, 1) if gen_ms else None,
         "prompt_tokens": pt,
         "completion_tokens": ct,
         "peak_rss_mb": round(out.peak_rss_mb),
         **health(out),
+        "afresh_by_step": " ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(afresh.items())) or None,
     }
 
 
 async def ceiling(model: str, slots: int) -> dict[str, float]:
     """llama.cpp's own speed on this machine (its timings), on the native server with ``slots`` slots."""
     os.environ["EMOHARBOR_LOCAL_SLOTS"] = str(slots)
+    for knob in ("EMOHARBOR_LOCAL_KV_UNIFIED", "EMOHARBOR_LOCAL_CACHE_MIB"):  # the defaults, whatever ran before
+        os.environ.pop(knob, None)
     gguf = resolve_gguf(model.removeprefix("local:"))
     server = LocalServer(gguf, context_size=4096, slots=slots)
     await server.start()
@@ -342,6 +389,7 @@ def compare(a: Path, b: Path) -> None:
     for k in keys:
         if k[1] == "judge" and ra[k]["text"] and rb[k]["text"]:
             sa, sb = json.loads(ra[k]["text"]), json.loads(rb[k]["text"])
+            sa, sb = ({d: v["score"] if isinstance(v, dict) else v for d, v in x.items()} for x in (sa, sb))
             for d in DIMENSIONS:
                 n += 1
                 diffs += abs(int(sa[d]) - int(sb[d]))
@@ -367,6 +415,7 @@ async def main() -> None:
     ap.add_argument("--turns", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--logprobs", choices=["judge", "all"], default="judge", help="which calls ask for top_logprobs")
+    ap.add_argument("--evidence", action="store_true", help="the judge quotes evidence for each score (~300 tokens)")
     ap.add_argument("--ceiling-slots", type=int, default=4, help="sequences at once for the ceiling; 0: no ceiling")
     ap.add_argument("--answers", type=Path, help="write each set-up's answers here, one JSONL file per set-up")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
@@ -377,6 +426,7 @@ async def main() -> None:
     ap.add_argument("--contexts", type=int, default=24, help="--workload reward: contexts; validate: conversations")
     ap.add_argument("--replies", type=int, default=5, help="--workload reward: replies to each context (1-5)")
     ap.add_argument("--busy", action="store_true", help="--workload: one other process busy on one core meanwhile")
+    ap.add_argument("--draft", action="store_true", help="--workload demo: every model with the 0.5B drafting")
     a = ap.parse_args()
     if a.compare:
         compare(*a.compare)
@@ -384,7 +434,7 @@ async def main() -> None:
     if a.workload:
         workloads.main(a)
         return
-    convs = workload(a.conversations, a.turns, a.logprobs)
+    convs = workload(a.conversations, a.turns, a.logprobs, a.evidence)
     n_calls = sum(len(c) for c in convs)
     print(f"workload: {a.conversations} conversations x {a.turns} turns, {n_calls} calls, top_logprobs on "
           f"{a.logprobs} calls; model {a.model}; "
@@ -392,12 +442,12 @@ async def main() -> None:
     rows = []
     for s in a.setups:
         out = await (run_old(a.model, convs, a.seed) if s == "llama-cpp-python"
-                     else run_native(a.model, int(s.split(":")[1]), convs, a.seed))  # fmt: skip
+                     else run_native(s, a.model, convs, a.seed))  # fmt: skip
         rows.append(row(s, out))
         print(json.dumps(rows[-1]), flush=True)
         if a.answers:
             a.answers.mkdir(parents=True, exist_ok=True)
-            write_answers(a.answers / f"{s.replace(':', '-')}.jsonl", out)
+            write_answers(a.answers / f"{s.replace(':', '-').replace('+', '_').replace('=', '')}.jsonl", out)
     if rows:
         print()
         print(table(rows))

@@ -2,7 +2,8 @@
 the real prompt files, run as a new user runs them, each in a fresh run folder with an empty call cache (the
 assembled model file is shared, so no workload pays for assembling it), one after another.
 
-- ``demo``: ``emoharbor demo``.
+- ``demo``: ``emoharbor demo`` (with ``--draft``: ``emoharbor run`` on the demo's config with the 0.5B drafting
+  for every model).
 - ``reward``: ``emoharbor reward`` on ``--contexts`` ESConv contexts cut as the sensitivity suite cuts them
   (``sensitivity.cases.esconv_cut``: the third seeker turn or later, about 1,000 prompt tokens a call), with
   ``--replies`` replies each: the real reply and rule-made bad ones (``sensitivity.bad``).
@@ -25,8 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from emoharbor.models.cache import default_cache_dir
 from emoharbor.sensitivity.bad import bad_replies
@@ -58,9 +62,23 @@ def reward_file(esconv: Path, contexts: int, replies: int, out: Path) -> int:
     return n
 
 
+def drafted_demo(out: Path) -> Path:
+    """The demo's config with the 0.5B drafting for every model (``draft: local:qwen0.5b``), written to ``out``."""
+    cfg = yaml.safe_load(resources.files("emoharbor").joinpath("demo.yaml").read_text(encoding="utf-8"))
+    roles = cfg["roles"]
+    for s in roles["supporter"]:
+        s["draft"] = "local:qwen0.5b"
+    for role in ("user", "judge"):
+        roles[role] = {"model": roles[role], "draft": "local:qwen0.5b"}
+    out.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    return out
+
+
 def command(workload: str, a: Any, work: Path) -> tuple[list[str], int]:
     """The emoharbor command line of ``workload`` and how many units it does (conversations or replies)."""
     exe = [sys.executable, "-m", "emoharbor.cli"]
+    if workload == "demo" and a.draft:
+        return [*exe, "run", str(drafted_demo(work / "demo.yaml")), "--run-dir", str(work / "run"), "--quiet"], 4
     if workload == "demo":
         return [*exe, "demo", "--run-dir", str(work / "run"), "--quiet"], 4
     if workload == "reward":

@@ -222,6 +222,8 @@ def server_threads() -> int:
 DEFAULT_SLOTS = 4  # bench/embedded.py on 2 cores: see docs/embedded.md
 # llama.cpp's default poll (50) spins its idle threads: on a busy 2-core machine that slowed it severalfold
 DEFAULT_POLL = 0
+DEFAULT_CACHE_MIB = 1024  # evicted prompts kept in host memory (bench/embedded.py: docs/embedded.md)
+DEFAULT_KV_UNIFIED = False  # bench/embedded.py: docs/embedded.md
 
 
 def server_poll() -> int:
@@ -236,6 +238,18 @@ def server_slots() -> int:
     temperature 0 (a batch sums in another order: 27 of 36 benchmark answers were the same at 1 and 4
     slots), which is why a cached answer is reused whatever the slots were."""
     return _env_count("EMOHARBOR_LOCAL_SLOTS", DEFAULT_SLOTS, "slots")
+
+
+def server_cache_mib() -> int:
+    """Host memory, in MiB, for the prompts evicted from the server's slots (llama.cpp's ``--cache-ram``):
+    $EMOHARBOR_LOCAL_CACHE_MIB, else DEFAULT_CACHE_MIB; 0 keeps none. A speed setting, like the threads."""
+    return _env_count("EMOHARBOR_LOCAL_CACHE_MIB", DEFAULT_CACHE_MIB, "MiB", lo=0)
+
+
+def server_kv_unified() -> bool:
+    """One KV buffer shared by every slot (llama.cpp's ``--kv-unified``): $EMOHARBOR_LOCAL_KV_UNIFIED=1, else
+    DEFAULT_KV_UNIFIED. A speed setting, like the threads."""
+    return bool(_env_count("EMOHARBOR_LOCAL_KV_UNIFIED", int(DEFAULT_KV_UNIFIED), "switch (0 or 1)", lo=0, hi=1))
 
 
 # llama.cpp's server reads an OpenAI ``response_format`` schema through its chat-template parser, which
@@ -334,8 +348,9 @@ class LocalServer:
             sys.executable, "-m", "emoharbor.models.native_server", "--model", str(self.gguf.path),
             "--port", str(self.port), "--context-size", str(self.context_size),
             "--slots", str(self.slots * PREFIXES_PER_REQUEST), "--threads", str(server_threads()),
-            "--poll", str(server_poll()), "--alias", "local",
+            "--poll", str(server_poll()), "--cache-mib", str(server_cache_mib()), "--alias", "local",
         ]  # fmt: skip
+        cmd += ["--kv-unified"] if server_kv_unified() else []
         if self.draft is not None:
             cmd += ["--draft", str(self.draft.path)]
             cmd += ["--draft-max", str(self.draft_max)] if self.draft_max is not None else []

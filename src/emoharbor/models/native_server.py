@@ -2,7 +2,7 @@
 (prebuilt wheels: nothing to compile), on 127.0.0.1.
 
 ``python -m emoharbor.models.native_server --model PATH --port N --context-size N --slots N --threads N --poll N
-[--draft PATH [--draft-max N]]``
+--cache-mib N [--kv-unified] [--draft PATH [--draft-max N]]``
 
 It answers the OpenAI chat API at ``http://127.0.0.1:PORT/v1`` with ``--slots`` sequences decoded together
 (continuous batching), each slot with ``--context-size`` tokens of context and its own prompt cache; a
@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--slots", type=int, required=True)  # the defaults are LocalServer's: one place for them
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--poll", type=int, required=True)
-    ap.add_argument("--cache-mib", type=int, default=1024)
+    ap.add_argument("--cache-mib", type=int, required=True)
+    ap.add_argument("--kv-unified", action="store_true")  # one KV buffer for every slot
     ap.add_argument("--alias", default="local")
     ap.add_argument("--draft", default=None)  # a GGUF of the same vocabulary: speculative decoding
     ap.add_argument("--draft-max", type=int, default=None)  # None: llama.cpp's default
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     p.cont_batching = True
     p.cache_prompt = True
     p.cache_ram_mib = a.cache_mib
+    p.kv_unified = a.kv_unified
     p.cpuparams.n_threads = a.threads
     p.cpuparams_batch.n_threads = a.threads
     p.cpuparams.poll = a.poll  # how hard an idle worker thread spins before it sleeps (0-100)
