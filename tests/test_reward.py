@@ -15,6 +15,7 @@ from cli_helpers import run_main
 from emoharbor.data.esconv import load_esconv
 from emoharbor.data.selection import spread
 from emoharbor.evolve.guard import EvalGuard
+from emoharbor.heart.config import HistorySource
 from emoharbor.models.base import ModelCallError
 from emoharbor.profiles.loader import builtin_profiles
 from emoharbor.reward import RewardContext, RewardSettings, UserReward, UserRewardFunc, tally
@@ -169,6 +170,9 @@ def test_contexts_from_esconv_and_heart_end_on_the_seeker_and_the_guard_holds_ou
     guard = EvalGuard(history_ids={es[0].history})
     assert guard.blocks_record(es[0].guard_record())
     assert not guard.blocks_record(hs[0].guard_record())
+    # a history source names its subset and limits, as HEART's config does (the file name decides nothing)
+    adv = load_heart_histories(HistorySource(path=str(heart), subset="adversarial", first=3))
+    assert [h.id for h in adv] == ["adversarial:0", "adversarial:1", "adversarial:2"]
     picked = spread(es, 10, 0, lambda c: c.history)
     assert len({c.history for c in picked}) == 10  # one per dialogue while there are dialogues enough
 

@@ -93,9 +93,13 @@ def test_heart_cases_have_the_human_reply() -> None:
     if not HEART.is_file():
         pytest.skip(f"the shared HEART data is not here ({HEART})")
     pool = Pool()
-    cases = heart_cases(HEART.resolve(), 40, pool)
+    cases = heart_cases(HEART.resolve(), "regular", 40, pool)
     assert len(cases) > 100
     assert all(c.real and c.context.turns[-1].speaker == "user" for c in cases)
+    # the subset is the option's, not the file name's: the same file read as adversarial histories
+    again = heart_cases(HEART.resolve(), "adversarial", 40, Pool())
+    assert [c.id for c in cases][:2] == ["heart:regular:0", "heart:regular:1"]
+    assert [c.id for c in again] == [c.id.replace(":regular:", ":adversarial:") for c in cases]
 
 
 # -- a run with scripted scorers -----------------------------------------------------------------------
@@ -251,6 +255,10 @@ def test_options_are_checked(valid: Path) -> None:
         SensitivityOptions(esconv=[valid], judges=["third_party"]).make_judges()
     with pytest.raises(ConfigError, match="no token log-probabilities"):
         SensitivityOptions(esconv=[valid], judge=ModelSpec(model="scripted")).make_judges()
+    # adversarial histories alone are cases enough; the record names them only when given (a run made before
+    # the option resumes)
+    assert SensitivityOptions(heart_adversarial=[valid]).resolved()["heart_adversarial"] == [str(valid.resolve())]
+    assert "heart_adversarial" not in SensitivityOptions(esconv=[valid]).resolved()
 
 
 def scripted_pool(valid: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

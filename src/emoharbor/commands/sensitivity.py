@@ -19,6 +19,8 @@ SOURCE = click.Path(path_type=Path)
               "empathy 4-5; the real supporter's next message is the good reply); repeatable.")  # fmt: skip
 @click.option("--heart", multiple=True, type=SOURCE, help="A HEART history file (histories with the human "
               "supporter's reply); repeatable.")  # fmt: skip
+@click.option("--heart-adversarial", "heart_adversarial", multiple=True, type=SOURCE,
+              help="A HEART file of adversarial histories (resistant seekers); repeatable.")  # fmt: skip
 @click.option("--from-run", "from_run", multiple=True, type=click.Path(path_type=Path, file_okay=False),
               help="An EmoHarbor run folder (its supporter's next turn is the reply); repeatable.")  # fmt: skip
 @click.option("--limit", type=int, help="The first N cases of each source.")
@@ -35,8 +37,9 @@ SOURCE = click.Path(path_type=Path)
 @scorer_options("sensitivity")
 @progress_opt
 @set_option("reward.fit=0.5")
-def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tuple[Path, ...], limit: int | None,
-                sample: int | None, seed: int, bad: tuple[str, ...], user_model: str, judges: tuple[str, ...],
+def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], heart_adversarial: tuple[Path, ...],
+                from_run: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, bad: tuple[str, ...],
+                user_model: str, judges: tuple[str, ...],
                 judge_model: str | None, scoring: str | None, base_url: str | None, api_key_env: str | None,
                 concurrency: int, run_dir: Path | None, fmt: str, no_progress: bool,
                 sets: tuple[str, ...]) -> None:  # fmt: skip
@@ -51,8 +54,9 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], from_run: tup
     from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, SensitivityPlan
 
     user, judge = scorer_specs(user_model, judge_model, base_url, api_key_env)
-    opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), from_run=list(from_run), limit=limit,
-                              sample=sample, seed=seed, bad=list(bad) or list(KINDS), user=user, judge=judge,
+    opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), heart_adversarial=list(heart_adversarial),
+                              from_run=list(from_run), limit=limit, sample=sample, seed=seed,
+                              bad=list(bad) or list(KINDS), user=user, judge=judge,
                               judges=judge_cards(judges, list(DEFAULT_JUDGES)), scoring=scoring,
                               concurrency=concurrency)  # fmt: skip
     opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")

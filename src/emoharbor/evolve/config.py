@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from .. import userfiles
 from ..episodes.settings import EpisodeSettings
 from ..errors import ConfigError
+from ..heart.config import HistorySource
 from ..models.spec import ModelSpec
 from ..overrides import validated
 from ..reward.settings import RewardSettings
@@ -108,9 +109,19 @@ class GrpoContexts(_Strict):
     profiles: list[str] = Field(default_factory=lambda: ["builtin:*"])  # each opens a talk (the user writes it)
     runs: list[str] = Field(default_factory=list)  # EmoHarbor run folders: every user turn of their talks
     esconv: list[str] = Field(default_factory=list)  # ESConv files, cut at seeker turns
-    heart: list[str] = Field(default_factory=list)  # HEART history files
+    # HEART history files: a path (regular histories), or a history source as HEART's config has it, naming its
+    # subset and limits ({path: dialogues_adversarial.json, subset: adversarial})
+    heart: list[str | HistorySource] = Field(default_factory=list)
     n: int | None = Field(default=64, ge=1)  # a seeded sample of this many, the sources taking turns (None: all)
     max_turns: int = Field(default=8, ge=1)  # the supporter sees at most this many turns
+
+    @field_validator("heart")
+    @classmethod
+    def _heart_files(cls, v: list[str | HistorySource]) -> list[str | HistorySource]:
+        bad = [h.path for h in v if isinstance(h, HistorySource) and h.format != "heart"]
+        if bad:
+            raise ValueError(f"{bad[0]}: a HEART history file (format: heart) is what a context is cut from")
+        return v
 
 
 class GrpoSettings(TrainSettings):
@@ -196,7 +207,7 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
     cfg.dpo.extra_pairs = [fix(p) for p in cfg.dpo.extra_pairs]
     ctx = cfg.grpo.contexts
     ctx.runs, ctx.esconv = [fix(p) for p in ctx.runs], [fix(p) for p in ctx.esconv]
-    ctx.heart = [fix(p) for p in ctx.heart]
+    ctx.heart = [fix(p) if isinstance(p, str) else p.model_copy(update={"path": fix(p.path)}) for p in ctx.heart]
     ctx.profiles = [p if p.startswith("builtin:") else fix(p) for p in ctx.profiles]
     if cfg.grpo.episodes.judge.endswith((".yaml", ".yml")):
         cfg.grpo.episodes.judge = fix(cfg.grpo.episodes.judge)

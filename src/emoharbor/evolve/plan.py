@@ -39,14 +39,14 @@ class EvolvePlan:
         named = {"sft.data": cfg.sft.data, "refine.data": cfg.refine.data, "holdout": cfg.holdout,
                  "dpo.extra_pairs": cfg.dpo.extra_pairs, "sft.general_data": [cfg.sft.general_data or ""],
                  "refine.principles": [cfg.refine.principles or ""], "grpo.contexts.esconv": c.esconv,
-                 "grpo.contexts.heart": c.heart}  # fmt: skip
+                 "grpo.contexts.heart": [h if isinstance(h, str) else h.path for h in c.heart]}  # fmt: skip
         for name, paths in named.items():
             for p in filter(None, paths):
                 if not Path(p).is_file():
                     raise ConfigError(f"{where}: field '{name}': {p} not found")
         try:
             esconv = [d for p in c.esconv for d in load_esconv(p)]
-            heart = [h for p in c.heart for h in load_heart_histories(p)]
+            heart = [h for src in c.heart for h in load_heart_histories(src)]
         except DataError as e:
             raise DataError(f"{where}: field 'grpo.contexts': {e}") from None
         try:

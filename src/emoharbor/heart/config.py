@@ -27,6 +27,7 @@ from .presets import GENERIC, PRESETS, Pairing, Preset
 HUMAN = "human"
 # the fields of a history source of format rated (a file of replies rated by people); left out of the stored
 # config when not given, so that the runs made before them keep their hash
+Subset = Literal["regular", "adversarial"]  # HEART's two files of histories
 RATED_FIELDS = ("preset", "scale", "dimension", "pairing", "competitors")
 COMPETITOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -38,7 +39,7 @@ class HistorySource(BaseModel):
 
     path: str
     format: Literal["heart", "esconv", "rated"] = "heart"
-    subset: Literal["regular", "adversarial"] = "regular"
+    subset: Subset = "regular"
     name: str = ""  # prefix of the history ids; default: the subset (heart) or "esconv"
     first: int | None = Field(default=None, ge=1)  # the first N usable histories
     sample: int | None = Field(default=None, ge=1)  # or a seeded sample of N usable histories

@@ -2,13 +2,12 @@
 
 A finished sensitivity run with a simulated user writes one small JSON record (``record``) to
 ``<cache dir>/sensitivity/<model>-<prompts hash>-<run hash>.json``: the user model, the versions of the
-prompts its reaction reads (the chain's ``REACTION_PROMPTS``: user_system, user_appraise, user_feel and the
-persona card), the
-cases, the suite's version, the user rows' "all kinds" share with its interval and tie rate and their
-per-kind shares, the run folder and the date. ``lookup(model, prompt_versions)`` gives the newest record
-made with that model and those prompt versions (another prompt's version, such as a supporter's, is not
-compared); an EmoHarbor or validate run's health names it (``report.health``), or says it has not been
-measured.
+prompts its reaction reads (the chain's ``REACTION_PROMPTS``: user_system, user_appraise, user_feel, the
+Feeler's scales and the persona card), the cases, the suite's version, the user rows' "all kinds" share with
+its interval and tie rate and their per-kind shares, the run folder and the date.
+``lookup(model, prompt_versions)`` gives the newest record made with that model and those prompt versions
+(another prompt's version, such as a supporter's, is not compared); an EmoHarbor or validate run's health
+names it (``report.health``), or says it has not been measured.
 
 Another suite that measures the user against people (``emoharbor seekers``: the seekers' own ratings) writes
 its records the same way (``write``) under a folder of its own name, each with the line a run's health quotes
@@ -33,7 +32,7 @@ from ..store.run_store import RunStore
 
 # what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that a report
 # reading the records imports no model code
-PROMPTS = ("user_system", "user_appraise", "user_feel", "persona_card")
+PROMPTS = ("user_system", "user_appraise", "user_feel", "user_feel_scale", "persona_card")
 FOLDER = "sensitivity"
 SHIPPED = Path(__file__).resolve().parent.parent / "measured"  # the records measured for the embedded model
 HEADLINES = ("user reward (expected)", "user reward")  # the row a run's health quotes: the first there is

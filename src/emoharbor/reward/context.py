@@ -30,6 +30,7 @@ from ..simulate.agents import ReactionSettings, make_user
 from ..simulate.conversation import Conversation, Turn
 
 if TYPE_CHECKING:
+    from ..heart.config import HistorySource
     from ..heart.histories import History
 
 T = TypeVar("T")
@@ -174,13 +175,14 @@ def esconv_contexts(dialogs: list[EsconvDialog], *, initial_trust: int) -> list[
     return [c for d in dialogs for c in dialog_contexts(d, "esconv", initial_trust)]
 
 
-def load_heart_histories(path: str) -> list[History]:
-    """The histories of a HEART file (its subset by its name: ``adversarial`` in it, else regular)."""
+def load_heart_histories(src: str | HistorySource) -> list[History]:
+    """The histories of a HEART file: a path (regular histories) or a ``HistorySource`` naming its subset and
+    limits as HEART's own config does (``{path: dialogues_adversarial.json, subset: adversarial}``)."""
     from ..heart.config import HistorySource
     from ..heart.stages.sources import load_heart_source
 
-    src = HistorySource(path=path, subset="adversarial" if "adversarial" in Path(path).name else "regular")
-    return load_heart_source(src, Path(path))[0]
+    src = src if isinstance(src, HistorySource) else HistorySource(path=src)
+    return load_heart_source(src, Path(src.path))[0]
 
 
 def heart_dialog(h: History, index: int) -> EsconvDialog:

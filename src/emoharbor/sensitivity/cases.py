@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.esconv import EsconvDialog, load_esconv
+from ..heart.config import HistorySource, Subset
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, conversation_contexts, heart_dialog, load_heart_histories, run_talks, talk
 from ..scoring.case import Case
@@ -77,9 +78,9 @@ def esconv_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
     return [c for d in good if (c := esconv_cut(d, initial_trust)) is not None]
 
 
-def heart_cases(path: Path, initial_trust: int, pool: Pool) -> list[Case]:
+def heart_cases(path: Path, subset: Subset, initial_trust: int, pool: Pool) -> list[Case]:
     out = []
-    for i, h in enumerate(load_heart_histories(str(path))):
+    for i, h in enumerate(load_heart_histories(HistorySource(path=str(path), subset=subset))):
         d = heart_dialog(h, i)
         conv = talk(d)
         pool.add(h.id, h.problem_type, conv)

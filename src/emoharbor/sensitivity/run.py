@@ -43,7 +43,8 @@ DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
 @dataclass(kw_only=True)
 class SensitivityOptions(ScorerOptions):
     esconv: list[Path] = field(default_factory=list)
-    heart: list[Path] = field(default_factory=list)
+    heart: list[Path] = field(default_factory=list)  # HEART's regular histories
+    heart_adversarial: list[Path] = field(default_factory=list)  # and its adversarial ones
     from_run: list[Path] = field(default_factory=list)
     limit: int | None = None  # the first N cases of each source
     sample: int | None = None  # or N cases of each source drawn with ``seed``
@@ -55,7 +56,7 @@ class SensitivityOptions(ScorerOptions):
                              "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
 
     def __post_init__(self) -> None:
-        if not (self.esconv or self.heart or self.from_run):
+        if not (self.esconv or self.heart or self.heart_adversarial or self.from_run):
             raise ConfigError("sensitivity needs cases: give --esconv FILE, --heart FILE or --from-run RUN")
         check_selection(self.limit, self.sample, "cases")
         unknown = [k for k in self.bad if k not in KINDS]
@@ -65,11 +66,18 @@ class SensitivityOptions(ScorerOptions):
             raise ConfigError("--bad: give at least one kind of bad reply")
         self.check_scorers()
 
+    def _adversarial(self) -> dict[str, Any]:
+        """Named only when given: the record of a run made before the option is the same."""
+        return (
+            {"heart_adversarial": [str(p.resolve()) for p in self.heart_adversarial]} if self.heart_adversarial else {}
+        )
+
     def resolved(self) -> dict[str, Any]:
         """What the cases and the user's scores depend on (the judges are recorded per card)."""
         return {
             "esconv": [str(p.resolve()) for p in self.esconv],
             "heart": [str(p.resolve()) for p in self.heart],
+            **self._adversarial(),
             "from_run": [str(p.resolve()) for p in self.from_run],
             "limit": self.limit,
             "sample": self.sample,
@@ -86,7 +94,8 @@ def load_cases(opts: SensitivityOptions) -> tuple[list[Case], Pool]:
     pool = Pool()
     t = opts.reward.user_agent.initial_trust
     per_source = [esconv_cases(p, t, pool) for p in opts.esconv]
-    per_source += [heart_cases(p, t, pool) for p in opts.heart]
+    per_source += [heart_cases(p, "regular", t, pool) for p in opts.heart]
+    per_source += [heart_cases(p, "adversarial", t, pool) for p in opts.heart_adversarial]
     per_source += [run_cases(p, pool) for p in opts.from_run]
     cases = in_turn([select(c, opts.limit, opts.sample, opts.seed) for c in per_source])
     if not cases:
@@ -113,8 +122,8 @@ class SensitivityPlan:
         """Read the sources first (a bad record is named before any card or model), then the cards."""
         cases, pool = load_cases(opts)
         judges = opts.make_judges()
-        return cls(opts, cases, pool, judges,
-                   run_record(opts.resolved(), opts.reaction_prompts(), [*opts.esconv, *opts.heart]))  # fmt: skip
+        files = [*opts.esconv, *opts.heart, *opts.heart_adversarial]
+        return cls(opts, cases, pool, judges, run_record(opts.resolved(), opts.reaction_prompts(), files))
 
 
 def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: SensitivityOptions,

@@ -38,11 +38,12 @@ from .examples import examples_text
 from .text_checks import user_text_events
 from .user_agent import UserSimulationError, UserStep
 
-OWN_PROMPTS = ("user_system", "user_appraise", "user_feel", "user_voice", "user_voice_open", "user_voice_note",
-               "user_decide")  # what ChainUser loads itself (``ChainUser.prompts``: these only)  # fmt: skip
+# what ChainUser loads itself (``ChainUser.prompts``: these only)
+OWN_PROMPTS = ("user_system", "user_appraise", "user_feel", "user_feel_scale", "user_voice", "user_voice_open",
+               "user_voice_note", "user_decide")  # fmt: skip
 # what the chain reads (its run record): its own, the examples' and the voice's (the note's words, the re-asks)
 CHAIN_PROMPTS = (PERSONA, *OWN_PROMPTS, "user_voice_examples", voice.NOTE_WORDS, *voice.NUDGES)
-REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel", PERSONA)  # what ``perceive`` reads
+REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel", "user_feel_scale", PERSONA)  # what ``perceive`` reads
 
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -123,20 +124,6 @@ def scale_step(value: float, bound: int) -> float:
     return (value - 4) / 3 * bound
 
 
-FEEL_WORDS = ("much worse", "clearly worse", "a little worse", "no different", "a little better", "clearly better",
-              "much better")  # fmt: skip
-TRUST_WORDS = ("much less", "clearly less", "a little less", "unchanged", "a little more", "clearly more", "much more")
-
-
-def feel_scale() -> str:
-    """The Feeler's scale in words, best first: "7 = much better, 6 = clearly better, ... 1 = much worse"."""
-    return ", ".join(f"{v} = {FEEL_WORDS[v - 1]}" for v in reversed(SCALE))
-
-
-def trust_scale() -> str:
-    return ", ".join(f"{v} = trust {TRUST_WORDS[v - 1]}" for v in reversed(SCALE))
-
-
 def readouts(r: Structured, keys: list[str], word: str | None = None) -> dict[str, float | None] | None:
     """The probability-weighted values of ``keys`` (digits of the scale) and of ``word`` (the fit) in a
     parsed answer; None when the backend gave no log-probabilities (the written values stand, and the step
@@ -163,6 +150,7 @@ class ChainUser:
         self.facts = story_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=self.s.initial_trust)
         self.prompts = {name: load_prompt(name) for name in OWN_PROMPTS}
+        self.scales = self.prompts["user_feel_scale"].entries()  # the Feeler's scales in words
         examples = examples_text(self.s.examples, profile, self.s.examples_k)
         self.voice = voice.system(self.prompts["user_voice"], profile, ending=examples)
         self.words = voice.words_target(profile)
@@ -224,8 +212,8 @@ class ChainUser:
             intensity=prev.intensity,
             trust=prev.trust,
             appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
-            feel_scale=feel_scale(),
-            trust_scale=trust_scale(),
+            feel_scale=self.scales["feel"].text,
+            trust_scale=self.scales["trust"].text,
         )
         feeling = await ask_json(self.model, self.messages(turns, pf), FEEL_SCHEMA, seed=seed,
                                  prompt_version=p_feel.version, max_tokens=self.s.max_tokens,
