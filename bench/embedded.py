@@ -388,7 +388,11 @@ def compare(a: Path, b: Path) -> None:
     diffs, n = 0, 0
     for k in keys:
         if k[1] == "judge" and ra[k]["text"] and rb[k]["text"]:
-            sa, sb = json.loads(ra[k]["text"]), json.loads(rb[k]["text"])
+            try:
+                sa, sb = json.loads(ra[k]["text"]), json.loads(rb[k]["text"])
+            except json.JSONDecodeError:
+                print(f"  judge of conversation {k[0]}: an answer that is not JSON (cut at max_tokens?)")
+                continue
             sa, sb = ({d: v["score"] if isinstance(v, dict) else v for d, v in x.items()} for x in (sa, sb))
             for d in DIMENSIONS:
                 n += 1
