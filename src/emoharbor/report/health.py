@@ -37,18 +37,9 @@ def scoring_table(view: RunView) -> str:
             evidence: Counter[str] = Counter()
             for c, a in zip(mine, recs, strict=True):
                 evidence += assessment_evidence(a, c)
-            rows.append(
-                [
-                    esc(judge),
-                    esc(sup),
-                    str(len(mine)),
-                    str(scored),
-                    str(unscored),
-                    str(len(mine) - scored - unscored),
-                    str(retried),
-                    f"{evidence['quoted']} / {evidence['not_a_quote']} / {evidence['placeholder']}",
-                ]
-            )
+            rows.append([esc(judge), esc(sup), str(len(mine)), str(scored), str(unscored),
+                         str(len(mine) - scored - unscored), str(retried),
+                         f"{evidence['quoted']} / {evidence['not_a_quote']} / {evidence['placeholder']}"])  # fmt: skip
     if not rows:
         return note("no assessments in this run")
     header = ["judge", "supporter", "conversations", "scored", "unscored", "not assessed", "needed a re-ask",
@@ -76,39 +67,16 @@ def coherence_table(view: RunView) -> str:
 def usage_table(view: RunView) -> str:
     if not view.usage_by_role:
         return note("no model calls recorded")
-    rows = []
-    for role, u in view.usage_by_role.items():
-        cached_tokens = u.get("cached_prompt_tokens", 0.0) + u.get("cached_completion_tokens", 0.0)
-        rows.append(
-            [
-                esc(role),
-                str(int(u["calls"])),
-                str(int(u["cached"])),
-                str(int(u.get("superseded", 0))),
-                str(int(u["retries"])),
-                str(int(u["errors"])),
-                str(int(u["prompt_tokens"])),
-                str(int(u["completion_tokens"])),
-                f"{u['cost_usd']:.4f}",
-                str(int(cached_tokens)),
-                f"{u.get('cached_cost_usd', 0.0):.4f}",
-                f"{u['latency_s']:.0f}",
-            ]
-        )
-    header = [
-        "role",
-        "calls",
-        "from cache",
-        "of redone units",
-        "retries",
-        "errors",
-        "prompt tokens spent",
-        "completion tokens spent",
-        "cost USD spent",
-        "tokens from cache",
-        "cost USD saved by the cache",
-        "model time s",
-    ]
+    rows = [
+        [esc(role), *[str(int(u.get(k, 0))) for k in ("calls", "cached", "superseded", "retries", "errors",
+                                                     "prompt_tokens", "completion_tokens")],
+         f"{u['cost_usd']:.4f}", str(int(u.get("cached_prompt_tokens", 0.0) + u.get("cached_completion_tokens", 0.0))),
+         f"{u.get('cached_cost_usd', 0.0):.4f}", f"{u['latency_s']:.0f}"]
+        for role, u in view.usage_by_role.items()
+    ]  # fmt: skip
+    header = ["role", "calls", "from cache", "of redone units", "retries", "errors", "prompt tokens spent",
+              "completion tokens spent", "cost USD spent", "tokens from cache", "cost USD saved by the cache",
+              "model time s"]  # fmt: skip
     return table(header, rows)
 
 
@@ -166,8 +134,14 @@ def units_section(view: RunView, rid: str, title: str, table_html: Callable[[Any
 
 
 def health_html(view: RunView) -> str:
-    errors = [c for c in view.conversations if c.termination == "error"]
-    parts = [
+    status, config_hash = esc(view.meta.get("status", "?")), esc(view.meta.get("config_hash", ""))
+    parts = [f"<p>Run status: <b>{status}</b>; config hash <code>{config_hash}</code>.</p>"]
+    history = json.loads(view.meta.get("history", "[]"))
+    if history:  # resumed with settings that change no output
+        when = [f"<li>{esc(_when(h['at']))}: {esc(', '.join(h['changed']))}</li>" for h in history]
+        parts.append(f"<p>Resumed with other settings (they change no output):</p><ul>{''.join(when)}</ul>")
+    parts += [
+        sensitivity_line(view) + agreement_lines(view),
         "<h3>How conversations ended</h3>",
         termination_table(view),
         "<h3>Scoring</h3>",
@@ -181,20 +155,10 @@ def health_html(view: RunView) -> str:
         "<h3>Events (parse failures, repetitions, retries, ...)</h3>",
         events_table(view),
     ]
+    errors = [c for c in view.conversations if c.termination == "error"]
     if errors:
         items = "".join(f"<li><code>{esc(c.id)}</code>: {esc(c.error[:300])}</li>" for c in errors)
         parts.append(f"<h3>Conversations that ended in error ({len(errors)})</h3><ul>{items}</ul>")
-    status = view.meta.get("status", "?")
-    parts.insert(
-        0, f"<p>Run status: <b>{esc(status)}</b>; config hash <code>{esc(view.meta.get('config_hash', ''))}</code>.</p>"
-    )
-    line = sensitivity_line(view) + agreement_lines(view)
-    if line:
-        parts.insert(1, line)
-    history = json.loads(view.meta.get("history", "[]"))
-    if history:  # resumed with settings that change no output
-        when = [f"<li>{esc(_when(h['at']))}: {esc(', '.join(h['changed']))}</li>" for h in history]
-        parts.insert(1, f"<p>Resumed with other settings (they change no output):</p><ul>{''.join(when)}</ul>")
     return "".join(parts)
 
 

@@ -52,16 +52,11 @@ def table(
     classes = " ".join(c for c in ["data", "sortable" if sortable else "", cls] if c)
     ident = f' id="{esc(tid)}"' if tid else ""
     head = "".join(f"<th>{h}</th>" for h in header)
-    body = []
-    for r in rows:
-        tds = []
-        for c in r:
-            if isinstance(c, tuple):
-                tds.append(f"<td {c[1]}>{c[0]}</td>")
-            else:
-                tds.append(f"<td>{c}</td>")
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    return f'<table class="{classes}"{ident}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    body = "".join(
+        "<tr>" + "".join(f"<td {c[1]}>{c[0]}</td>" if isinstance(c, tuple) else f"<td>{c}</td>" for c in r) + "</tr>"
+        for r in rows
+    )
+    return f'<table class="{classes}"{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def dict_rows_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:

@@ -99,18 +99,11 @@ def judges_table(folders: list[Path]) -> list[dict[str, Any]]:
     for (judge, scoring), row in sorted(rows.items()):
         if "judgments" not in row:
             continue
-        n = row["judgments"]
-        out.append(
-            {
-                **row,
-                "judge": judge,
-                "scoring": scoring,
-                "unscored_rate": row["unscored"] / n if n else None,
-                "tokens_per_judgment": row["tokens"] / n if n else None,
-                # model time of the judgments that reached a model (those served from the cache took none)
-                "seconds_per_judgment": row["seconds"] / row["timed"] if row["timed"] else None,
-            }
-        )
+        n, timed = row["judgments"], row["timed"]
+        out.append({**row, "judge": judge, "scoring": scoring, "unscored_rate": row["unscored"] / n if n else None,
+                    "tokens_per_judgment": row["tokens"] / n if n else None,
+                    # model time of the judgments that reached a model (those served from the cache took none)
+                    "seconds_per_judgment": row["seconds"] / timed if timed else None})  # fmt: skip
     return out
 
 

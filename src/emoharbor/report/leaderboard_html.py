@@ -3,6 +3,7 @@ trajectories of an EmoHarbor run, as HTML."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..assess.dimensions import dimensions, keys
@@ -15,31 +16,11 @@ from .svg import Dots, Series, forest, intervals, trajectories
 
 
 def summary_table(board: dict[str, Any], tid: str = "") -> str:
-    header = [
-        "supporter",
-        "conversations",
-        "scored",
-        "unscored",
-        "overall",
-        "generic",
-        "personal",
-        "gap (generic - personal)",
-        "intensity change (end - start)",
-    ]
-    rows = [
-        [
-            esc(r["supporter"]),
-            str(r["conversations"]),
-            str(r["scored"]),
-            str(r["unscored"]),
-            est(r["overall"]),
-            est(r["generic"]),
-            est(r["personal"]),
-            est(r["gap"]),
-            est(r["intensity_change"], 1),
-        ]
-        for r in board["rows"]
-    ]
+    header = ["supporter", "conversations", "scored", "unscored", "overall", "generic", "personal",
+              "gap (generic - personal)", "intensity change (end - start)"]  # fmt: skip
+    rows = [[esc(r["supporter"]), str(r["conversations"]), str(r["scored"]), str(r["unscored"]),
+             *[est(r[k]) for k in ("overall", "generic", "personal", "gap")], est(r["intensity_change"], 1)]
+            for r in board["rows"]]  # fmt: skip
     return table(header, rows, tid=tid, cls="leaderboard")
 
 
@@ -48,6 +29,11 @@ def dimension_table(board: dict[str, Any]) -> str:
     header = ["dimension", "group", *[esc(r["supporter"]) for r in board["rows"]]]
     rows = [[esc(k), esc(groups[k]), *[est(r["dimensions"][k]) for r in board["rows"]]] for k in keys()]
     return table(header, rows, cls="dims")
+
+
+def _names(board: dict[str, Any]) -> list[str]:
+    """The rows of a board's charts and difference tables: its dimensions, then the group means."""
+    return [*board.get("dimension_keys", keys()), *GROUP_MEANS]
 
 
 def colours(boards: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -79,7 +65,7 @@ def differences_html(board: dict[str, Any], run_id: str, palette: dict[str, str]
     if not diffs:
         return ""
     base, judge = board["baseline"], board["judge"]
-    names = [*board.get("dimension_keys", keys()), *GROUP_MEANS]
+    names = _names(board)
     parts = [
         f"<h4>Paired differences: each supporter minus {esc(base)}</h4>",
         '<p class="hint">The same profiles and repeats on both sides; the mean difference with a paired bootstrap '
@@ -126,7 +112,7 @@ def leaderboard_html(boards: dict[str, dict[str, Any]], run_id: str) -> str:
 
 def dimension_chart(board: dict[str, Any], palette: dict[str, str]) -> str:
     """Every supporter's mean and 95% interval per dimension and group mean, on one 1-5 axis."""
-    names = [*board.get("dimension_keys", keys()), *GROUP_MEANS]
+    names = _names(board)
     series = []
     for i, r in enumerate(board["rows"]):
         cells = {**r["dimensions"], **{g: r[g] for g in GROUP_MEANS}}
@@ -150,17 +136,12 @@ def dimensions_html(boards: dict[str, dict[str, Any]]) -> str:
     return f'<div class="charts">{"".join(charts)}</div>' if charts else '<p class="note">nothing scored yet</p>'
 
 
-def intensity_lines(convs: list[Conversation]) -> list[tuple[str, list[int]]]:
-    return [(c.id, [s.intensity for s in c.states]) for c in convs if c.states]
-
-
 def series_for(name: str, colour: str, convs: list[Conversation], seed: int = 0) -> Series:
-    lines = intensity_lines(convs)
+    lines = [(c.id, [s.intensity for s in c.states]) for c in convs if c.states]
     longest = max((len(v) for _, v in lines), default=0)
     s = Series(name=name, colour=colour, mean=[], lines=lines)
     for t in range(longest):
-        vals = [float(v[t]) for _, v in lines if len(v) > t]
-        e = bootstrap_ci(vals, seed=seed, n_boot=500)
+        e = bootstrap_ci([float(v[t]) for _, v in lines if len(v) > t], seed=seed, n_boot=500)
         s.mean.append(e.value)
         s.lo.append(e.lo)
         s.hi.append(e.hi)
@@ -172,7 +153,7 @@ def trajectories_html(convs: list[Conversation], supporters: list[str], seed: in
     series = [
         series_for(sup, color(i), [c for c in convs if c.supporter == sup], seed) for i, sup in enumerate(supporters)
     ]
-    means = [Series(s.name, s.colour, s.mean, s.lo, s.hi, s.n, []) for s in series]
+    means = [replace(s, lines=[]) for s in series]
     parts = [trajectories(means, title="Mean emotion intensity with its 95% band, per supporter")]
     parts += [trajectories([s], title=f"{s.name}: every conversation (thin) and the mean") for s in series]
     return f'<div class="charts">{"".join(parts)}</div>'

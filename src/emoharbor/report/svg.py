@@ -56,10 +56,7 @@ def intervals(
     def x_of(v: float) -> float:
         return left + pw * (min(max(v, x0), x1) - x0) / (x1 - x0)
 
-    parts = [
-        f'<svg class="chart {cls}" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
-        f"<title>{esc(title)}</title>",
-    ]
+    parts = _svg(cls, title, width, height)
     bottom_y = top + band * len(labels)
     for v in x_ticks:
         x = x_of(v)
@@ -169,30 +166,14 @@ class Series:
 def trajectories(series: list[Series], *, title: str, width: int = 520, height: int = 260) -> str:
     """Emotion intensity (0-100) per turn: each conversation as a thin line, each series' mean as a thick
     line with its 95% band. The mean at a turn covers the conversations that reached it (n in the tooltip)."""
-    left, right, top, bottom = 40, 12, 12, 34
     turns = max([len(s.mean) for s in series] + [len(ln) for s in series for _, ln in s.lines] + [2])
-    pw, ph = width - left - right, height - top - bottom
+    pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
 
     def xy(t: int, v: float) -> tuple[float, float]:
-        return left + pw * t / (turns - 1), top + ph * (1 - v / 100)
+        return LEFT + pw * t / (turns - 1), TOP + ph * (1 - v / 100)
 
-    parts = [
-        f'<svg class="chart traj" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
-        f"<title>{esc(title)}</title>",
-    ]
-    for v in range(0, 101, 25):
-        _, y = xy(0, v)
-        parts.append(
-            f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{v}</text>'
-        )
-    for t in range(turns):
-        x, _ = xy(t, 0)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{t}</text>')
-    parts.append(
-        f'<text class="tick" x="{left + pw / 2}" y="{height - 2}" text-anchor="middle">'
-        "supporter messages heard (0 = before the first)</text>"
-    )
+    xs, ys = [(xy(t, 0)[0], t) for t in range(turns)], [(xy(0, v)[1], v) for v in range(0, 101, 25)]
+    parts = _axes("traj", title, width, height, xs, ys, "supporter messages heard (0 = before the first)")
     for s in series:
         band = [
             (t, lo, hi) for t, (lo, hi) in enumerate(zip(s.lo, s.hi, strict=False)) if lo is not None and hi is not None
@@ -219,6 +200,32 @@ def trajectories(series: list[Series], *, title: str, width: int = 520, height: 
                     f"turn {t}: mean {m:.1f} (n={n})</title></circle>"
                 )
     return _figure(parts, title, [(s.colour, s.name) for s in series])
+
+
+def _svg(cls: str, title: str, width: int, height: int) -> list[str]:
+    """The opening of a chart's SVG, with its title (``_figure`` closes it)."""
+    view = f'viewBox="0 0 {width} {height}" width="{width}" height="{height}"'
+    return [f'<svg class="chart {cls}" role="img" {view}>', f"<title>{esc(title)}</title>"]
+
+
+LEFT, RIGHT, TOP, BOTTOM = 40, 12, 12, 34  # the margins of the trajectories and the scatter
+
+
+def _axes(cls: str, title: str, width: int, height: int, xs: list[tuple[float, int]], ys: list[tuple[float, int]],
+          x_label: str, y_label: str | None = None) -> list[str]:  # fmt: skip
+    """The opening of a chart in those margins: a grid line with its tick per (y, value) of ``ys``, a tick under
+    the plot per (x, value) of ``xs``, the x axis' label and (given, even "") the y axis'."""
+    pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
+    parts = _svg(cls, title, width, height)
+    for y, v in ys:
+        parts.append(f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + pw}" y2="{y:.1f}"/>'
+                     f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{v}</text>')  # fmt: skip
+    parts += [f'<text class="tick" x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle">{v}</text>' for x, v in xs]
+    parts.append(f'<text class="tick" x="{LEFT + pw / 2}" y="{height - 2}" text-anchor="middle">{esc(x_label)}</text>')
+    if y_label is not None:
+        parts.append(f'<text class="tick" transform="translate(10 {TOP + ph / 2}) rotate(-90)" text-anchor="middle">'
+                     f"{esc(y_label)}</text>")  # fmt: skip
+    return parts
 
 
 def _figure(parts: list[str], title: str, keys: list[tuple[str, str]], note: str = "") -> str:
@@ -252,31 +259,14 @@ def scatter(
 ) -> str:
     """One dot per point over integer ticks (the axes run half a step past the first and last tick);
     ``keys``: (colour, meaning) for the legend; ``note``: a line under it (that the points are jittered)."""
-    left, right, top, bottom = 40, 12, 12, 34
-    pw, ph = width - left - right, height - top - bottom
+    pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
     x0, x1, y0, y1 = x_ticks[0] - 0.5, x_ticks[-1] + 0.5, y_ticks[0] - 0.5, y_ticks[-1] + 0.5
 
     def xy(x: float, y: float) -> tuple[float, float]:
-        return left + pw * (x - x0) / (x1 - x0), top + ph * (1 - (y - y0) / (y1 - y0))
+        return LEFT + pw * (x - x0) / (x1 - x0), TOP + ph * (1 - (y - y0) / (y1 - y0))
 
-    parts = [
-        f'<svg class="chart scatter" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
-        f"<title>{esc(title)}</title>",
-    ]
-    for v in y_ticks:
-        _, y = xy(x0, v)
-        parts.append(
-            f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{v}</text>'
-        )
-    for v in x_ticks:
-        x, _ = xy(v, y0)
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{v}</text>')
-    parts.append(
-        f'<text class="tick" x="{left + pw / 2}" y="{height - 2}" text-anchor="middle">{esc(x_label)}</text>'
-        f'<text class="tick" transform="translate(10 {top + ph / 2}) rotate(-90)" text-anchor="middle">'
-        f"{esc(y_label)}</text>"
-    )
+    xs, ys = [(xy(v, y0)[0], v) for v in x_ticks], [(xy(x0, v)[1], v) for v in y_ticks]
+    parts = _axes("scatter", title, width, height, xs, ys, x_label, y_label)
     for p in points:
         x, y = xy(p.x, p.y)
         tip = f"<title>{esc(p.tip)}</title>"

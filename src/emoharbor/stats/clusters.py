@@ -78,24 +78,21 @@ def weighted_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-def _weighted_pearson(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
-    total = w.sum(1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        da = a - (w * a).sum(1, keepdims=True) / total
-        db = b - (w * b).sum(1, keepdims=True) / total
-        den = np.sqrt((w * da * da).sum(1) * (w * db * db).sum(1))
-        return np.where(den > 1e-12, (w * da * db).sum(1) / np.where(den > 1e-12, den, 1.0), np.nan)
-
-
 def weighted_spearman_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Spearman's rho of ``x`` and ``y`` (items) in each row of weights ``w`` (rows x items); NaN where a side
-    is constant. Rows are taken in chunks, so that memory stays bounded at many items."""
+    """Spearman's rho of ``x`` and ``y`` (items) in each row of weights ``w`` (rows x items): the weighted
+    Pearson correlation of the weighted ranks; NaN where a side is constant. Rows are taken in chunks, so that
+    memory stays bounded at many items."""
     w = np.asarray(w, dtype=float)
     step = max(1, CHUNK_CELLS // max(1, w.shape[1]))
     out = []
-    for a in range(0, w.shape[0], step):
-        part = w[a : a + step]
-        out.append(_weighted_pearson(weighted_ranks(x, part), weighted_ranks(y, part), part))
+    for s in range(0, w.shape[0], step):
+        part = w[s : s + step]
+        a, b, total = weighted_ranks(x, part), weighted_ranks(y, part), part.sum(1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            da = a - (part * a).sum(1, keepdims=True) / total
+            db = b - (part * b).sum(1, keepdims=True) / total
+            den = np.sqrt((part * da * da).sum(1) * (part * db * db).sum(1))
+            out.append(np.where(den > 1e-12, (part * da * db).sum(1) / np.where(den > 1e-12, den, 1.0), np.nan))
     return np.concatenate(out) if out else np.zeros(0)
 
 

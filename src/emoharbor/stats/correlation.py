@@ -28,21 +28,11 @@ def rankdata(values: Sequence[float] | np.ndarray) -> np.ndarray:
     return rank_rows(np.asarray(values, dtype=float).reshape(-1))
 
 
-def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
-    if x.size < 2:
-        return None
-    dx, dy = x - x.mean(), y - y.mean()
-    den = float(np.sqrt((dx * dx).sum() * (dy * dy).sum()))
-    if den == 0.0:
-        return None
-    return float((dx * dy).sum() / den)
-
-
 def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"spearman needs paired values: {a.size} and {b.size}")
-    return pearson(rankdata(a), rankdata(b))
+    return _defined(spearman_rows(a, b)) if a.size >= 2 else None
 
 
 def auroc(scores: Sequence[float] | np.ndarray, positive: Sequence[bool] | np.ndarray) -> float | None:
@@ -50,12 +40,12 @@ def auroc(scores: Sequence[float] | np.ndarray, positive: Sequence[bool] | np.nd
     pos = np.asarray(positive, dtype=bool)
     if s.shape != pos.shape:
         raise ValueError(f"auroc needs one label per score: {s.size} scores, {pos.size} labels")
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    if n_pos == 0 or n_neg == 0:
-        return None
-    ranks = rankdata(s)
-    u = ranks[pos].sum() - n_pos * (n_pos + 1) / 2
-    return float(u / (n_pos * n_neg))
+    return _defined(auroc_rows(s, pos))
+
+
+def _defined(v: np.ndarray) -> float | None:
+    """A statistic of one sample (``*_rows`` of a 1-D array), None where it is undefined (NaN)."""
+    return float(v) if np.isfinite(v) else None
 
 
 def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
@@ -170,20 +160,12 @@ def _each(stat: RowStat, m: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 def columns_rows(stat: RowStat) -> RowStat:
     """``(m, t) -> stat(m[..., j], t)`` for every column j of a matrix: several scores on the same items."""
-
-    def rows(m: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return _each(stat, m, t)
-
-    return rows
+    return lambda m, t: _each(stat, m, t)
 
 
 def difference_rows(stat: RowStat) -> RowStat:
     """``(a, b, t) -> stat(a, t) - stat(b, t)``: one score's statistic minus another's on the same items."""
-
-    def rows(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return stat(a, t) - stat(b, t)
-
-    return rows
+    return lambda a, b, t: stat(a, t) - stat(b, t)
 
 
 def minus_best_rows(stat: RowStat) -> RowStat:

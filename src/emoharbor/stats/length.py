@@ -139,14 +139,6 @@ def out_of_fold(features: Array, y: Array, counts: np.ndarray, folds: np.ndarray
     return out
 
 
-def _cv_auroc(features: Array, y: Array, idx: np.ndarray, folds: np.ndarray) -> Array:
-    """The pooled out-of-fold AUROC of each resample (a row of ``idx``: the items drawn)."""
-    n = features.shape[0]
-    counts = np.stack([np.bincount(row, minlength=n) for row in idx]) if idx.size else np.zeros((0, n))
-    eta = out_of_fold(features, y, counts, folds)
-    return auroc_rows(np.take_along_axis(eta, idx, axis=1), y[idx].astype(bool))
-
-
 def cv_auroc_gain(
     words: Sequence[float] | np.ndarray,
     score: Sequence[float] | np.ndarray,
@@ -180,9 +172,10 @@ def _cv_aurocs(features: bytes, positive: bytes, n: int, n_boot: int, seed: int)
     once)."""
     x = np.frombuffer(features, dtype=float).reshape(n, -1)
     pos = np.frombuffer(positive, dtype=bool)
-    y, folds = pos.astype(float), cv_folds(pos, seed=seed)
-    idx = np.concatenate([np.arange(n)[None, :], _resamples(n, n_boot, seed)])
-    out: Array = _cv_auroc(x, y, idx, folds)
+    idx = np.concatenate([np.arange(n)[None, :], _resamples(n, n_boot, seed)])  # the items each draws
+    counts = np.stack([np.bincount(row, minlength=n) for row in idx])
+    eta = out_of_fold(x, pos.astype(float), counts, cv_folds(pos, seed=seed))
+    out: Array = auroc_rows(np.take_along_axis(eta, idx, axis=1), pos[idx])
     out.setflags(write=False)
     return out
 
@@ -258,13 +251,10 @@ def fit_length_bt(
     that row), at length difference 0. A competitor without a weighted verdict gets NaN. Strengths are
     centred on the compared competitors."""
     m = a.size
-    pairs = sorted({(min(i, j), max(i, j)) for i, j in zip(a.tolist(), b.tolist(), strict=True)})
-    member = np.zeros((m, len(pairs)))
-    at = {p: n for n, p in enumerate(pairs)}
-    for j, (i, jj) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
-        member[j, at[(min(i, jj), max(i, jj))]] = 1.0
-    pa = np.array([p[0] for p in pairs], dtype=int)
-    pb = np.array([p[1] for p in pairs], dtype=int)
+    pairs, at = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), axis=0, return_inverse=True)
+    member = np.zeros((m, len(pairs)))  # (verdicts, pairs): the pair each verdict compares
+    member[np.arange(m), at.reshape(-1)] = 1.0
+    pa, pb = pairs[:, 0], pairs[:, 1]
     rows = m + len(pairs)
     x = np.zeros((rows, k + 1))
     x[np.arange(m), a] += 1.0

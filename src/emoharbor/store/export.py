@@ -22,10 +22,7 @@ def write_rows(path: Path, rows: list[dict[str, Any]], fmt: str) -> Path:
             for r in rows:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
         else:
-            fields: list[str] = []
-            for r in rows:
-                fields += [k for k in r if k not in fields]
-            w = csv.DictWriter(f, fieldnames=fields)
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))  # in order of first use
             w.writeheader()
             for r in rows:
                 w.writerow(_flat(r))

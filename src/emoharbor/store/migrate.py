@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +64,21 @@ def migrate(db: sqlite3.Connection, folder: Path) -> None:
         )
     if have == FORMAT:
         return
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         now = format_of(db, folder)  # another process may have migrated it while this one waited
         if now == 1:
             _from_format1(db)
         if now <= 2:
-            _from_format2(db)
+            _add_columns(db, TIMING_COLUMNS)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('format_version', ?)", (str(FORMAT),))
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``db`` in one immediate transaction: committed, or rolled back on any exception."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -110,19 +119,16 @@ TIMING_COLUMNS = {"prompt_evaluated": "INTEGER", "prompt_reused": "INTEGER", "pr
                   "generated_ms": "REAL", "prompt": "TEXT"}  # fmt: skip
 
 
-def _from_format2(db: sqlite3.Connection) -> None:
+def _add_columns(db: sqlite3.Connection, columns: dict[str, str]) -> None:
+    """Add to the calls table those of ``columns`` (name: SQL type) it lacks."""
     have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
-    for name, sql_type in TIMING_COLUMNS.items():
+    for name, sql_type in columns.items():
         if name not in have:
             db.execute(f"ALTER TABLE calls ADD COLUMN {name} {sql_type}")
 
 
 def _from_format1(db: sqlite3.Connection) -> None:
-    have = {r[1] for r in db.execute("PRAGMA table_info(calls)")}
-    if "superseded" not in have:
-        db.execute("ALTER TABLE calls ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0")
-    if "attempt" not in have:
-        db.execute("ALTER TABLE calls ADD COLUMN attempt TEXT NOT NULL DEFAULT ''")
+    _add_columns(db, {"superseded": "INTEGER NOT NULL DEFAULT 0", "attempt": "TEXT NOT NULL DEFAULT ''"})
     kind = db.execute("SELECT value FROM meta WHERE key='kind'").fetchone()[0]
     plain = FORMAT1_NOT_UNITS.get(str(kind), frozenset())
     rows = db.execute("SELECT kind, key, data, created FROM results").fetchall()

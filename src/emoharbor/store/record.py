@@ -40,14 +40,6 @@ def outcome_part(resolved: Any) -> Any:
     return resolved
 
 
-def file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
-
-
 def input_hashes(paths: Iterable[Path]) -> dict[str, str]:
     """The contents of each input file by path (a folder: every file in it; a missing file: "missing"), so
     that a run is not resumed over edited, moved or deleted profiles or histories."""
@@ -59,7 +51,8 @@ def input_hashes(paths: Iterable[Path]) -> dict[str, str]:
         files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
         for f in files:
             try:
-                out[str(f)] = file_hash(f)
+                with f.open("rb") as fh:
+                    out[str(f)] = hashlib.file_digest(fh, "sha256").hexdigest()[:16]
             except OSError as e:
                 raise EmoharborError(f"{f}: cannot be read ({e.strerror or e})") from None
     return out

@@ -20,6 +20,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from .. import userfiles
 from ..errors import EmoharborError, WrongKind
 from ..models.base import CallRecord
 from .keys import Key, decode_key, encode_key
-from .migrate import FORMAT, migrate
+from .migrate import FORMAT, migrate, transaction
 
 DB_NAME = "run.sqlite"
 SCHEMA = """
@@ -45,21 +46,13 @@ CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT, unit_kind TEXT, unit_key TEXT, event TEXT, detail TEXT);
 """
 
-USAGE_COLUMNS = (
-    "calls",
-    "cached",
-    "superseded",
-    "requests",
-    "retries",
-    "errors",
-    "latency_s",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "cached_prompt_tokens",
-    "cached_completion_tokens",
-    "cached_cost_usd",
-)
+SPENT = ("prompt_tokens", "completion_tokens", "cost_usd")  # summed apart over calls to a model and from the cache
+# usage_by_role's figures per role, and how each is summed over the calls
+USAGE = {"calls": "COUNT(*)", "cached": "SUM(cached)", "superseded": "SUM(superseded)",
+         "requests": "SUM(CASE WHEN cached=0 THEN 1 + COALESCE(retries, 0) ELSE 0 END)", "retries": "SUM(retries)",
+         "errors": "SUM(CASE WHEN error!='' THEN 1 ELSE 0 END)", "latency_s": "SUM(latency_s)",
+         **{k: f"SUM(CASE WHEN cached=0 THEN {k} ELSE 0 END)" for k in SPENT},
+         **{f"cached_{k}": f"SUM(CASE WHEN cached=0 THEN 0 ELSE {k} END)" for k in SPENT}}  # fmt: skip
 RUN_TABLES = {"meta", "results", "calls", "events", "sqlite_sequence"}
 
 STATUSES = ("ok", "unscored", "error")  # how a unit ended: see store.units
@@ -101,16 +94,10 @@ class RunStore:
         store._connect(new_ok=True)
         have = store.meta()
         if not have:
+            meta = {"kind": kind, "config": json.dumps(resolved, sort_keys=True), "config_hash": config_hash,
+                    "created": str(time.time()), "format_version": str(FORMAT), "status": "running"}  # fmt: skip
             with store._tx() as db:
-                for k, v in {
-                    "kind": kind,
-                    "config": json.dumps(resolved, sort_keys=True),
-                    "config_hash": config_hash,
-                    "created": str(time.time()),
-                    "format_version": str(FORMAT),
-                    "status": "running",
-                }.items():
-                    db.execute("INSERT INTO meta VALUES (?, ?)", (k, v))
+                db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         elif have.get("kind") != kind:
             store.close()
             raise WrongKind(store.folder, str(have.get("kind")), (kind,), ": use another folder")
@@ -181,19 +168,8 @@ class RunStore:
             raise RuntimeError("the run store is closed")
         return self.db
 
-    class _Tx:
-        def __init__(self, db: sqlite3.Connection) -> None:
-            self.db = db
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.db.execute("BEGIN IMMEDIATE")
-            return self.db
-
-        def __exit__(self, et: Any, e: Any, tb: Any) -> None:
-            self.db.execute("COMMIT" if et is None else "ROLLBACK")
-
-    def _tx(self) -> RunStore._Tx:
-        return RunStore._Tx(self._conn())
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn())
 
     def close(self) -> None:
         if self.db is not None:
@@ -203,11 +179,6 @@ class RunStore:
     # -- meta ----------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
         return dict(self._conn().execute("SELECT key, value FROM meta").fetchall())
-
-    def kind(self) -> str:
-        """The kind of run this store holds ("" before it is created)."""
-        row = self._conn().execute("SELECT value FROM meta WHERE key='kind'").fetchone()
-        return "" if row is None else str(row[0])
 
     def config(self) -> dict[str, Any]:
         return dict(json.loads(self.meta()["config"]))
@@ -257,11 +228,8 @@ class RunStore:
                     (kind, text, attempt or "-"),
                 )
                 db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, text))
-                for ev, detail in events or []:
-                    db.execute(
-                        "INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)",
-                        (kind, text, ev, detail),
-                    )
+                db.executemany("INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)",
+                               [(kind, text, ev, detail) for ev, detail in events or []])  # fmt: skip
 
     def record_call(self, c: CallRecord, unit: tuple[str, Key, str] | None = None) -> None:
         """A call as it returns: of the unit attempt ``unit`` (kind, key, attempt), or of no unit."""
@@ -313,24 +281,9 @@ class RunStore:
         ``retries``, ``errors``, ``latency_s``; ``prompt_tokens``, ``completion_tokens`` and ``cost_usd``:
         what was spent (calls that reached a model); ``cached_prompt_tokens``, ``cached_completion_tokens``
         and ``cached_cost_usd``: what came from the cache (the cost the original calls had, saved)."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT role, COUNT(*), SUM(cached), SUM(superseded),"
-                " SUM(CASE WHEN cached=0 THEN 1 + COALESCE(retries, 0) ELSE 0 END), SUM(retries),"
-                " SUM(CASE WHEN error!='' THEN 1 ELSE 0 END), SUM(latency_s),"
-                " SUM(CASE WHEN cached=0 THEN prompt_tokens ELSE 0 END),"
-                " SUM(CASE WHEN cached=0 THEN completion_tokens ELSE 0 END),"
-                " SUM(CASE WHEN cached=0 THEN cost_usd ELSE 0 END),"
-                " SUM(CASE WHEN cached=0 THEN 0 ELSE prompt_tokens END),"
-                " SUM(CASE WHEN cached=0 THEN 0 ELSE completion_tokens END),"
-                " SUM(CASE WHEN cached=0 THEN 0 ELSE cost_usd END)"
-                " FROM calls GROUP BY role ORDER BY role"
-            )
-            .fetchall()
-        )
-        cols = USAGE_COLUMNS
-        return {r[0]: dict(zip(cols, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
+        sql = f"SELECT role, {', '.join(USAGE.values())} FROM calls GROUP BY role ORDER BY role"
+        rows = self._conn().execute(sql).fetchall()
+        return {r[0]: dict(zip(USAGE, (float(x or 0) for x in r[1:]), strict=True)) for r in rows}
 
     def event_counts(self) -> dict[str, int]:
         rows = self._conn().execute("SELECT event, COUNT(*) FROM events GROUP BY event ORDER BY event")

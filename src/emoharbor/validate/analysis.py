@@ -126,14 +126,10 @@ def _target_column(values: list[float], target: str) -> np.ndarray:
 def cell(stat: RowStat, items: list[tuple[Any, ...]], target: str, seed: int, n_boot: int) -> dict[str, Any]:
     """``stat`` on the items' columns (each item a tuple, the target last), with its paired bootstrap interval."""
     if not items:
-        return _est(Estimate(None, None, None, 0))
+        return asdict(Estimate(None, None, None, 0))
     columns = [order_codes([it[i] for it in items]) for i in range(len(items[0]) - 1)]
     columns.append(_target_column([it[-1] for it in items], target))
-    return _est(bootstrap_rows(stat, *columns, seed=seed, n_boot=n_boot))
-
-
-def _est(e: Estimate) -> dict[str, Any]:
-    return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": e.n}
+    return asdict(bootstrap_rows(stat, *columns, seed=seed, n_boot=n_boot))
 
 
 def _row(judge: str, score: str, scoring: str, cells: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -170,7 +166,7 @@ def column_cells(
                 b = order_codes(np.array([v for _, v in key]))
                 got = bootstrap_many(minus_best_rows(_stat(t)), x, b, y, seed=seed, n_boot=n_boot)
             for i, e in zip(members, got or [Estimate(None, None, None, 0)] * len(members), strict=True):
-                out[i][t] = _est(e)
+                out[i][t] = asdict(e)
     return out
 
 
@@ -290,12 +286,8 @@ def _baselines_of(col: Column, judged: dict[str, Assessment], features: Features
 
 def _length_of(col: Column, judged: dict[str, Assessment], features: Features) -> Column:
     """``LENGTH_FEATURE`` of the view the judge saw, for each conversation of ``col`` that has it."""
-    out = {}
-    for k in col:
-        v = features.get(judged[k].saw, {}).get(k, {}).get(LENGTH_FEATURE)
-        if v is not None:
-            out[k] = float(v)
-    return out
+    seen = {k: features.get(judged[k].saw, {}).get(k, {}).get(LENGTH_FEATURE) for k in col}
+    return {k: float(v) for k, v in seen.items() if v is not None}
 
 
 def length_cells(ok: dict[str, Any], col: Column, words: Column, seed: int, n_boot: int) -> dict[str, dict[str, Any]]:
@@ -315,7 +307,7 @@ def length_cells(ok: dict[str, Any], col: Column, words: Column, seed: int, n_bo
                                n_boot=n_boot)  # fmt: skip
         else:
             e = Estimate(None, None, None, 0)
-        out[t] = _est(e)
+        out[t] = asdict(e)
     return out
 
 

@@ -42,13 +42,9 @@ def shown_turns(replay: dict[str, Any], view: str) -> list[dict[str, Any]] | Non
     return None if turns is None else list(turns)
 
 
-def _words(text: str) -> int:
-    return len(text.split())
-
-
 def word_features(turns: list[dict[str, Any]]) -> dict[str, float | None]:
-    supporter = [_words(t["text"]) for t in turns if t["speaker"] == "supporter"]
-    seeker = [_words(t["text"]) for t in turns if t["speaker"] != "supporter"]
+    supporter = [len(t["text"].split()) for t in turns if t["speaker"] == "supporter"]
+    seeker = [len(t["text"].split()) for t in turns if t["speaker"] != "supporter"]
     return {
         "mean supporter words": float(np.mean(supporter)) if supporter else None,
         "total supporter words": float(sum(supporter)),

@@ -38,22 +38,14 @@ def measured(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows if any(c["value"] is not None for r in rows for c in r["cells"].values()) else []
 
 
-def table_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["judge", "score", "scoring", *[data["target_labels"][t] for t in data["targets"]]]
-    rows = [
-        [r["judge"], r["score"], r.get("scoring", ""), *[cell_text(r["cells"][t]) for t in data["targets"]]]
-        for r in measured(all_rows(data))
-    ]
-    return header, rows
-
-
-def length_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The length-controlled table: one row per judge row, what its score says beyond the word count."""
-    labels = data.get("length_labels", {})
+def table_rows(data: dict[str, Any], length: bool = False) -> tuple[list[str], list[list[str]]]:
+    """The agreement table, or (``length``) the length-controlled one: one row per judge row, what its score
+    says beyond the word count."""
+    labels = data.get("length_labels", {}) if length else data["target_labels"]
     header = ["judge", "score", "scoring", *[labels.get(t, t) for t in data["targets"]]]
     rows = [
         [r["judge"], r["score"], r.get("scoring", ""), *[cell_text(r["cells"][t]) for t in data["targets"]]]
-        for r in measured(data.get("length_control", []))
+        for r in measured(data.get("length_control", []) if length else all_rows(data))
     ]
     return header, rows
 
@@ -128,7 +120,7 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
     parts = [f"{head}Agreement with real help-seekers (ESConv survey)", text_table(header, rows, md, why)]
     if data.get("length_control"):
         unscored = "no judge has scored a conversation: `emoharbor assess RUN --judge CARD` rates them"
-        parts += [f"{head}{length_title(data)}", text_table(*length_rows(data), md, unscored)]
+        parts += [f"{head}{length_title(data)}", text_table(*table_rows(data, length=True), md, unscored)]
     parts.append("\n".join(bullet + line for line in summary_lines(data)))
     return "\n\n".join(parts)
 

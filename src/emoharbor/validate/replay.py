@@ -41,18 +41,10 @@ class ReplayPlan:
 def plan_replay(dialog: EsconvDialog, max_supporter_turns: int) -> ReplayPlan:
     """The merged turns up to and including the ``max_supporter_turns``-th supporter turn (0: all)."""
     merged = dialog.merged_turns()
-    total = sum(1 for t in merged if t.speaker == "supporter")
-    if max_supporter_turns <= 0 or total <= max_supporter_turns:
-        return ReplayPlan(merged, total, total)
-    kept: list[EsconvTurn] = []
-    seen = 0
-    for t in merged:
-        kept.append(t)
-        if t.speaker == "supporter":
-            seen += 1
-            if seen == max_supporter_turns:
-                break
-    return ReplayPlan(kept, total, seen)
+    ends = [i for i, t in enumerate(merged) if t.speaker == "supporter"]  # where each supporter turn is
+    if max_supporter_turns <= 0 or len(ends) <= max_supporter_turns:
+        return ReplayPlan(merged, len(ends), len(ends))
+    return ReplayPlan(merged[: ends[max_supporter_turns - 1] + 1], len(ends), max_supporter_turns)
 
 
 def esconv_facts(dialog: EsconvDialog, plan: ReplayPlan) -> dict[str, Any]:

@@ -14,7 +14,6 @@ name, so a finished run can be rated by another card in the same folder: only th
 
 from __future__ import annotations
 
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from ..simulate.conversation import Conversation, Turn
 from ..store.keys import Key
 from ..store.record import open_record, read_run, run_record
 from ..store.run_store import RunStore, call_sink
-from ..store.units import Events, Work, ended_in_error, finished, run_stage, stage_todo, unit
+from ..store.units import Events, WallTime, Work, ended_in_error, finished, run_stage, stage_todo, unit
 from .replay import SUPPORTER, esconv_facts, plan_replay, replay
 
 KIND = "validate"
@@ -237,11 +236,7 @@ async def run_validation(
         if not stage_todo(store, "replay", list(dialogs), more, not_lived):  # nothing to do: no server started
             store.set_meta("status", "complete")
             return Summary(UNIT, len(dialogs), 0, ended_in_error(store, "replay", dialogs))
-        started, before = time.perf_counter(), float(store.meta().get("wall_s", "0"))  # earlier sessions' time
-
-        def record_wall_time() -> None:  # after every conversation: a run killed outright keeps its time too
-            store.set_meta("wall_s", f"{before + time.perf_counter() - started:.1f}")
-
+        wall = WallTime(store)  # marked after every conversation: a run killed outright keeps its time too
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
             lives = chain and require(opts.user_agent, "perceives", "a replay (a user-kind judge)").needs_model
             user_model = await pool.get(opts.user, "user") if lives else None
@@ -249,13 +244,13 @@ async def run_validation(
 
             async def assess(key: Key, record: dict[str, Any]) -> None:
                 await assess_replay(store, dialogs[key], record, judges, models)
-                record_wall_time()
+                wall.mark()
 
             units = [(k, replay_work(d, opts, user_model, chain)) for k, d in dialogs.items()]
             workers = conversations_at_once([opts.user, *(j.model for j in judges)], opts.concurrency)
             await run_stage(store, "replay", units, workers=workers, progress=progress,
                             label="conversations", then=assess, more=more, redo_if=not_lived)  # fmt: skip
-        record_wall_time()
+        wall.mark()
         store.set_meta("status", "complete")
         return Summary(UNIT, len(dialogs), len(dialogs) - had, ended_in_error(store, "replay", dialogs))
     finally:

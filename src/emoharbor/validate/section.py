@@ -109,15 +109,9 @@ def validation_scatters(rows: list[dict[str, Any]], seed: int = 0) -> str:
         points = []
         for r in mine:
             dx, dy = jitter(r["conversation"], JITTER, seed)
-            points.append(
-                Point(
-                    r["seeker_empathy"] + dx,
-                    r["overall"] + dy,
-                    FAILED if r["failed"] else SUCCEEDED,
-                    f"{r['conversation']}: seeker empathy {r['seeker_empathy']}, relevance "
-                    f"{r.get('seeker_relevance')}, {judge} overall {num(r['overall'])}",
-                )
-            )
+            tip = (f"{r['conversation']}: seeker empathy {r['seeker_empathy']}, relevance {r.get('seeker_relevance')}, "
+                   f"{judge} overall {num(r['overall'])}")  # fmt: skip
+            points.append(Point(r["seeker_empathy"] + dx, r["overall"] + dy, FAILED if r["failed"] else SUCCEEDED, tip))
         if points:
             rho = spearman([r["overall"] for r in mine], [r["seeker_empathy"] for r in mine])
             charts.append(
