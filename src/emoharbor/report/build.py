@@ -37,16 +37,11 @@ def comparison_table(views: list[RunView]) -> str:
     return table(["run", "kind", *COMPARED], rows, tid="runs-compared")
 
 
-def nothing_html(view: RunView) -> str:
-    return note(
-        f"{view.folder} holds a '{view.kind}' run, not an EmoHarbor run: this report has nothing to show for it."
-    )
-
-
 def run_section(i: int, view: RunView, seed: int) -> tuple[str, str]:
     rid = run_id(i, view)
     kind = kinds.having(view.kind, "html")
-    body = kind.html(view, rid, seed) if kind is not None else nothing_html(view)
+    nothing = f"{view.folder} holds a '{view.kind}' run, not an EmoHarbor run: this report has nothing to show for it."
+    body = kind.html(view, rid, seed) if kind is not None else note(nothing)
     head = f'<p class="runmeta">folder <code>{esc(view.folder)}</code>, kind <b>{esc(view.kind)}</b></p>'
     return rid, f'<section class="run" id="{rid}"><h2>{esc(view.label)}</h2>{head}{body}</section>'
 

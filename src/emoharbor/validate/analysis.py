@@ -95,11 +95,6 @@ def score_of(scores: dict[str, Any], name: str) -> float | None:
     return None if v is None else float(v)
 
 
-def scores_of(assessment: Assessment, scoring: str) -> dict[str, Any]:
-    """The judge's scores under ``scoring`` (see ``Assessment.under``); empty where it has none."""
-    return assessment.under(scoring) or {}
-
-
 def scorings_of(assessments: list[Assessment]) -> list[str]:
     """``argmax``, and ``expected`` too where some assessment has a probability-weighted score."""
     return SCORINGS if any(a.under("expected") is not None for a in assessments) else SCORINGS[:1]
@@ -233,7 +228,7 @@ def _judge_columns(by_judge: Judged, judges: list[str], ok: dict[str, Any], feat
         judged = {k: a for k, a in by_judge[judge].items() if k in ok}
         for scoring in scorings_of(list(judged.values())):
             for name in SCORES:
-                col = {k: v for k, a in judged.items() if (v := score_of(scores_of(a, scoring), name)) is not None}
+                col = {k: v for k, a in judged.items() if (v := score_of(a.under(scoring) or {}, name)) is not None}
                 if not col and name != "overall":  # a score the judge's rubric does not have (a one-question card)
                     continue
                 labels.append((judge, name, scoring))
@@ -329,8 +324,8 @@ def _difference_rows(
                     (x, y, z)
                     for k, a in user.items()
                     if k in ok and k in theirs
-                    if (x := score_of(scores_of(a, scoring), "overall")) is not None
-                    and (y := score_of(scores_of(theirs[k], scoring), "overall")) is not None
+                    if (x := score_of(a.under(scoring) or {}, "overall")) is not None
+                    and (y := score_of(theirs[k].under(scoring) or {}, "overall")) is not None
                     and (z := target_of(ok[k]["esconv"], t)) is not None
                 ]
                 cells[t] = cell(difference_rows(_stat(t)), items, t, seed, n_boot)
@@ -387,7 +382,7 @@ def _flat_scores(a: Assessment) -> dict[str, Any]:
     """The group means and the 10 scores, and the same with ``_expected`` where the record has ``expected``."""
     out: dict[str, Any] = {}
     for scoring in SCORINGS if a.expected is not None else SCORINGS[:1]:
-        sc, suffix = scores_of(a, scoring), "" if scoring == "argmax" else f"_{scoring}"
+        sc, suffix = a.under(scoring) or {}, "" if scoring == "argmax" else f"_{scoring}"
         out |= {f"{name}{suffix}": score_of(sc, name) for name in SCORES if name != "relief"}
         out |= {f"{k}{suffix}": sc.get(k) for k in keys()}
     return out
