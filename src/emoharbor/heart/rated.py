@@ -136,12 +136,8 @@ def entries(path: Path, preset: Preset | None) -> list[Entry]:
 
 def competitors_in(path: Path) -> list[str]:
     """The competitors of a generic file, in the order they first appear (``heart import-rated`` names them)."""
-    seen: dict[str, None] = {}
-    for e in entries(path, None):
-        name = e.fields.get("competitor")
-        if isinstance(name, str) and name.strip():
-            seen.setdefault(name.strip(), None)
-    return list(seen)
+    names = (e.fields.get("competitor") for e in entries(path, None))
+    return list(dict.fromkeys(n.strip() for n in names if isinstance(n, str) and n.strip()))
 
 
 def _text(path: Path, e: Entry, name: str, *, required: bool) -> str:

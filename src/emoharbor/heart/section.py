@@ -10,9 +10,10 @@ from ..errors import EmoharborError
 from ..report.html import dict_rows_table, esc, note, plain, table
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
 from ..tables import bounds, num
+from .analysis.render import LC as LC_SHORT
 from .analysis.render import length_term_rows, overview_md, rating_tables, win_rate_rows
 
-LC_SHORT = "length-controlled"
+NA = '<span class="na">-</span>'  # a cell without a figure
 
 
 def heart_html(folder: Path) -> str:
@@ -98,7 +99,7 @@ def _figure(value: float | None, low: float | None, high: float | None, historie
             *, sort: bool) -> str:  # fmt: skip
     """A rating or win rate with its interval; under ``MIN_N`` histories "n too small" (no interval)."""
     if value is None:
-        return '<span class="na">-</span>'
+        return NA
     attr = f' data-sort="{value:.6f}"' if sort else ""
     shown = f"<span{attr}>{num(value, digits)}</span>"
     if too_small(histories):
@@ -107,47 +108,38 @@ def _figure(value: float | None, low: float | None, high: float | None, historie
     return shown + (f" <small>{ci}</small>" if ci else "")
 
 
+def _lc(r: dict[str, Any], key: str, digits: int) -> str:
+    """The length-controlled figure (``lc_`` + ``key``), to go under the raw one; "" where the row has none."""
+    if f"lc_{key}" not in r:
+        return ""
+    lc = _figure(r[f"lc_{key}"], r.get("lc_low"), r.get("lc_high"), r.get("histories"), digits, sort=False)
+    return f'<br><small class="lc">{LC_SHORT}</small> {lc}'
+
+
 def _rating(r: dict[str, Any] | None) -> str:
     """The raw rating (the cell sorts by it) and, under it, the length-controlled one."""
     if r is None or r.get("rating") is None:
-        return '<span class="na">-</span>'
-    raw = _figure(r["rating"], r.get("low"), r.get("high"), r.get("histories"), 2, sort=True)
-    if "lc_rating" not in r:
-        return raw
-    lc = _figure(r["lc_rating"], r.get("lc_low"), r.get("lc_high"), r.get("histories"), 2, sort=False)
-    return f'{raw}<br><small class="lc">{LC_SHORT}</small> {lc}'
+        return NA
+    return _figure(r["rating"], r.get("low"), r.get("high"), r.get("histories"), 2, sort=True) + _lc(r, "rating", 2)
 
 
 def _win_rate(r: dict[str, Any]) -> str:
     raw = _figure(r.get("win_rate"), r.get("low"), r.get("high"), r.get("histories"), 3, sort=True)
-    out = f"{raw} <small>n={r['pairs']}</small>"
-    if "lc_win_rate" in r:
-        lc = _figure(r["lc_win_rate"], r.get("lc_low"), r.get("lc_high"), r.get("histories"), 3, sort=False)
-        out += f'<br><small class="lc">{LC_SHORT}</small> {lc}'
-    return out
+    return f"{raw} <small>n={r['pairs']}</small>" + _lc(r, "win_rate", 3)
 
 
 def _win_rates(data: dict[str, Any], keys: list[str]) -> str:
-    rows = [
-        [*[esc(x) for x in g], *[_win_rate(by_dim[k]) if k in by_dim else '<span class="na">-</span>' for k in keys]]
-        for g, by_dim in win_rate_rows(data)
-    ]
+    rows = [[*[esc(x) for x in g], *[_win_rate(by_dim[k]) if k in by_dim else NA for k in keys]]
+            for g, by_dim in win_rate_rows(data)]  # fmt: skip
     if not rows:
         return note("no pair with a human reply was scored in both orders")
     return table(["judge", "histories", "competitor", *[esc(k) for k in keys]], rows, cls="heart-winrates")
 
 
 def _length_terms(data: dict[str, Any], keys: list[str]) -> str:
-    rows = []
-    for g, by_dim in length_term_rows(data):
-        cells = []
-        for k in keys:
-            t = by_dim.get(k)
-            if t is None:
-                cells.append('<span class="na">-</span>')
-                continue
-            cells.append(_figure(t.get("gamma"), t.get("low"), t.get("high"), t.get("histories"), 2, sort=True))
-        rows.append([*[esc(x) for x in g], *cells])
+    rows = [[*[esc(x) for x in g], *[NA if (t := by_dim.get(k)) is None else
+             _figure(t.get("gamma"), t.get("low"), t.get("high"), t.get("histories"), 2, sort=True) for k in keys]]
+            for g, by_dim in length_term_rows(data)]  # fmt: skip
     if not rows:
         return ""
     return (

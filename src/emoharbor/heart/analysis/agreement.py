@@ -24,23 +24,11 @@ def human_verdicts(
     words = words or {}
     out = []
     for r in rows:
+        hid, s = r["history_id"], float(r["strength"] or 1)
         outcome = TIE if r["winner"] == "tie" else ("a" if r["winner"] == r["a"] else "b")
-        s = float(r["strength"] or 1)
-        out.append(
-            PairVerdict(
-                r["history_id"],
-                subsets.get(r["history_id"], ""),
-                r["a"],
-                r["b"],
-                r["rater"],
-                r["dimension"],
-                outcome,
-                s if outcome == "a" else 0.0,
-                s if outcome == "b" else 0.0,
-                words.get((r["history_id"], r["a"]), 0),
-                words.get((r["history_id"], r["b"]), 0),
-            )
-        )
+        out.append(PairVerdict(hid, subsets.get(hid, ""), r["a"], r["b"], r["rater"], r["dimension"], outcome,
+                               s if outcome == "a" else 0.0, s if outcome == "b" else 0.0,
+                               words.get((hid, r["a"]), 0), words.get((hid, r["b"]), 0)))  # fmt: skip
     return out
 
 
@@ -58,14 +46,8 @@ def _in(v: PairVerdict, key: str) -> bool:
 def _summary(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     with_ties, n = agreement(pairs)
     no_ties, n_no_ties = agreement(pairs, ignore=TIE)
-    kappa = cohen_kappa(pairs)
-    return {
-        "pairs": n,
-        "agree_with_ties": number(with_ties) if with_ties is not None else None,
-        "pairs_without_ties": n_no_ties,
-        "agree_without_ties": number(no_ties) if no_ties is not None else None,
-        "kappa": number(kappa) if kappa is not None else None,
-    }
+    return {"pairs": n, "agree_with_ties": number(with_ties), "pairs_without_ties": n_no_ties,
+            "agree_without_ties": number(no_ties), "kappa": number(cohen_kappa(pairs))}  # fmt: skip
 
 
 def judge_human(
@@ -113,14 +95,12 @@ def alphas(
     for key in [*keys, ALL_DIMS]:
         items = [i for i in humans if key in (ALL_DIMS, i[3])]
         row: dict[str, Any] = {"dimension": key}
-        a = krippendorff_alpha([[v.outcome for v in humans[i]] for i in items])
-        row["humans"] = number(a) if a is not None else None
+        row["humans"] = number(krippendorff_alpha([[v.outcome for v in humans[i]] for i in items]))
         for judge in judges:
             units = [
                 [v.outcome for v in humans[i]] + [v.outcome for v in judged.get(i, []) if v.rater == judge]
                 for i in items
             ]
-            a = krippendorff_alpha(units)
-            row[f"humans+{judge}"] = number(a) if a is not None else None
+            row[f"humans+{judge}"] = number(krippendorff_alpha(units))
         rows.append(row)
     return rows

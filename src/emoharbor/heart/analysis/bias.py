@@ -8,6 +8,7 @@ from typing import Any
 from ...stats.length import length_controlled_bt
 from ...store.records import Comparison
 from ..dimensions import OVERALL, Lexicon, tag_dimensions
+from .ratings import verdict_wins
 from .verdicts import HUMANS, TIE, OrderVerdict, PairVerdict
 
 
@@ -51,7 +52,7 @@ def length_term(
         return None
     names = sorted({c for v in vs for c in (v.a, v.b)})
     index = {c: i for i, c in enumerate(names)}
-    wins = [(0.5, 0.5) if v.outcome == TIE else (1.0, 0.0) if v.outcome == "a" else (0.0, 1.0) for v in vs]
+    wins = [verdict_wins(v, "plain") for v in vs]
     fit = length_controlled_bt(
         [index[v.a] for v in vs],
         [index[v.b] for v in vs],
@@ -140,12 +141,6 @@ def rationale_focus(
     rows = []
     for source, ts in texts.items():
         tags = [set(tag_dimensions(t, lexicon)) for t in ts]
-        row: dict[str, Any] = {
-            "source": source,
-            "rationales": len(ts),
-            "none": _rate(sum(not t for t in tags), len(ts)),
-        }
-        for k in keys:
-            row[k] = _rate(sum(k in t for t in tags), len(ts))
-        rows.append(row)
+        shares = {k: _rate(sum(k in t for t in tags), len(ts)) for k in keys}
+        rows.append({"source": source, "rationales": len(ts), "none": _rate(tags.count(set()), len(ts)), **shares})
     return rows

@@ -21,14 +21,18 @@ Array = NDArray[np.float64]
 ELO_BASE, ELO_SCALE = 1000.0, 400.0
 
 
+def _counts(wins: Array, prior: float) -> tuple[Array, Array, NDArray[np.bool_]]:
+    """With ``prior`` pseudo-wins each way on every compared pair: the games of each pair (..., k, k), each
+    competitor's wins (..., k), and whether it was compared at all."""
+    w = np.asarray(wins, dtype=np.float64)
+    w = w + prior * ((w + np.swapaxes(w, -1, -2)) > 0)
+    n = w + np.swapaxes(w, -1, -2)
+    return n, w.sum(-1), n.sum(-1) > 0
+
+
 def _strengths(wins: Array, prior: float, max_iter: int, tol: float) -> Array:
     """MM iterations, batched over leading axes: wins (..., k, k) -> strengths (..., k)."""
-    w = np.asarray(wins, dtype=np.float64)
-    n0 = w + np.swapaxes(w, -1, -2)
-    w = w + prior * (n0 > 0)
-    n = w + np.swapaxes(w, -1, -2)
-    won = w.sum(-1)
-    compared = n.sum(-1) > 0
+    n, won, compared = _counts(wins, prior)
     p = np.ones(won.shape)
     for _ in range(max_iter):
         s = p[..., :, None] + p[..., None, :]
@@ -48,11 +52,7 @@ def _strengths(wins: Array, prior: float, max_iter: int, tol: float) -> Array:
 def _newton(wins: Array, prior: float, max_iter: int = 100, tol: float = 1e-10) -> Array:
     """Newton's method on log-strengths, batched; for ``prior > 0``, where every compared pair has wins
     both ways and the MLE is finite. Returns natural-log strengths (mean 0 per component), NaN if uncompared."""
-    w = np.asarray(wins, dtype=np.float64)
-    w = w + prior * ((w + np.swapaxes(w, -1, -2)) > 0)
-    n = w + np.swapaxes(w, -1, -2)
-    won = w.sum(-1)
-    compared = n.sum(-1) > 0
+    n, won, compared = _counts(wins, prior)
     theta = np.zeros(won.shape)
     for _ in range(max_iter):
         p = 1.0 / (1.0 + np.exp(theta[..., None, :] - theta[..., :, None]))  # P(i beats j)
@@ -77,11 +77,25 @@ def fit_bradley_terry(wins: Array, *, prior: float = 0.0, max_iter: int = 20000,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a matrix without comparisons: all NaN
             mean = np.nanmean(theta, axis=-1, keepdims=True)
-        ratings: Array = ELO_BASE + ELO_SCALE * (theta - mean) / np.log(10.0)
-        return ratings
+        return to_elo(theta - mean)
     p = _strengths(wins, prior, max_iter, tol)
     with np.errstate(divide="ignore"):
         return ELO_BASE + ELO_SCALE * np.log10(p)
+
+
+def to_elo(theta: Array) -> Array:
+    """Natural-log strengths on the Elo scale."""
+    out: Array = ELO_BASE + ELO_SCALE * theta / np.log(10.0)
+    return out
+
+
+def history_draws(h: int, reps: int, seed: int) -> Array | None:
+    """How often each of ``h`` histories is drawn in each of ``reps`` resamples (reps, h), the draws of
+    ``bootstrap_intervals``. None without resamples."""
+    if reps <= 0 or h == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.stack([np.bincount(rng.integers(0, h, h), minlength=h) for _ in range(reps)]).astype(np.float64)
 
 
 def win_probability(rating_i: float, rating_j: float) -> float:
@@ -95,21 +109,16 @@ def bootstrap_intervals(
 
     ``per_cluster``: (H, k, k), one win matrix per history. Returns (low, high), each (k,).
     """
-    h, k = per_cluster.shape[0], per_cluster.shape[1]
-    if reps <= 0 or h == 0:
+    k = per_cluster.shape[1]
+    counts = history_draws(per_cluster.shape[0], reps, seed)
+    if counts is None:
         nan = np.full(k, np.nan)
         return nan, nan.copy()
-    rng = np.random.default_rng(seed)
-    counts = np.stack([np.bincount(rng.integers(0, h, h), minlength=h) for _ in range(reps)]).astype(np.float64)
     samples = np.tensordot(counts, per_cluster, axes=(1, 0))  # (reps, k, k)
     ratings = fit_bradley_terry(samples, prior=prior, max_iter=5000, tol=1e-9)
     tail = (1.0 - level) / 2.0
-    low = np.full(k, np.nan)
-    high = np.full(k, np.nan)
-    for i in range(k):
-        col = ratings[:, i]
-        col = col[~np.isnan(col)]
-        if col.size:
-            low[i] = np.quantile(col, tail, method="lower")
-            high[i] = np.quantile(col, 1.0 - tail, method="higher")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a competitor never compared: NaN
+        low = np.nanquantile(ratings, tail, axis=0, method="lower")
+        high = np.nanquantile(ratings, 1.0 - tail, axis=0, method="higher")
     return low, high

@@ -16,7 +16,7 @@ import csv
 import io
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +43,7 @@ class ImportReport:
             self.notes.append(f"{where}: {reason}: {detail}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "rows": self.rows,
-            "imported": self.imported,
-            "skipped": dict(self.skipped),
-            "notes": self.notes,
-        }
+        return {**asdict(self), "skipped": dict(self.skipped)}
 
 
 def dimension_key(value: str) -> str | None:

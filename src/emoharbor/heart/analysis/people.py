@@ -146,9 +146,7 @@ def _common(values: dict[int, list[float | None]]) -> list[int]:
 
 def _interval(e: Any, key: str, low: str = "low", high: str = "high") -> dict[str, Any]:
     s = shown(e)
-    return {key: number(s["mean"]) if s["mean"] is not None else None,
-            low: number(s["lo"]) if s["lo"] is not None else None,
-            high: number(s["hi"]) if s["hi"] is not None else None}  # fmt: skip
+    return {key: number(s["mean"]), low: number(s["lo"]), high: number(s["hi"])}
 
 
 def _margin(e: Estimate | None) -> dict[str, Any]:

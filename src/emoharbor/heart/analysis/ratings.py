@@ -22,8 +22,8 @@ from ...stats.bootstrap import too_small
 from ...stats.length import length_controlled_bt
 from ...store.records import Comparison
 from ..config import HUMAN
-from .bradley_terry import ELO_BASE, ELO_SCALE, bootstrap_intervals, fit_bradley_terry
-from .verdicts import HUMANS, TIE, PairVerdict, combine_orders, order_consistency
+from .bradley_terry import bootstrap_intervals, fit_bradley_terry, history_draws, to_elo
+from .verdicts import HUMANS, TIE, PairVerdict, combine_orders
 
 POOLED = "pooled"
 ALL = "all"
@@ -33,9 +33,9 @@ VARIANTS = {
 }
 
 
-def number(x: float) -> float | str | None:
-    """JSON-safe: NaN (not compared) -> None, infinities -> "inf"/"-inf"."""
-    if math.isnan(x):
+def number(x: float | None) -> float | str | None:
+    """JSON-safe: None or NaN (not compared) -> None, infinities -> "inf"/"-inf"."""
+    if x is None or math.isnan(x):
         return None
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
@@ -50,39 +50,16 @@ def cluster_matrices(verdicts: list[PairVerdict], competitors: list[str], varian
     out = np.zeros((len(hids), len(competitors), len(competitors)))
     for v in verdicts:
         h, a, b = h_index[v.history_id], index[v.a], index[v.b]
-        if variant == "strength":
-            out[h, a, b] += v.weight_a
-            out[h, b, a] += v.weight_b
-        elif v.outcome == TIE:
-            out[h, a, b] += 0.5
-            out[h, b, a] += 0.5
-        else:
-            win, lose = (a, b) if v.outcome == "a" else (b, a)
-            out[h, win, lose] += 1.0
+        wa, wb = verdict_wins(v, variant)
+        out[h, a, b] += wa
+        out[h, b, a] += wb
     return out
 
 
 def record_counts(verdicts: Iterable[PairVerdict], name: str) -> tuple[int, int, int]:
-    wins = ties = losses = 0
-    for v in verdicts:
-        if name not in (v.a, v.b):
-            continue
-        if v.outcome == TIE:
-            ties += 1
-        elif v.winner() == name:
-            wins += 1
-        else:
-            losses += 1
-    return wins, ties, losses
-
-
-def history_draws(h: int, reps: int, seed: int) -> np.ndarray | None:
-    """How often each of ``h`` histories is drawn in each of ``reps`` resamples (reps, h): the same draws as
-    ``bootstrap_intervals`` makes for the raw ratings. None without resamples."""
-    if reps <= 0 or h == 0:
-        return None
-    rng = np.random.default_rng(seed)
-    return np.stack([np.bincount(rng.integers(0, h, h), minlength=h) for _ in range(reps)]).astype(np.float64)
+    mine = [v for v in verdicts if name in (v.a, v.b)]
+    wins, ties = sum(v.winner() == name for v in mine), sum(v.outcome == TIE for v in mine)
+    return wins, ties, len(mine) - wins - ties
 
 
 def _bounds(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -101,11 +78,6 @@ def verdict_wins(v: PairVerdict, variant: str) -> tuple[float, float]:
     if v.outcome == TIE:
         return 0.5, 0.5
     return (1.0, 0.0) if v.outcome == "a" else (0.0, 1.0)
-
-
-def _elo(theta: np.ndarray) -> np.ndarray:
-    out: np.ndarray = ELO_BASE + ELO_SCALE * theta / np.log(10.0)
-    return out
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -141,13 +113,6 @@ def length_fit(
     return {"fit": fit, "histories": len(hids), "verdicts": len(verdicts)}
 
 
-def rate(
-    verdicts: list[PairVerdict], competitors: list[str], variant: str, *, prior: float, reps: int, seed: int
-) -> list[dict[str, Any]]:
-    """One row per competitor: the raw rating with its interval, and the length-controlled one (``lc_``)."""
-    return rate_with_length(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed)[0]
-
-
 def rate_with_length(
     verdicts: list[PairVerdict],
     competitors: list[str],
@@ -158,15 +123,16 @@ def rate_with_length(
     seed: int,
     lengths: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """``rate``'s rows and the fit's length term (gamma with its interval, the verdicts and histories);
+    """One row per competitor: the raw rating with its interval, and the length-controlled one (``lc_``); and the
+    fit's length term (gamma with its interval, the verdicts and histories);
     ``lengths``: ``length_fit`` of the same verdicts, when it has been made already."""
     per = cluster_matrices(verdicts, competitors, variant)
     ratings = fit_bradley_terry(per.sum(0), prior=prior) if len(per) else np.full(len(competitors), np.nan)
     low, high = bootstrap_intervals(per, prior=prior, reps=reps, seed=seed)
     got = lengths or length_fit(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed)
     fit = got["fit"]
-    lc = _elo(fit.theta)
-    lc_boot = _elo(fit.boot_theta)
+    lc = to_elo(fit.theta)
+    lc_boot = to_elo(fit.boot_theta)
     rows = []
     for i, c in enumerate(competitors):
         wins, ties, losses = record_counts(verdicts, c)
@@ -341,13 +307,14 @@ def compute_ratings(
 
 
 def _consistency_rows(verdicts: list[PairVerdict]) -> list[dict[str, Any]]:
-    """Order consistency: per judge over all dimensions, then per judge and dimension (``order_consistency``)."""
-    consistency = order_consistency(verdicts)
-    by_judge: Counter[str] = Counter()
-    same: Counter[str] = Counter()
-    for row in consistency:
-        by_judge[row["judge"]] += row["pairs"]
-        same[row["judge"]] += row["consistent"]
-    summary = [{"judge": j, "dimension": "all", "pairs": by_judge[j], "consistent": same[j],
-                "rate": number(same[j] / by_judge[j])} for j in by_judge]  # fmt: skip
-    return summary + [{**r, "rate": number(r["rate"])} for r in consistency]
+    """Order consistency, the share of pairs whose winner did not flip with the order: per judge over all
+    dimensions, then per judge and dimension (judges sorted, dimensions in their order)."""
+    n: Counter[tuple[str, str]] = Counter()
+    same: Counter[tuple[str, str]] = Counter()
+    for v in verdicts:
+        for key in ((v.rater, ALL), (v.rater, v.dimension)):
+            n[key] += 1
+            same[key] += v.outcome != TIE
+    return [{"judge": j, "dimension": d, "pairs": n[(j, d)], "consistent": same[(j, d)],
+             "rate": number(same[(j, d)] / n[(j, d)])}
+            for j, d in sorted(n, key=lambda k: (k[1] != ALL, k[0]))]  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...errors import EmoharborError
 from ...stats.bootstrap import MIN_N, TOO_SMALL, too_small
-from ...tables import RESUME, csv_table, interval, md_table, nothing_measured, num
+from ...tables import NA, RESUME, csv_table, interval, md_table, nothing_measured, num
 from ..dimensions import OVERALL
 
 CSV_TABLES = {
@@ -42,12 +42,19 @@ def to_csv(data: dict[str, Any], report: str, table: str | None) -> str:
 Row = dict[str, Any]
 
 
+def _grouped(rows: list[Row], last: str) -> dict[tuple[str, str, str], list[Row]]:
+    """The rows by (judge, subset, ``last``), in the order first seen."""
+    out: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        out.setdefault((r["judge"], r["subset"], r[last]), []).append(r)
+    return out
+
+
 def rating_tables(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], list[tuple[str, dict[str, Row], str]]]]:
     """The ratings grouped as they are shown: one table per (judge, subset, variant), one row per competitor
     (highest overall rating first) holding its rows by dimension and its overall wins-ties-losses."""
     out = []
-    for scope in dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in data["ratings"]):
-        rows = [r for r in data["ratings"] if (r["judge"], r["subset"], r["variant"]) == scope]
+    for scope, rows in _grouped(data["ratings"], "variant").items():
         comps = []
         by_overall = [r["competitor"] for r in rows if r["dimension"] == OVERALL]  # rows come sorted by rating
         for c in dict.fromkeys([*by_overall, *(r["competitor"] for r in rows)]):
@@ -61,24 +68,25 @@ def rating_tables(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], list
 def win_rate_rows(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], dict[str, Row]]]:
     """Win rates against the human reply by (judge, subset, competitor), each with its rows by dimension;
     groups whose histories have no human reply are left out."""
-    wr = data["win_rates_vs_human"]
-    out = []
-    for g in dict.fromkeys((r["judge"], r["subset"], r["competitor"]) for r in wr):
-        by_dim = {r["dimension"]: r for r in wr if (r["judge"], r["subset"], r["competitor"]) == g}
-        if any(r["pairs"] for r in by_dim.values()):
-            out.append((g, by_dim))
-    return out
+    groups = _grouped(data["win_rates_vs_human"], "competitor").items()
+    by_dim = [(g, {r["dimension"]: r for r in rows}) for g, rows in groups]
+    return [(g, rows) for g, rows in by_dim if any(r["pairs"] for r in rows.values())]
+
+
+def _figure(value: Any, low: Any, high: Any, histories: int | None, digits: int = 2, na: str = NA) -> str:
+    """A figure with its interval; under ``MIN_N`` histories the figure alone, "n too small"; ``na`` without one."""
+    if value is None:
+        return na
+    if too_small(histories):
+        return f"{num(value, digits)} ({TOO_SMALL})"
+    return interval(value, low, high, digits)
 
 
 def _interval(r: Row | None, prefix: str = "") -> str:
-    """A rating with its interval (``prefix`` "lc_": the length-controlled one); under ``MIN_N`` histories
-    the rating alone, "n too small"."""
-    if r is None or r.get(f"{prefix}rating") is None:
-        return "not compared"
-    rating = r[f"{prefix}rating"]
-    if too_small(r.get("histories")):
-        return f"{num(rating)} ({TOO_SMALL})"
-    return interval(rating, r.get(f"{prefix}low"), r.get(f"{prefix}high"), na="not compared")
+    """A rating with its interval (``prefix`` "lc_": the length-controlled one)."""
+    r = r or {}
+    return _figure(r.get(f"{prefix}rating"), r.get(f"{prefix}low"), r.get(f"{prefix}high"), r.get("histories"),
+                   na="not compared")  # fmt: skip
 
 
 def _win_rate(r: Row, prefix: str = "") -> str:
@@ -96,19 +104,13 @@ LC = "length-controlled"
 
 def length_term_rows(data: dict[str, Any]) -> list[tuple[tuple[str, str, str], dict[str, Row]]]:
     """The length terms by (judge, subset, variant), each with its rows by dimension."""
-    terms = data.get("length_terms", [])
-    return [
-        (g, {r["dimension"]: r for r in terms if (r["judge"], r["subset"], r["variant"]) == g})
-        for g in dict.fromkeys((r["judge"], r["subset"], r["variant"]) for r in terms)
-    ]
+    groups = _grouped(data.get("length_terms", []), "variant").items()
+    return [(g, {r["dimension"]: r for r in rows}) for g, rows in groups]
 
 
 def _gamma(r: Row | None) -> str:
-    if r is None or r.get("gamma") is None:
-        return "n/a"
-    if too_small(r.get("histories")):
-        return f"{num(r['gamma'])} ({TOO_SMALL})"
-    return interval(r["gamma"], r.get("low"), r.get("high"))
+    r = r or {}
+    return _figure(r.get("gamma"), r.get("low"), r.get("high"), r.get("histories"))
 
 
 def ratings_md(data: dict[str, Any]) -> str:
@@ -322,11 +324,7 @@ def _minus(r: Row) -> str:
 
 
 def _estimate(r: Row, stat: str) -> str:
-    if r[stat] is None:
-        return "n/a"
-    if too_small(r["histories"]):
-        return f"{num(r[stat], 3)} ({TOO_SMALL})"
-    return interval(r[stat], r["low"], r["high"], 3)
+    return _figure(r[stat], r.get("low"), r.get("high"), r["histories"], 3)
 
 
 def strategies_md(data: dict[str, Any]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ...store.records import Comparison
 
@@ -76,34 +75,7 @@ def combine_orders(comparisons: Iterable[Comparison]) -> tuple[list[PairVerdict]
             if any(v is None for v in strengths):
                 counts["verdicts_strength_unreadable"] += 1
                 continue
-            wa = sum(float(v) for w, v in zip(wins, strengths, strict=True) if w["winner"] == a)
-            wb = sum(float(v) for w, v in zip(wins, strengths, strict=True) if w["winner"] == b)
-            out.append(
-                PairVerdict(
-                    hid,
-                    first.subset,
-                    a,
-                    b,
-                    judge,
-                    dim,
-                    outcome,
-                    wa,
-                    wb,
-                    first.words.get(a, 0),
-                    first.words.get(b, 0),
-                )
-            )
+            wa, wb = (sum(float(v) for w, v in zip(wins, strengths, strict=True) if w["winner"] == x) for x in (a, b))
+            na, nb = (first.words.get(x, 0) for x in (a, b))
+            out.append(PairVerdict(hid, first.subset, a, b, judge, dim, outcome, wa, wb, na, nb))
     return out, singles, counts
-
-
-def order_consistency(verdicts: Iterable[PairVerdict]) -> list[dict[str, Any]]:
-    """Per judge and dimension: the share of pairs whose winner did not flip with the order."""
-    n: Counter[tuple[str, str]] = Counter()
-    same: Counter[tuple[str, str]] = Counter()
-    for v in verdicts:
-        n[(v.rater, v.dimension)] += 1
-        same[(v.rater, v.dimension)] += v.outcome != TIE
-    return [
-        {"judge": j, "dimension": d, "pairs": n[(j, d)], "consistent": same[(j, d)], "rate": same[(j, d)] / n[(j, d)]}
-        for j, d in sorted(n, key=lambda k: k[0])  # judges sorted, dimensions in their order
-    ]

@@ -13,7 +13,7 @@ from ...errors import ConfigError
 from ...models.base import ChatModel, Message, ModelCallError
 from ...prompts import load_prompt
 from ...simulate.supporter import supporter_prompt
-from ..config import HUMAN, resolve_path
+from ..config import resolve_path
 from ..histories import SEEKER, History
 
 Events = list[tuple[str, str]]
@@ -96,10 +96,6 @@ def given_candidate(history: History, competitor: str, reply: str | None, source
             (f"{competitor}_reply_missing", history.id)
         ]
     return record(history, competitor, "ok", text, source=source), []
-
-
-def human_candidate(history: History) -> tuple[dict[str, Any], Events]:
-    return given_candidate(history, HUMAN, history.human_reply, "human")
 
 
 async def model_candidate(

@@ -33,7 +33,7 @@ from ..config import HUMAN, HeartConfig, HistorySource, JudgeSpec, parse_heart_c
 from ..histories import History, LoadReport
 from ..plan import HeartPlan
 from ..rated_pairs import rated_judgments
-from .candidates import given_candidate, human_candidate, model_candidate
+from .candidates import given_candidate, model_candidate
 from .judging import Shown, judge_pair, neutral_ids
 from .strategies import label_reply, load_strategies
 
@@ -90,6 +90,15 @@ async def generate_run(folder: Path, plan: HeartPlan, *, progress: bool = True) 
         store.close()
 
 
+def given(result: tuple[dict[str, Any], Events]) -> Work:
+    """A unit whose record is made without a model (a reply the file gives)."""
+
+    async def work() -> tuple[dict[str, Any], Events]:
+        return result
+
+    return work
+
+
 def histories(store: RunStore) -> dict[str, History]:
     return {h.id: h for h in (History.from_dict(d) for _, d in store.items("history"))}
 
@@ -128,16 +137,10 @@ async def generate(store: RunStore, plan: HeartPlan, get_model: GetModel, *, pro
 
         return work
 
-    def human_work(h: History) -> Work:
-        async def work() -> tuple[dict[str, Any], Events]:
-            return human_candidate(h)
-
-        return work
-
     units: list[tuple[Key, Work]] = []
     for h in loaded:
         if config.include_human:
-            units.append(((h.id, HUMAN), human_work(h)))
+            units.append(((h.id, HUMAN), given(given_candidate(h, HUMAN, h.human_reply, "human"))))
         units.extend(((h.id, spec.name), model_work(h, spec)) for spec in config.candidates)
     done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
     skipped = {r.name: dict(r.skipped) for r in reports if r.skipped}
@@ -159,14 +162,8 @@ async def import_given(store: RunStore, config: HeartConfig, loaded: list[Histor
                        judgments: list[dict[str, Any]], *, progress: bool) -> dict[str, Any]:  # fmt: skip
     """The replies of a file of rated replies as every competitor's candidates (a competitor without a reply
     to a history is ``missing`` there)."""
-
-    def given_work(h: History, competitor: str) -> Work:
-        async def work() -> tuple[dict[str, Any], Events]:
-            return given_candidate(h, competitor, h.replies.get(competitor), "rated")
-
-        return work
-
-    units = [((h.id, c), given_work(h, c)) for h in loaded for c in config.competitors()]
+    units = [((h.id, c), given(given_candidate(h, c, h.replies.get(c), "rated"))) for h in loaded
+             for c in config.competitors()]  # fmt: skip
     done = await run_stage(store, "candidate", units, workers=config.concurrency, progress=progress)
     ties = sum(1 for j in judgments if j["winner"] == "tie")
     return stage_summary(store, "import", done, "candidates_by_status", histories=len(loaded), units=len(units),

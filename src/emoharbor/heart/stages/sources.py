@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 from ...data.esconv import EsconvDialog, parse_record
 from ...data.selection import select
@@ -15,8 +14,11 @@ from ..histories import SEEKER, SUPPORTER, UNUSABLE, History, LoadReport, Skip, 
 from ..rated import read_rated
 
 
-def _limit(histories: list[History], src: HistorySource) -> list[History]:
-    return select(histories, src.first, src.sample, src.seed)
+def _limit(histories: list[History], report: LoadReport, src: HistorySource) -> tuple[list[History], LoadReport]:
+    """The source's ``first`` or ``sample`` of its usable histories, counted in its report."""
+    used = select(histories, src.first, src.sample, src.seed)
+    report.used = len(used)
+    return used, report
 
 
 def load_heart_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
@@ -38,25 +40,7 @@ def load_heart_source(src: HistorySource, path: Path) -> tuple[list[History], Lo
         report.inferred += h.speakers_inferred
         out.append(h)
     report.usable = len(out)
-    used = _limit(out, src)
-    report.used = len(used)
-    return used, report
-
-
-def _esconv_records(path: Path, report: LoadReport) -> list[tuple[int, Any, str]]:
-    failed = "failed" in path.name.lower()
-    items = read_items(path)
-    out = []
-    for index, item, where in items:
-        report.examined += 1
-        if isinstance(item, Skip):
-            report.skip(where, item.reason, item.detail)
-            continue
-        try:
-            out.append((index, parse_record(item, str(path), index, failed), where))
-        except DataError as e:
-            report.skip(where, "bad_record", str(e))
-    return out
+    return _limit(out, report, src)
 
 
 def esconv_histories(dialog: EsconvDialog, src: HistorySource) -> list[History]:
@@ -89,24 +73,30 @@ def esconv_histories(dialog: EsconvDialog, src: HistorySource) -> list[History]:
 
 def load_esconv_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
     report = LoadReport(source=str(path), name=src.name)
+    failed = "failed" in path.name.lower()
+    dialogs: list[tuple[EsconvDialog, str]] = []  # every record is read (and its skips counted) before any is cut
+    for index, item, where in read_items(path):
+        report.examined += 1
+        if isinstance(item, Skip):
+            report.skip(where, item.reason, item.detail)
+            continue
+        try:
+            dialogs.append((parse_record(item, str(path), index, failed), where))
+        except DataError as e:
+            report.skip(where, "bad_record", str(e))
     out: list[History] = []
-    for _, dialog, where in _esconv_records(path, report):
+    for dialog, where in dialogs:
         try:
             out.extend(esconv_histories(dialog, src))
         except Skip as s:
             report.skip(where, s.reason, s.detail)
     report.usable = len(out)
-    used = _limit(out, src)
-    report.used = len(used)
-    return used, report
+    return _limit(out, report, src)
 
 
 def load_rated_source(src: HistorySource, path: Path) -> tuple[list[History], LoadReport]:
     """A file of rated replies: every history is checked, then ``first`` or ``sample`` of them kept."""
-    out, report = read_rated(src, path)
-    used = _limit(out, src)
-    report.used = len(used)
-    return used, report
+    return _limit(*read_rated(src, path), src)
 
 
 LOADERS = {"heart": load_heart_source, "esconv": load_esconv_source, "rated": load_rated_source}

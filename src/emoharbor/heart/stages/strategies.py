@@ -197,16 +197,9 @@ def strategy_profiles(records: list[dict[str, Any]], competitors: list[str], nam
             labels = Counter(lab for r in rs for lab in r["labels"] if lab is not None)
             n_sent = sum(len(r["sentences"]) for r in rs)
             n_lab = sum(labels.values())
-            row: dict[str, Any] = {
-                "subset": subset,
-                "competitor": comp,
-                "replies": len(rs),
-                "sentences": n_sent,
-                "unlabelled": n_sent - n_lab,
-            }
-            for name in names:
-                row[name] = round(labels[name] / n_lab, 4) if n_lab else None
-            rows.append(row)
+            shares = {name: _ratio(labels[name], n_lab) for name in names}
+            rows.append({"subset": subset, "competitor": comp, "replies": len(rs), "sentences": n_sent,
+                         "unlabelled": n_sent - n_lab, **shares})  # fmt: skip
     return rows
 
 

@@ -28,6 +28,7 @@ from ...store.record import open_run, record_hash, run_record
 from ...store.run_store import RunStore
 from ...store.units import Events, Work, run_stage
 from ...tables import cell, interval, md_table, nothing_measured
+from ..analysis.ratings import number
 from ..analysis.render import dict_table
 from ..analysis.stats import cohen_kappa
 from ..config import HUMAN, HeartConfig
@@ -173,11 +174,8 @@ async def label_items(
     return summary
 
 
-def _estimate(e: Estimate) -> dict[str, float | None]:
-    def num(v: float | None) -> float | None:
-        return None if v is None or np.isnan(v) else round(v, 4)
-
-    return {"value": num(e.value), "low": num(e.lo), "high": num(e.hi)}
+def _estimate(e: Estimate) -> dict[str, Any]:
+    return {"value": number(e.value), "low": number(e.lo), "high": number(e.hi)}
 
 
 def agreement_scores(pairs: list[tuple[str, str]], *, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
