@@ -81,13 +81,10 @@ def _agreement(agree: dict[str, Any]) -> str:
             ("Judge-human agreement", "judge_human"),
             ("Human-human agreement (the ceiling)", "human_human"),
             ("Krippendorff's alpha (nominal: a / b / tie)", "alpha"),
-        ]:
-            parts.append(f"<h4>{title}</h4>" + dict_rows_table(agree[key]))
-        for title, key in [
             ("Scorers against the people's pairs (both orders counted; minus the longer reply)", "people_pairs"),
             ("Reply scores against the people's ratings (Spearman; minus the word count)", "people_ratings"),
         ]:
-            if agree.get(key):
+            if agree.get(key) or not key.startswith("people_"):  # the scorers' tables only where there are some
                 parts.append(f"<h4>{title}</h4>" + dict_rows_table(agree[key]))
     else:
         parts.append(note("No human judgments imported: `emoharbor heart agreement RUN --human FILE` adds them."))

@@ -39,10 +39,6 @@ def _by_item(verdicts: Iterable[PairVerdict]) -> dict[Item, list[PairVerdict]]:
     return out
 
 
-def _in(v: PairVerdict, key: str) -> bool:
-    return key == ALL_DIMS or v.dimension == key
-
-
 def _summary(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     with_ties, n = agreement(pairs)
     no_ties, n_no_ties = agreement(pairs, ignore=TIE)
@@ -61,7 +57,7 @@ def judge_human(
             pairs = [
                 (jv.outcome, hv.outcome)
                 for jv in judge_vs
-                if (judge == POOLED or jv.rater == judge) and _in(jv, key)
+                if (judge == POOLED or jv.rater == judge) and key in (ALL_DIMS, jv.dimension)
                 for hv in humans.get(jv.item, [])
             ]
             rows.append({"judge": judge, "dimension": key, **_summary(pairs)})

@@ -94,11 +94,12 @@ def length_fit(
     verdicts: list[PairVerdict], competitors: list[str], variant: str, *, prior: float, reps: int, seed: int
 ) -> dict[str, Any]:
     """The length-controlled fit of ``verdicts`` (one dimension), with its resamples of histories: strengths
-    (natural log, centred), gamma, and both per resample."""
+    (natural log, centred), gamma, and both per resample; the histories' places and the resamples' draws."""
     index = {c: i for i, c in enumerate(competitors)}
     hids = sorted({v.history_id for v in verdicts})
     h_index = {h: i for i, h in enumerate(hids)}
     wins = [verdict_wins(v, variant) for v in verdicts]
+    draws = history_draws(len(hids), reps, seed)
     fit = length_controlled_bt(
         [index[v.a] for v in verdicts],
         [index[v.b] for v in verdicts],
@@ -108,9 +109,9 @@ def length_fit(
         [h_index[v.history_id] for v in verdicts],
         len(competitors),
         prior=prior,
-        counts=history_draws(len(hids), reps, seed),
+        counts=draws,
     )
-    return {"fit": fit, "histories": len(hids), "verdicts": len(verdicts)}
+    return {"fit": fit, "histories": len(hids), "verdicts": len(verdicts), "index": h_index, "draws": draws}
 
 
 def rate_with_length(
@@ -205,12 +206,8 @@ def win_rates_vs_human(
     at length difference 0, fitted on all of ``verdicts`` (one dimension), with its interval from the same
     resamples (``lengths``: that fit, when it has been made already). Under ``MIN_N`` histories with the
     competitor against the human: no intervals."""
-    hids = sorted({v.history_id for v in verdicts})
-    h_index = {h: i for i, h in enumerate(hids)}
-    draws = history_draws(len(hids), reps, seed)
-    fit = None
-    if verdicts:
-        fit = (lengths or length_fit(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed))["fit"]
+    got = lengths or length_fit(verdicts, competitors, variant, prior=prior, reps=reps, seed=seed)
+    fit, h_index, draws = got["fit"] if verdicts else None, got["index"], got["draws"]
     index = {c: i for i, c in enumerate(competitors)}
     rows = []
     for c in competitors:
