@@ -41,10 +41,9 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module = COMMANDS.get(cmd_name)
-        if module is None:
+        if cmd_name not in COMMANDS:
             return None
-        mod = importlib.import_module(f"emoharbor.commands.{module}")
+        mod = importlib.import_module(f"emoharbor.commands.{COMMANDS[cmd_name]}")
         found: click.Command = next(c for c in mod.COMMANDS if c.name == cmd_name)
         return found
 
@@ -143,12 +142,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except click.ClickException as e:
         e.show()
-        sys.exit(2 if e.exit_code == 2 else e.exit_code)
+        sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted: finished work is saved; run the same command again to resume", err=True)
         sys.exit(130)
-    except SystemExit:
-        raise
 
 
 if __name__ == "__main__":

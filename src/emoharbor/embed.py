@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import os
 import sqlite3
+from contextlib import closing
 from functools import cache
 from typing import Any
 
@@ -43,8 +44,7 @@ def encode(texts: list[str], batch_size: int = 256) -> np.ndarray:
         return np.zeros((0, 0), dtype=np.float32)
     path = default_cache_dir() / "embeddings.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path)
-    try:
+    with closing(sqlite3.connect(path)) as db:
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB)")
         keys = [_key(t) for t in texts]
         have: dict[str, np.ndarray] = {}
@@ -62,5 +62,3 @@ def encode(texts: list[str], batch_size: int = 256) -> np.ndarray:
                 )
             have.update(fresh)
         return np.stack([have[k] for k in keys])
-    finally:
-        db.close()

@@ -7,9 +7,12 @@ What a kind does (a part it leaves as the base class has it, it has not: ``has``
   run command prints at its end;
 - ``view(store, view, seed)``: fills the report's ``RunView`` (its common fields, and ``view.data``: what the
   kind's own section reads); ``html(view, rid, seed) -> str``: its section of ``emoharbor report``;
-  ``side_by_side(view) -> rows of cells``: its rows of the report's "runs side by side" table (several runs);
-- ``judges(store, folder, rows)``: adds its figures to the rows of ``emoharbor judges`` (one per judge and
-  scoring: ``report.judges_table``), ``judge_columns()`` the columns they fill and ``judges_note`` the line
+  ``side_by_side(view) -> rows of cells``: its rows of the report's "runs side by side" table (several runs;
+  ``report.build.COMPARED``: supporter, conversations, overall, generic, personal, gap, intensity change;
+  without it, a row of dashes);
+- ``judges(store, folder, rows)``: adds its judges to the rows of ``emoharbor judges`` (one per judge and
+  scoring: each one's judgments and cost, ``report.judges_table.add``, and its own figures),
+  ``judge_columns()`` the columns those figures fill (header, the cell of a row) and ``judges_note`` the line
   printed under the table about them;
 - ``export(store) -> {name: rows}``: more tables for ``emoharbor export``;
 - ``rejudge(run_dir, cards, judge_model, *, scoring, progress) -> int``: ``emoharbor assess`` (more judges);
@@ -86,17 +89,12 @@ class RunKind:
         raise NotImplementedError
 
     def side_by_side(self, view: RunView) -> list[list[Any]]:
-        """Its rows of the report's table of several runs side by side (``report.build.COMPARED``: supporter,
-        conversations, overall, generic, personal, gap, intensity change), as cells; none: a row of dashes."""
         raise NotImplementedError
 
     def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
-        """Add the run's judges to ``rows`` of ``emoharbor judges``: each one's judgments and cost
-        (``report.judges_table.add``) and the figures its ``judge_columns`` show."""
         raise NotImplementedError
 
     def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
-        """The columns of ``emoharbor judges`` its figures fill: (header, the cell of a row)."""
         return []
 
     def export(self, store: RunStore) -> dict[str, Rows]:
@@ -123,8 +121,7 @@ class RunKind:
 
 PARTS = ("board", "view", "html", "side_by_side", "judges", "export", "rejudge", "tidy", "check", "execute")
 
-# one entry per kind: its name and its kind, or where its class is (``module:Class``, imported when the kind is
-# first asked for). The built-in kinds are filled in by ``kind_table`` when the package is imported.
+# each kind's name -> the kind, or where its class is (``module:Class``; see above)
 TABLE: dict[str, str | RunKind] = {}
 
 

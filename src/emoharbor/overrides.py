@@ -67,24 +67,19 @@ def check_key(kind: type, key: str, where: str) -> None:
     """Refuse a KEY that names no setting of ``kind``, listing the settings where it went astray, or that goes
     inside a single setting."""
     current: type | None = kind
-    path: list[str] = []
-    for part in key.split("."):
+    parts = key.split(".")
+    for i, part in enumerate(parts):
         if current is None or getattr(current, "open_settings", False):  # a free-form mapping, or settings
             return  # whose fields depend on a value (a user_agent: block, its agent's): validation checks them
-        if not part.isdigit():
-            fields = _fields(current)
-            if part not in fields:
-                where = f"{'.'.join(path)} has" if path else "the settings are"
-                raise ConfigError(
-                    f"--set {key}: field '{'.'.join([*path, part])}': no such setting ({where}: {', '.join(fields)})"
-                )
-            current = _model_in(fields[part])
-            path.append(part)
-            if current is None and not _free(fields[part]) and len(path) < len(key.split(".")):
-                at = ".".join(path)
-                raise ConfigError(_single(key, at, where))
-        else:
-            path.append(part)
+        if part.isdigit():
+            continue
+        fields, at = _fields(current), ".".join(parts[: i + 1])
+        if part not in fields:
+            has = f"{'.'.join(parts[:i])} has" if i else "the settings are"
+            raise ConfigError(f"--set {key}: field '{at}': no such setting ({has}: {', '.join(fields)})")
+        current = _model_in(fields[part])
+        if current is None and not _free(fields[part]) and i + 1 < len(parts):
+            raise ConfigError(_single(key, at, where))
 
 
 def _single(key: str, path: str, where: str) -> str:
@@ -93,17 +88,17 @@ def _single(key: str, path: str, where: str) -> str:
     )
 
 
-def _step(node: Any, part: str, key: str, path: str, where: str) -> tuple[Any, Any]:
-    """(the container, the index or key) that ``part`` of ``key`` names inside ``node`` (at ``path``)."""
+def _index(node: Any, part: str, key: str, path: str, where: str) -> Any:
+    """The index or key that ``part`` of ``key`` names inside ``node`` (at ``path``)."""
     if isinstance(node, list):
         if not part.isdigit() or int(part) >= len(node):
             raise ConfigError(
                 f"--set {key}: '{path}' is a list of {len(node)} in {where}: give an item's number (0 to "
                 f"{len(node) - 1}), or set the whole list: --set {path}=[...]"
             )
-        return node, int(part)
+        return int(part)
     if isinstance(node, dict):
-        return node, part
+        return part
     raise ConfigError(_single(key, path, where))
 
 
@@ -113,13 +108,12 @@ def apply_sets(raw: Mapping[str, Any], overrides: Mapping[str, Any], where: str)
     for key, value in overrides.items():
         node: Any = data
         parts = key.split(".")
-        for i, part in enumerate(parts[:-1]):
-            holder, at = _step(node, part, key, ".".join(parts[:i]) or "(top level)", where)
-            if isinstance(holder, dict):
-                holder.setdefault(at, {})
-            node = holder[at]
-        holder, at = _step(node, parts[-1], key, ".".join(parts[:-1]) or "(top level)", where)
-        holder[at] = value
+        for i, part in enumerate(parts):
+            at = _index(node, part, key, ".".join(parts[:i]) or "(top level)", where)
+            if i == len(parts) - 1:
+                node[at] = value
+            else:
+                node = node.setdefault(at, {}) if isinstance(node, dict) else node[at]
     return data
 
 

@@ -45,12 +45,10 @@ def check_named_models(models: Iterable[tuple[str, ModelSpec]], where: str = "")
     """``check_models`` for models named by the field that gives them (``roles.judge``): an error names the
     file (``where``) and that field; without ``where``, the field is a command-line option (``--user``). A
     model given in several fields is checked once."""
-    seen: set[str] = set()
+    first: dict[str, tuple[str, ModelSpec]] = {}
     for field, spec in models:
-        key = spec.identity
-        if key in seen:
-            continue
-        seen.add(key)
+        first.setdefault(spec.identity, (field, spec))
+    for field, spec in first.values():
         try:
             check_model_spec(spec)
         except ConfigError as e:

@@ -30,15 +30,8 @@ def bounds(lo: float | str | None, hi: float | str | None, digits: int = 2, *, s
     return f"[{num(lo, digits, signed=signed)}, {num(hi, digits, signed=signed)}]"
 
 
-def interval(
-    est: float | str | None,
-    lo: float | str | None,
-    hi: float | str | None,
-    digits: int = 2,
-    na: str = NA,
-    *,
-    signed: bool = False,
-) -> str:
+def interval(est: float | str | None, lo: float | str | None, hi: float | str | None, digits: int = 2, na: str = NA,
+             *, signed: bool = False) -> str:  # fmt: skip
     """An estimate with its interval, ``3.20 [2.90, 3.50]`` (a margin ``+0.10 [-0.00, +0.20]`` with
     ``signed``); the estimate alone without bounds; ``na`` without an estimate."""
     if est is None:

@@ -7,9 +7,8 @@ its token budget. The model is the card's own (``model:``) or the one the comman
 ``version`` hashes all of that with the texts of its prompt and rubric, so a changed card is never mixed
 into a run that used the old one.
 
-The kinds are registered objects (``judge_kinds.py``): ``user``, ``profile_aware`` and ``third_party`` rate
-a conversation, ``reply`` one reply, ``heart_pairwise`` a pair of replies; a user's own kind is named
-``module:name``. A card that names no prompt (or no rubric) gets its kind's.
+The kinds are registered objects (``judge_kinds.py``, which lists the built-in ones); a user's own kind is
+named ``module:name``. A card that names no prompt (or no rubric) gets its kind's.
 
 Built-in cards are YAML files in ``assess/cards/``; ``load_card("third_party")`` or a path.
 """
@@ -90,7 +89,13 @@ class JudgeCard(BaseModel):
         return judge_kind(self.kind)
 
     def prompt_file(self) -> Prompt:
-        return _prompt(self.prompt, self.name)
+        if not self.prompt.startswith("builtin:"):
+            path = Path(self.prompt)
+            return Prompt(path.stem, userfiles.read_text(path, f"card {self.name}: prompt file"))
+        try:
+            return load_prompt(self.prompt.removeprefix("builtin:"))
+        except FileNotFoundError:
+            raise ConfigError(f"card {self.name}: no built-in prompt {self.prompt!r}") from None
 
     def answer_prompt(self) -> Prompt:
         return load_prompt("judge_answer_evidence" if self.evidence else "judge_answer_scores")
@@ -131,17 +136,6 @@ class JudgeCard(BaseModel):
     def record(self, model: ModelSpec) -> dict[str, Any]:
         """What a run records of the card it used: the card, its version, and the model it ran on."""
         return {**self.model_dump(mode="json", exclude={"model"}), "version": self.version, "model": model.model}
-
-
-def _prompt(ref: str, card: str) -> Prompt:
-    if ref.startswith("builtin:"):
-        name = ref.removeprefix("builtin:")
-        try:
-            return load_prompt(name)
-        except FileNotFoundError:
-            raise ConfigError(f"card {card}: no built-in prompt {ref!r}") from None
-    path = Path(ref)
-    return Prompt(path.stem, userfiles.read_text(path, f"card {card}: prompt file"))
 
 
 def builtin_names() -> list[str]:

@@ -58,15 +58,8 @@ class Rubric:
     def schema(self, evidence: bool = True) -> dict[str, Any]:
         """The judge's reply: per dimension ``{"score": n, "evidence": "..."}``, or the bare integer."""
         score = {"type": "integer", "enum": self.values()}
-        item = (
-            {
-                "type": "object",
-                "properties": {"score": score, "evidence": {"type": "string"}},
-                "required": ["score", "evidence"],
-            }
-            if evidence
-            else score
-        )
+        item = {"type": "object", "properties": {"score": score, "evidence": {"type": "string"}},
+                "required": ["score", "evidence"]} if evidence else score  # fmt: skip
         return {"type": "object", "properties": {k: item for k in self.keys()}, "required": self.keys()}
 
 

@@ -32,13 +32,10 @@ def evidence_kind(evidence: str, supporter_texts: Iterable[str]) -> str:
     words = _words(evidence)
     if sum(1 for w in words if len(w) > 1) < 2:
         return "placeholder"
-    said = [" " + " ".join(_words(t)) + " " for t in supporter_texts]
+    said = [f" {' '.join(_words(t))} " for t in supporter_texts]
     n = min(RUN, len(words))
-    for i in range(len(words) - n + 1):
-        piece = " " + " ".join(words[i : i + n]) + " "
-        if any(piece in s for s in said):
-            return "quoted"
-    return "not_a_quote"
+    pieces = (f" {' '.join(words[i : i + n])} " for i in range(len(words) - n + 1))
+    return "quoted" if any(piece in s for piece in pieces for s in said) else "not_a_quote"
 
 
 def evidence_counts(evidence: dict[str, str], supporter_texts: list[str]) -> Counter[str]:

@@ -71,15 +71,9 @@ async def ask_card(card: JudgeCard, model: ChatModel, judge: str, messages: list
                    seed: int) -> dict[str, Any]:  # fmt: skip
     """``messages`` (a card's prompt about a conversation or a reply) asked for the card's rubric, as an
     assessment record."""
-    got = await ask_json(
-        model,
-        messages,
-        card.rubric_file().schema(card.evidence),
-        seed=seed,
-        prompt_version=version,
-        max_tokens=card.max_tokens,
-        top_logprobs=card.top_logprobs if card.scoring == "expected" else 0,
-    )
+    top_logprobs = card.top_logprobs if card.scoring == "expected" else 0
+    got = await ask_json(model, messages, card.rubric_file().schema(card.evidence), seed=seed, prompt_version=version,
+                         max_tokens=card.max_tokens, top_logprobs=top_logprobs)  # fmt: skip
     return assessment_record(card, judge, got)
 
 

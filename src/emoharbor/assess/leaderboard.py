@@ -60,8 +60,7 @@ def differences(convs: list[Conversation], under: dict[str, dict[str, Any] | Non
             diffs = [s[d] - b[d] for s, b in pairs if s.get(d) is not None and b.get(d) is not None]
             cells[d] = paired_difference(diffs, seed=seed)
         for name, ds in groups.items():
-            diffs = [x - y for s, b in pairs if (m := _row_means([s], ds)) and (n := _row_means([b], ds))
-                     for x, y in [(m[0], n[0])]]  # fmt: skip
+            diffs = [m[0] - n[0] for s, b in pairs if (m := _row_means([s], ds)) and (n := _row_means([b], ds))]
             cells[name] = paired_difference(diffs, seed=seed)
         for d, p in zip(dim_keys, holm([cells[d]["p"] for d in dim_keys]), strict=True):
             cells[d]["p_holm"] = p
@@ -109,18 +108,10 @@ def leaderboard(results: RunResults, judge: str = "user", seed: int = 0, scoring
     base = baseline or (sups[0] if sups else None)
     if base is not None and sups and base not in sups:
         raise ValueError(f"--baseline {base!r} is not a supporter of this run; its supporters: {', '.join(sups)}")
-    judges = sorted({a.judge for a in results.assessments})
-    return {
-        "judge": judge,
-        "scoring": scoring,
-        "baseline": base,
-        "differences": differences(convs, under, dim_keys, base, seed=seed) if base is not None else {},
-        "dimension_keys": dim_keys,
-        "judges": judges,
-        "rows": rows,
-        "usage_by_role": results.usage_by_role,
-        "events": results.events,
-    }
+    return {"judge": judge, "scoring": scoring, "baseline": base,
+            "differences": differences(convs, under, dim_keys, base, seed=seed) if base is not None else {},
+            "dimension_keys": dim_keys, "judges": sorted({a.judge for a in results.assessments}), "rows": rows,
+            "usage_by_role": results.usage_by_role, "events": results.events}  # fmt: skip
 
 
 def _supporter_row(sup: str, mine: list[Conversation], assessments: dict[str, records.Assessment],

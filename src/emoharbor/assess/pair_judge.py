@@ -18,20 +18,11 @@ def pair_messages(card: JudgeCard, pair: Pair) -> Asked:
     system = load_prompt("heart_judge_system")
     sys_text = system.render(dimensions=pair.dimensions)  # the same for every call: a cacheable prefix
     user_text = card.prompt_file().render(
-        context=pair.context,
-        transcript=pair.transcript,
-        id_first=id_first,
-        reply_first=reply_first,
-        id_second=id_second,
-        reply_second=reply_second,
-        keys=", ".join(f'"{k}"' for k in pair.keys),
-        id_one=id_one,
-        id_two=id_two,
-    )
-    messages: list[Message] = [
-        {"role": "system", "content": sys_text.strip()},
-        {"role": "user", "content": user_text.strip()},
-    ]
+        context=pair.context, transcript=pair.transcript, id_first=id_first, reply_first=reply_first,
+        id_second=id_second, reply_second=reply_second, keys=", ".join(f'"{k}"' for k in pair.keys), id_one=id_one,
+        id_two=id_two)  # fmt: skip
+    messages: list[Message] = [{"role": "system", "content": sys_text.strip()},
+                               {"role": "user", "content": user_text.strip()}]  # fmt: skip
     return messages, f"{system.version}+{card.version}"
 
 

@@ -130,28 +130,23 @@ def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[Key
     return more
 
 
-async def assess_unit(
-    store: RunStore,
-    key: Key,
-    conv: Conversation,
-    judge: Judge,
-    model: ChatModel,
-    profile: Profile | None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+async def assess_unit(store: RunStore, key: Key, conv: Conversation, judge: Judge, model: ChatModel,
+                      profile: Profile | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Score ``conv`` (stored under ``key``) with ``judge`` (``profile``: the user's, for the kinds that are shown
     it); ``extra`` goes into the record (a validate run says there what the judge saw)."""
     name = judge.name
 
     async def work() -> tuple[dict[str, Any], Events]:
+        events: Events
         try:
             rec = await judge_conversation(judge.card, model, name, conv, profile, seed=conv.seed)
         except ModelCallError as e:
             rec = {"judge": name, "scores": {}, "evidence": {}, "status": "error", "error": str(e), "attempts": 0}
-            return {**rec, "conversation": conv.id, **(extra or {})}, [("model_error", str(e)[:200])]
-        events = [("unscored", f"{name}: {rec['error'][:160]}")] if rec["status"] != "ok" else []
-        if rec.get("expected_error") and rec["status"] == "ok":
-            events.append(("expected_unscored", f"{name}: {rec['expected_error'][:160]}"))
+            events = [("model_error", str(e)[:200])]
+        else:
+            events = [("unscored", f"{name}: {rec['error'][:160]}")] if rec["status"] != "ok" else []
+            if rec.get("expected_error") and rec["status"] == "ok":
+                events.append(("expected_unscored", f"{name}: {rec['expected_error'][:160]}"))
         return {**rec, "conversation": conv.id, **(extra or {})}, events
 
     return await unit(store, "assessment", assessment_key(key, name), work)

@@ -22,14 +22,8 @@ from .. import userfiles
 from ..errors import DataError
 
 Speaker = Literal["seeker", "supporter"]
-SPEAKERS: dict[str, Speaker] = {
-    "usr": "seeker",
-    "seeker": "seeker",
-    "speaker": "seeker",
-    "sys": "supporter",
-    "supporter": "supporter",
-    "listener": "supporter",
-}
+SPEAKERS: dict[str, Speaker] = {"usr": "seeker", "seeker": "seeker", "speaker": "seeker",
+                                 "sys": "supporter", "supporter": "supporter", "listener": "supporter"}  # fmt: skip
 SURVEY_FIELDS = ("initial_emotion_intensity", "final_emotion_intensity", "empathy", "relevance")
 
 
@@ -60,12 +54,8 @@ class EsconvDialog:
         for t in self.turns:
             if out and out[-1].speaker == t.speaker:
                 prev = out[-1]
-                out[-1] = EsconvTurn(
-                    t.speaker,
-                    f"{prev.text} {t.text}",
-                    prev.strategy or t.strategy,
-                    t.feedback if t.feedback is not None else prev.feedback,
-                )
+                out[-1] = EsconvTurn(t.speaker, f"{prev.text} {t.text}", prev.strategy or t.strategy,
+                                     t.feedback if t.feedback is not None else prev.feedback)  # fmt: skip
             else:
                 out.append(t)
         return out
@@ -78,12 +68,8 @@ class EsconvDialog:
     @property
     def failed(self) -> bool:
         """Whether the record comes from the failed set, or meets ESConv's own failure rule."""
-        if self.from_failed_set:
-            return True
-        s = self.survey
-        drop = self.intensity_drop
-        low = [s.get("empathy"), s.get("relevance")]
-        return (drop is not None and drop <= 0) or any(v is not None and v <= 2 for v in low)
+        drop, low = self.intensity_drop, [self.survey.get("empathy"), self.survey.get("relevance")]
+        return self.from_failed_set or (drop is not None and drop <= 0) or any(v is not None and v <= 2 for v in low)
 
 
 def _score(value: Any, where: str) -> int | None:
@@ -159,18 +145,9 @@ def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) ->
     turns = [t for t in turns if t.text]
     if not turns:
         raise DataError(f"{where}: field 'dialog' has no turns with text: nothing to replay")
-    return EsconvDialog(
-        id=f"{Path(source).stem}:{index}",
-        source=source,
-        index=index,
-        emotion_type=str(rec.get("emotion_type") or ""),
-        problem_type=str(rec.get("problem_type") or ""),
-        situation=str(rec.get("situation") or ""),
-        experience_type=str(rec.get("experience_type") or ""),
-        survey=survey,
-        turns=turns,
-        from_failed_set=failed_set,
-    )
+    texts = {k: str(rec.get(k) or "") for k in ("emotion_type", "problem_type", "situation", "experience_type")}
+    return EsconvDialog(id=f"{Path(source).stem}:{index}", source=source, index=index, **texts, survey=survey,
+                        turns=turns, from_failed_set=failed_set)  # fmt: skip
 
 
 def _kind(value: Any) -> str:
@@ -182,18 +159,17 @@ def read_records(p: Path) -> list[Any]:
     """The records of an ESConv file as JSON values, in either format (not parsed yet); one line naming the
     file when it is in neither."""
     text = userfiles.read_text(p, "ESConv file", DataError)
+    array = text.lstrip().startswith("[")
     records: list[Any] | None = None
-    if text.lstrip().startswith("[") or p.suffix.lower() == ".json":
+    if array or p.suffix.lower() == ".json":
         try:
-            whole = json.loads(text)
+            records = json.loads(text)
         except json.JSONDecodeError as e:
-            if text.lstrip().startswith("["):
+            if array:
                 raise DataError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
-            whole = None  # JSON lines in a .json file: read one by one below
-        if whole is not None and not isinstance(whole, list):  # the raw format is one array of records
-            raise DataError(f"{p}: the top level must be a JSON array of ESConv records, not a JSON {_kind(whole)}")
-        records = whole
-    if records is None:
+        if records is not None and not isinstance(records, list):  # the raw format is one array of records
+            raise DataError(f"{p}: the top level must be a JSON array of ESConv records, not a JSON {_kind(records)}")
+    if records is None:  # JSON lines (in a .json file too): read one by one
         records = []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():

@@ -69,13 +69,7 @@ def spread(items: Sequence[T], n: int | None, seed: int, dialog: Callable[[T], s
             (rest if dialog(c) in seen else first).append(c)
             seen.add(dialog(c))
         queues[key] = first + rest
-    out: list[T] = []
-    want = len(items) if n is None else min(n, len(items))
-    while len(out) < want:
-        for pool in queues.values():
-            if pool and len(out) < want:
-                out.append(pool.pop(0))
-    return out
+    return in_turn(list(queues.values()))[:n]
 
 
 def in_turn(per_source: Sequence[Sequence[T]]) -> list[T]:

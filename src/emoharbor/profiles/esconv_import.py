@@ -77,88 +77,56 @@ def draft_profile(dialog: EsconvDialog, *, evaluation_only: bool = False) -> Pro
         story = seeker[0] if seeker else "The ESConv record describes no situation."
         tags.append("esconv-no-situation")
     rating = dialog.survey.get("initial_emotion_intensity")
+    intensity = MISSING_INTENSITY if rating is None else INTENSITY_BY_RATING[rating]
     if rating is None:
-        intensity = MISSING_INTENSITY
         tags.append("esconv-intensity-missing")
-    else:
-        intensity = INTENSITY_BY_RATING[rating]
-    risk = "none"
-    if any(RISK_WORDS.search(t) for t in seeker):
-        risk = "elevated"
+    risky = any(RISK_WORDS.search(t) for t in seeker)
+    if risky:
         tags.append("esconv-risk-keywords")
     if dialog.failed:
         tags.append("esconv-failed")
     tags += ["esconv-age-unknown", "esconv-need-unknown"]
-    return Profile.model_validate(
-        {
-            "id": draft_id(dialog),
-            "name": f"ESConv seeker {dialog.id}",
-            "age": DEFAULT_AGE,
-            "personality": {t: 0.5 for t in TRAITS},
-            "situation": {"problem_type": problem, "story": story},
-            "emotional_state": {
-                "emotion": dialog.emotion_type.strip().lower() or "unspecified",
-                "intensity": intensity,
-            },
-            "needs": {
-                "surface_request": f"To talk about my {problem} and feel a bit better.",
-                "hidden_need": "Not known from the record (draft).",
-                "hidden_need_type": "venting",
-            },
-            "risk_level": risk,
-            "evaluation_only": evaluation_only,
-            "tags": tags,
-        }
-    )
+    emotion = dialog.emotion_type.strip().lower() or "unspecified"
+    return Profile.model_validate({
+        "id": draft_id(dialog), "name": f"ESConv seeker {dialog.id}", "age": DEFAULT_AGE,
+        "personality": {t: 0.5 for t in TRAITS},
+        "situation": {"problem_type": problem, "story": story},
+        "emotional_state": {"emotion": emotion, "intensity": intensity},
+        "needs": {"surface_request": f"To talk about my {problem} and feel a bit better.",
+                  "hidden_need": "Not known from the record (draft).", "hidden_need_type": "venting"},
+        "risk_level": "elevated" if risky else "none", "evaluation_only": evaluation_only, "tags": tags,
+    })  # fmt: skip
 
 
-def _enum(values: list[str]) -> dict[str, Any]:
-    return {"type": "string", "enum": values}
-
-
-def _fields(model: type[CommunicationStyle], name: str) -> list[str]:
-    return list(get_args(model.model_fields[name].annotation))
+def _enum(values: Any) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
 
 
 STYLE_FIELDS = ("verbosity", "directness", "formality", "humour")
+NEED_FIELDS = ("hidden_need", "hidden_need_type", "liked_support", "disliked_support")
 _STRINGS = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 4}
 ENRICH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         **{t: {"type": "integer", "enum": list(range(11))} for t in TRAITS},
         "traits": {"type": "array", "items": {"type": "string"}, "maxItems": 4},
-        **{f: _enum(_fields(CommunicationStyle, f)) for f in STYLE_FIELDS},
+        **{f: _enum(get_args(CommunicationStyle.model_fields[f].annotation)) for f in STYLE_FIELDS},
         "style_notes": {"type": "string"},
         "hidden_need": {"type": "string", "minLength": 1},
-        "hidden_need_type": _enum(list(get_args(HiddenNeed))),
+        "hidden_need_type": _enum(get_args(HiddenNeed)),
         "liked_support": _STRINGS,
         "disliked_support": _STRINGS,
         "disclosure_pace": _enum(["slow", "medium", "fast"]),
     },
-    "required": [
-        *TRAITS,
-        *STYLE_FIELDS,
-        "hidden_need",
-        "hidden_need_type",
-        "liked_support",
-        "disliked_support",
-        "disclosure_pace",
-    ],
+    "required": [*TRAITS, *STYLE_FIELDS, *NEED_FIELDS, "disclosure_pace"],
     "additionalProperties": False,
 }
 
 
 def _apply(profile: Profile, d: dict[str, Any]) -> Profile:
     personality = Personality(**{t: d[t] / 10 for t in TRAITS}, traits=d.get("traits", []))
-    style = CommunicationStyle(
-        verbosity=d["verbosity"], directness=d["directness"], formality=d["formality"], humour=d["humour"],
-        notes=d.get("style_notes", ""),
-    )  # fmt: skip
-    needs = Needs(
-        surface_request=profile.needs.surface_request, hidden_need=d["hidden_need"],
-        hidden_need_type=d["hidden_need_type"], liked_support=d["liked_support"],
-        disliked_support=d["disliked_support"],
-    )  # fmt: skip
+    style = CommunicationStyle(**{f: d[f] for f in STYLE_FIELDS}, notes=d.get("style_notes", ""))
+    needs = Needs(surface_request=profile.needs.surface_request, **{k: d[k] for k in NEED_FIELDS})
     tags = [t for t in profile.tags if t != "esconv-need-unknown"] + ["llm-enriched"]
     data = profile.model_dump() | {
         "personality": personality.model_dump(), "communication_style": style.model_dump(),

@@ -63,7 +63,7 @@ def builtin_profiles() -> tuple[Profile, ...]:
     bank = resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER)
     out: list[tuple[Profile, str]] = []
     for entry in sorted(bank.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith((".yaml", ".yml", ".json")):
+        if entry.name.endswith(PROFILE_SUFFIXES):
             name = f"builtin/{entry.name}"
             out.extend((p, name) for p in parse_profiles(Path(name), entry.read_text(encoding="utf-8")))
     return tuple(_unique(out, "the built-in bank"))

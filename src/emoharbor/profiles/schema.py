@@ -10,33 +10,11 @@ from ..prompts import load_prompt
 
 PERSONA = "persona_card"  # the prompt file the persona card is rendered from
 
-HiddenNeed = Literal[
-    "venting",
-    "reassurance",
-    "validation",
-    "plan",
-    "information",
-    "perspective",
-    "challenge",
-    "company",
-    "distraction",
-    "permission",
-    "closure",
-]
-ESCONV_PROBLEMS = [
-    "ongoing depression",
-    "job crisis",
-    "breakup with partner",
-    "problems with friends",
-    "academic pressure",
-    "procrastination",
-    "alcohol abuse",
-    "issues with parents",
-    "sleep problems",
-    "appearance anxiety",
-    "school bullying",
-    "issues with children",
-]
+HiddenNeed = Literal["venting", "reassurance", "validation", "plan", "information", "perspective", "challenge",
+                     "company", "distraction", "permission", "closure"]  # fmt: skip
+ESCONV_PROBLEMS = ["ongoing depression", "job crisis", "breakup with partner", "problems with friends",
+                   "academic pressure", "procrastination", "alcohol abuse", "issues with parents", "sleep problems",
+                   "appearance anxiety", "school bullying", "issues with children"]  # fmt: skip
 
 
 class _Strict(BaseModel):
@@ -101,39 +79,19 @@ class Profile(_Strict):
         """A compact description used in every simulated-user prompt (small models forget), rendered from the
         versioned template ``prompts/persona_card.txt`` (every agent names it among its prompts, so a reworded
         card refuses to resume a run made with the old one)."""
-        p, c, s, e, n = self.personality, self.communication_style, self.situation, self.emotional_state, self.needs
+        p, c, s, n = self.personality, self.communication_style, self.situation, self.needs
 
         def level(x: float) -> str:
             return "high" if x >= 0.67 else "low" if x <= 0.33 else "moderate"
 
-        return (
-            load_prompt(PERSONA)
-            .render(
-                name=self.name,
-                age=self.age,
-                gender=self.gender or "person",
-                occupation=self.occupation or "no stated job",
-                culture=f", {self.culture}" if self.culture else "",
-                openness=level(p.openness),
-                conscientiousness=level(p.conscientiousness),
-                extraversion=level(p.extraversion),
-                agreeableness=level(p.agreeableness),
-                neuroticism=level(p.neuroticism),
-                traits=f"; {', '.join(p.traits)}" if p.traits else "",
-                verbosity=c.verbosity,
-                directness=c.directness,
-                formality=c.formality,
-                humour=c.humour,
-                notes=f". {c.notes}" if c.notes else "",
-                problem=s.problem_type,
-                story=s.story,
-                tried="; ".join(s.already_tried) or "nothing yet",
-                emotion=e.emotion,
-                surface=n.surface_request,
-                hidden=n.hidden_need,
-                liked="; ".join(n.liked_support) or "not sure",
-                disliked="; ".join(n.disliked_support) or "nothing in particular",
-                pace=self.disclosure_pace,
-            )
-            .rstrip("\n")
-        )
+        return load_prompt(PERSONA).render(
+            name=self.name, age=self.age, gender=self.gender or "person", occupation=self.occupation or "no stated job",
+            culture=f", {self.culture}" if self.culture else "",
+            **{trait: level(x) for trait, x in p.model_dump(exclude={"traits"}).items()},  # the Big Five
+            traits=f"; {', '.join(p.traits)}" if p.traits else "",
+            **c.model_dump(exclude={"notes"}), notes=f". {c.notes}" if c.notes else "",
+            problem=s.problem_type, story=s.story, tried="; ".join(s.already_tried) or "nothing yet",
+            emotion=self.emotional_state.emotion, surface=n.surface_request, hidden=n.hidden_need,
+            liked="; ".join(n.liked_support) or "not sure",
+            disliked="; ".join(n.disliked_support) or "nothing in particular", pace=self.disclosure_pace,
+        ).rstrip("\n")  # fmt: skip

@@ -107,11 +107,9 @@ def render_stats(stats: ProfileStats) -> str:
         edges = "/".join(_num(e, whole) for e in s.edges)
         rows.append([name, _num(s.min, whole), f"{s.mean:.2f}" if not whole else f"{s.mean:.1f}", _num(s.max, whole),
                      *(str(b) for b in s.bins), edges])  # fmt: skip
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for r in rows:
-        lines.append(
-            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-        )
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    lines += ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True))])
+              for r in rows]  # fmt: skip
     for name, counts in stats.categorical.items():
         lines += ["", f"{name} ({len(counts)} values)"]
         width = max((len(v) for v in counts), default=0)

@@ -15,16 +15,11 @@ from ..errors import DataError
 from .schema import Profile
 
 
-def profiles_yaml(profiles: Sequence[Profile]) -> str:
-    data = [p.model_dump(mode="json") for p in profiles]
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
-
-
 def write_profiles(path: str | Path, profiles: Sequence[Profile]) -> Path:
     out = Path(path)
     if not out.parent.is_dir():
         raise DataError(f"cannot write {out}: folder {out.parent} does not exist")
-    text = profiles_yaml(profiles)
+    text = yaml.safe_dump([p.model_dump(mode="json") for p in profiles], sort_keys=False, allow_unicode=True, width=110)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
