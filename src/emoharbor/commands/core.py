@@ -17,6 +17,7 @@ from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..preflight import check_named_models
 from ..profiles.loader import resolve_profiles
+from ..profiles.schema import Profile
 from ..simulate import agents
 from ..simulate.conversation import Conversation
 from ..simulate.loop import converse
@@ -74,18 +75,8 @@ def model_spec(
               help="The simulated user: chain, simple, rules, or MODULE:NAME (docs/extending.md).")  # fmt: skip
 @click.option("--seed", default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole conversation record as JSON.")
-def chat(
-    profile_ref: str,
-    supporter: str,
-    user_model: str,
-    base_url: str | None,
-    api_key_env: str | None,
-    system_prompt: str | None,
-    max_turns: int,
-    user_agent: str,
-    seed: int,
-    as_json: bool,
-) -> None:
+def chat(profile_ref: str, supporter: str, user_model: str, base_url: str | None, api_key_env: str | None,
+         system_prompt: str | None, max_turns: int, user_agent: str, seed: int, as_json: bool) -> None:  # fmt: skip
     """Run one conversation between a simulated user and a supporter, and print it."""
     profiles = resolve_profiles([profile_ref])
     if len(profiles) != 1:
@@ -100,7 +91,7 @@ def chat(
     except ValidationError as e:
         raise ConfigError(validation_message(f"--user-agent {user_agent}", e)) from None
     check_named_models([("--supporter", sup), ("--user", user)])
-    conv = asyncio.run(_chat(profiles[0].id, profiles[0], sup, user, cfg))
+    conv = asyncio.run(_chat(profiles[0], sup, user, cfg))
     if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):
         raise EmoharborError(f"the conversation could not start: {conv.error}")
     if as_json:
@@ -118,14 +109,11 @@ def chat(
         click.echo(f"# {ev}: {detail}")
 
 
-async def _chat(pid: str, profile: object, sup: SupporterSpec, user: ModelSpec, cfg: RunConfig) -> Conversation:
-    from ..profiles.schema import Profile
-
-    assert isinstance(profile, Profile)
+async def _chat(profile: Profile, sup: SupporterSpec, user: ModelSpec, cfg: RunConfig) -> Conversation:
     async with ModelPool() as pool:
         s_model = await pool.get(sup, "supporter")
         u_model = await pool.get(user, "user") if agents.user_agent(cfg.user_agent.agent).needs_model else None
-        conv = Conversation(id=f"{pid}|{sup.name}|0", profile_id=pid, supporter=sup.name, seed=cfg.seed)
+        conv = Conversation(id=f"{profile.id}|{sup.name}|0", profile_id=profile.id, supporter=sup.name, seed=cfg.seed)
         return await converse(
             conv,
             agents.make_user(u_model, profile, cfg.user_agent),

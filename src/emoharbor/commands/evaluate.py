@@ -11,16 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .options import model_options, set_option
+from .options import CARDS_HELP, format_opt, model_options, progress_opt, run_dir_opt, set_option
 
 if TYPE_CHECKING:
     from ..config import RunConfig
-    from ..evaluate.plan import Plan
     from ..store.run_store import RunStore
-
-
-def default_run_dir(plan: Plan) -> Path:
-    return Path("runs") / f"{plan.cfg.name}-{plan.hash[:8]}"
 
 
 def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", baseline: str | None = None) -> tuple[
@@ -70,8 +65,8 @@ def _run(cfg: RunConfig, where: str, run_dir: Path | None, quiet: bool, fmt: str
     from .runs import run_kind
 
     plan = Plan.of(cfg, where)  # every file the config names read once, here
-    run_kind(kinds.of("emoharbor"), plan, run_dir or default_run_dir(plan), fmt=fmt, progress=not quiet,
-             show=print_conversation if show_one else None)  # fmt: skip
+    run_kind(kinds.of("emoharbor"), plan, run_dir or Path("runs") / f"{plan.cfg.name}-{plan.hash[:8]}", fmt=fmt,
+             progress=not quiet, show=print_conversation if show_one else None)  # fmt: skip
 
 
 def _attributes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
@@ -100,18 +95,13 @@ def breakdown_of(run_dir: Path, judge: str, attributes: list[str], scoring: str)
     return breakdown(view, judge, attributes, scoring=scoring)
 
 
-FORMAT = click.option(
-    "--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True
-)
-
-
 @click.command("run")
 @click.argument("config", type=click.Path(path_type=Path))
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/NAME-HASH).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-@FORMAT
+@run_dir_opt("runs/NAME-HASH")
+@progress_opt
+@format_opt
 @set_option("max_turns=4")
-def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str, sets: tuple[str, ...]) -> None:
+def run(config: Path, run_dir: Path | None, no_progress: bool, fmt: str, sets: tuple[str, ...]) -> None:
     """Simulate profiles x supporters x repeats, rate every conversation, print the leaderboard.
 
     Started again with the same config and folder, it resumes where it stopped.
@@ -119,11 +109,11 @@ def run(config: Path, run_dir: Path | None, quiet: bool, fmt: str, sets: tuple[s
     from ..config import load_config
     from ..overrides import parse_sets, with_sets
 
-    _run(with_sets(load_config(config), parse_sets(sets), str(config)), str(config), run_dir, quiet, fmt)
+    _run(with_sets(load_config(config), parse_sets(sets), str(config)), str(config), run_dir, no_progress, fmt)
 
 
 @click.command("demo")
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/demo-HASH).")
+@run_dir_opt("runs/demo-HASH")
 @click.option("--quiet", is_flag=True)
 def demo(run_dir: Path | None, quiet: bool) -> None:
     """A small real benchmark on the embedded model: a plain and a personalisation-aware supporter."""
@@ -136,25 +126,11 @@ def demo(run_dir: Path | None, quiet: bool) -> None:
 
 @click.command("assess")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--judge",
-    "cards",
-    multiple=True,
-    required=True,
-    help="A judge card: a built-in name (user, profile_aware, third_party, third_party_overall) or a YAML "
-    "file; repeat for several.",
-)
+@click.option("--judge", "cards", multiple=True, required=True, help=CARDS_HELP)
 @model_options(judge="the run's judge model")
 @click.option("--quiet", is_flag=True)
-def assess(
-    run_dir: Path,
-    cards: tuple[str, ...],
-    judge_model: str | None,
-    base_url: str | None,
-    api_key_env: str | None,
-    scoring: str | None,
-    quiet: bool,
-) -> None:
+def assess(run_dir: Path, cards: tuple[str, ...], judge_model: str | None, base_url: str | None,
+           api_key_env: str | None, scoring: str | None, quiet: bool) -> None:  # fmt: skip
     """Rate a finished run's conversations with more judge cards: only the judges' calls are made (an
     EmoHarbor run's conversations, or a validate run's replays)."""
     from .. import kinds
@@ -173,24 +149,14 @@ def assess(
 @click.command("leaderboard")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--judge", default="user", show_default=True, help="Whose scores: user, or CARD:MODEL.")
-@click.option(
-    "--scoring",
-    type=click.Choice(["argmax", "expected"]),
-    default="argmax",
-    show_default=True,
-    help="The integers the judge wrote, or its probability-weighted scores (cards with scoring: expected).",
-)
+@click.option("--scoring", type=click.Choice(["argmax", "expected"]), default="argmax", show_default=True,
+              help="The integers the judge wrote, or its probability-weighted scores "
+              "(cards with scoring: expected).")  # fmt: skip
 @click.option("--baseline", help="The supporter the others are compared with, pair by pair (default: the first).")
-@click.option(
-    "--by",
-    "by",
-    multiple=True,
-    metavar="ATTRIBUTE",
-    callback=_attributes,
-    help="Instead of the leaderboard, each supporter's personal-dimension mean by this profile attribute, with "
-    "95% intervals (repeatable; all: every one; a name that is not one lists them).",
-)
-@FORMAT
+@click.option("--by", "by", multiple=True, metavar="ATTRIBUTE", callback=_attributes,
+              help="Instead of the leaderboard, each supporter's personal-dimension mean by this profile attribute, "
+              "with 95% intervals (repeatable; all: every one; a name that is not one lists them).")  # fmt: skip
+@format_opt
 def leaderboard_cmd(run_dir: Path, judge: str, scoring: str, baseline: str | None, by: list[str], fmt: str) -> None:
     """Print a run's leaderboard (a validate run's: its validation table), with each supporter minus the
     baseline supporter on the same profiles and repeats; with --by, its breakdowns by profile attribute."""

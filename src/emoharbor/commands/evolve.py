@@ -3,6 +3,7 @@ preferences. Training needs the ``train`` extra; ``pairs`` does not."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -12,13 +13,16 @@ import click
 
 from ..errors import ConfigError, EmoharborError
 from ..overrides import parse_sets
-from .options import progress_opt, set_option
+from .options import progress_opt, set_option, stacked
 from .paths import OUT_FILE, OUT_FOLDER
 
 DIR = click.Path(path_type=Path, file_okay=False)
-config_opt = click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-                          help="evolve config (YAML); default: the built-in settings")  # fmt: skip
-set_opt = set_option("sft.train_args.max_steps=20")
+# --config and --set of the training stages (reaching the command as config_path and sets: see _config)
+config_opts = stacked(
+    click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                 help="evolve config (YAML); default: the built-in settings"),
+    set_option("sft.train_args.max_steps=20"),
+)  # fmt: skip
 
 
 def _log(text: str) -> None:
@@ -33,11 +37,8 @@ def _config(path: Path | None, sets: tuple[str, ...]) -> Any:
 
 def _needs_train() -> None:
     try:
-        import datasets  # noqa: F401
-        import peft  # noqa: F401
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-        import trl  # noqa: F401
+        for name in ("datasets", "peft", "torch", "transformers", "trl"):
+            importlib.import_module(name)
     except ImportError as e:
         raise EmoharborError(
             f"training needs the train extra ({e.name} is missing): pip install 'emoharbor[train]'"
@@ -58,8 +59,7 @@ def evolve() -> None:
 
 
 @evolve.command("sft")
-@config_opt
-@set_opt
+@config_opts
 @click.option("--out", type=OUT_FOLDER, required=True,
               help="folder for M0 (the adapter and its model card); a killed stage resumes there")  # fmt: skip
 def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
@@ -72,8 +72,7 @@ def sft(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
 
 
 @evolve.command("refine")
-@config_opt
-@set_opt
+@config_opts
 @click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t), a folder from sft or dpo")
 @click.option("--out", type=OUT_FOLDER, required=True, help="round folder: its refine/ run store and pairs.jsonl")
 @progress_opt
@@ -91,8 +90,7 @@ def refine(config_path: Path | None, sets: tuple[str, ...], model_dir: Path, out
 
 
 @evolve.command("dpo")
-@config_opt
-@set_opt
+@config_opts
 @click.option("--model", "model_dir", type=DIR, required=True, help="the current model M(t)")
 @click.option("--pairs", "pair_files", type=click.Path(path_type=Path, dir_okay=False), multiple=True, required=True,
               help="pair file (JSONL prompt/chosen/rejected); repeatable")  # fmt: skip
@@ -109,8 +107,7 @@ def dpo(
 
 
 @evolve.command("run")
-@config_opt
-@set_opt
+@config_opts
 @click.option("--out", type=OUT_FOLDER, required=True, help="run folder: m0/, round1/, m1/, ... and summary.json")
 @progress_opt
 def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress: bool) -> None:
@@ -126,8 +123,7 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
 
 
 @evolve.command("grpo")
-@config_opt
-@set_opt
+@config_opts
 @click.option("--model", "model_dir", type=DIR, default=None,
               help="the policy to start from (from sft, dpo or grpo); default: base_model, a new adapter")  # fmt: skip
 @click.option("--out", type=OUT_FOLDER, required=True, help="folder for the policy; a killed stage resumes there")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +25,6 @@ from ..heart.presets import GENERIC, PRESETS
 from ..heart.rated import competitors_in
 from ..heart.stages import pipeline, reply_scores, strategy_check
 from ..heart.stages.strategies import label_patterns, load_strategy_file
-from ..models.base import ChatModel
 from ..models.pool import GetModel, ModelPool
 from ..models.spec import ModelSpec
 from ..overrides import parse_sets, validated, with_sets
@@ -32,20 +32,20 @@ from ..preflight import check_models, check_reach, is_new_run
 from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
 from .core import judge_spec, model_spec
-from .options import model_options, progress_opt, set_option
+from .options import model_options, progress_opt, set_option, stacked
 from .paths import OUT_FILE, write_text
 
 T = TypeVar("T")
-FORMATS = click.Choice(["md", "json", "csv"])
 
 
-async def _with_pool(store: RunStore, fn: Callable[[GetModel], Awaitable[T]]) -> T:
-    async with ModelPool(cache_path=True, sink=call_sink(store)) as pool:
+def _pooled(store: RunStore, fn: Callable[[GetModel], Awaitable[T]]) -> T:
+    """``fn`` run with the models of a pool whose calls ``store`` records."""
 
-        async def get(spec: ModelSpec, role: str) -> ChatModel:
-            return await pool.get(spec, role)
+    async def run() -> T:
+        async with ModelPool(cache_path=True, sink=call_sink(store)) as pool:
+            return await fn(pool.get)
 
-        return await fn(get)
+    return asyncio.run(run())
 
 
 def _emit(text: str, out: Path | None) -> None:
@@ -62,20 +62,10 @@ def _table_with_csv(fmt: str, table: str | None) -> None:
         raise ConfigError(f"--table {table} picks one table of --format csv; give --format csv, or leave --table out")
 
 
-def _show(
-    data: dict[str, Any],
-    fmt: str,
-    report: str,
-    table: str | None,
-    md: Callable[[dict[str, Any]], str],
-    out: Path | None,
-) -> None:
-    if fmt == "json":
-        _emit(render.to_json(data), out)
-    elif fmt == "csv":
-        _emit(render.to_csv(data, report, table), out)
-    else:
-        _emit(md(data), out)
+def _show(data: dict[str, Any], fmt: str, report: str, table: str | None, md: Callable[[dict[str, Any]], str],
+          out: Path | None) -> None:  # fmt: skip
+    text = render.to_json(data) if fmt == "json" else render.to_csv(data, report, table) if fmt == "csv" else md(data)
+    _emit(text, out)
 
 
 def _summary(stage: str, summary: dict[str, Any], folder: Path) -> None:
@@ -88,8 +78,11 @@ EXAMPLE = "concurrency=4"
 ON_A_RUN = sorted(SETTINGS | {"bootstrap", "bt_prior"})
 
 
-def _run_sets(sets: tuple[str, ...]) -> dict[str, Any]:
-    """--set on a HEART run folder: only ``ON_A_RUN`` settings (at any depth: judges.0.timeout_s)."""
+@contextmanager
+def _opened(run_dir: Path, sets: tuple[str, ...]) -> Iterator[tuple[RunStore, HeartPlan]]:
+    """The run of ``run_dir`` and its plan, its config changed by ``--set`` for this command only: only ``ON_A_RUN``
+    settings (at any depth: judges.0.timeout_s), which change no stored output (the cards stay the plan's); the
+    store is closed after."""
     overrides = parse_sets(sets, EXAMPLE)
     for key in overrides:
         if not set(key.split(".")) & set(ON_A_RUN):
@@ -97,19 +90,11 @@ def _run_sets(sets: tuple[str, ...]) -> dict[str, Any]:
                 f"--set {key}: a HEART run keeps the settings it was started with (heart generate CONFIG --set ... "
                 f"changes them for a new run); on a run folder only these can change: {', '.join(ON_A_RUN)}"
             )
-    return overrides
-
-
-def _read_run(run_dir: Path, sets: tuple[str, ...]) -> tuple[RunStore, HeartPlan]:
-    """The run of ``run_dir`` and its plan, its config changed by ``--set`` for this command only (the
-    settings that change no stored output: the cards stay the plan's)."""
-    overrides = _run_sets(sets)
     store, plan = pipeline.stored_run(run_dir)
     try:
-        return store, replace(plan, cfg=with_sets(plan.cfg, overrides, f"{run_dir} (stored config)"))
-    except BaseException:
+        yield store, replace(plan, cfg=with_sets(plan.cfg, overrides, f"{run_dir} (stored config)"))
+    finally:
         store.close()
-        raise
 
 
 def _generate(cfg: HeartConfig, base: Path, where: str, run_dir: Path | None, progress: bool) -> tuple[
@@ -132,9 +117,12 @@ def run_opt(default: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
     )
 
 
-format_opt = click.option("--format", "fmt", type=FORMATS, default="md", show_default=True)
-table_opt = click.option("--table", default=None, help="with --format csv: which table (default: the first)")
 out_opt = click.option("--out", type=OUT_FILE, default=None, help="write to this file instead of stdout")
+report_opts = stacked(  # --format, --table and --out of a report
+    click.option("--format", "fmt", type=click.Choice(["md", "json", "csv"]), default="md", show_default=True),
+    click.option("--table", default=None, help="with --format csv: which table (default: the first)"),
+    out_opt,
+)
 
 
 @click.group("heart")
@@ -250,19 +238,14 @@ def score_replies_cmd(run_dir: Path, cards: tuple[str, ...], judge_model: str | 
 @set_opt
 def judge_cmd(run_dir: Path, no_progress: bool, sets: tuple[str, ...]) -> None:
     """Judge every pair of candidates of RUN in both orders, by every judge (resumable)."""
-    store, plan = _read_run(run_dir, sets)
-    try:
-        summary = asyncio.run(_with_pool(store, lambda get: pipeline.judge(store, plan, get, progress=not no_progress)))
-    finally:
-        store.close()
+    with _opened(run_dir, sets) as (store, plan):
+        summary = _pooled(store, lambda get: pipeline.judge(store, plan, get, progress=not no_progress))
     _summary("judge", summary, run_dir)
 
 
 @heart.command("ratings")
 @run_arg
-@format_opt
-@table_opt
-@out_opt
+@report_opts
 @click.option("--bootstrap", type=click.IntRange(0, 10000), default=None, help="resamples (default: the config's)")
 @set_opt
 def ratings_cmd(
@@ -270,45 +253,32 @@ def ratings_cmd(
 ) -> None:
     """Bradley-Terry ratings, win rates against the human, order consistency."""
     _table_with_csv(fmt, table)
-    store, plan = _read_run(run_dir, sets)
-    try:
+    with _opened(run_dir, sets) as (store, plan):
         data = reports.ratings_report(store, plan.cfg, bootstrap=bootstrap)
-    finally:
-        store.close()
     _show(data, fmt, "ratings", table, render.ratings_md, out)
 
 
 @heart.command("agreement")
 @run_arg
-@click.option(
-    "--human",
-    "human_files",
-    multiple=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="CSV or JSONL of human pairwise judgments to import first (repeatable); fields: history_id, "
-    "competitor_a, competitor_b, rater, dimension, winner (a name or 'tie'), optional strength, rationale, first_shown",
-)
-@format_opt
-@table_opt
-@out_opt
+@click.option("--human", "human_files", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="CSV or JSONL of human pairwise judgments to import first (repeatable); fields: history_id, "
+              "competitor_a, competitor_b, rater, dimension, winner (a name or 'tie'), optional strength, rationale, "
+              "first_shown")  # fmt: skip
+@report_opts
 @set_opt
 def agreement_cmd(
     run_dir: Path, human_files: tuple[Path, ...], fmt: str, table: str | None, out: Path | None, sets: tuple[str, ...]
 ) -> None:
     """Judge-human and human-human agreement, kappa, alpha, judge biases, rationale focus."""
     _table_with_csv(fmt, table)
-    store, plan = _read_run(run_dir, sets)
-    cfg, base = plan.cfg, plan.base
-    try:
+    with _opened(run_dir, sets) as (store, plan):
         for path in human_files:
-            rep = reports.import_human_judgments(store, cfg, path)
+            rep = reports.import_human_judgments(store, plan.cfg, path)
             skipped = render.counts_text(rep.skipped)
             if rep.rows and not rep.imported:
                 raise DataError(f"{path}: none of its {rep.rows} rows could be imported (skipped: {skipped})")
             click.echo(f"imported {rep.imported} of {rep.rows} rows from {path}; skipped {skipped}", err=True)
-        data = reports.agreement_report(store, cfg, base)
-    finally:
-        store.close()
+        data = reports.agreement_report(store, plan.cfg, plan.base)
     _show(data, fmt, "agreement", table, render.agreement_md, out)
 
 
@@ -318,27 +288,19 @@ def agreement_cmd(
     "--label/--no-label", default=True, show_default=True, help="label the replies not labelled yet before reporting"
 )
 @progress_opt
-@format_opt
-@table_opt
-@out_opt
+@report_opts
 @set_opt
 def strategies_cmd(
     run_dir: Path, label: bool, no_progress: bool, fmt: str, table: str | None, out: Path | None, sets: tuple[str, ...]
 ) -> None:
     """Sentence-level support-strategy labels of every candidate reply, and each competitor's profile."""
     _table_with_csv(fmt, table)
-    store, plan = _read_run(run_dir, sets)
-    cfg, base = plan.cfg, plan.base
-    try:
+    with _opened(run_dir, sets) as (store, plan):
         if label:
-            summary = asyncio.run(
-                _with_pool(store, lambda get: pipeline.label(store, plan, get, progress=not no_progress))
-            )
+            summary = _pooled(store, lambda get: pipeline.label(store, plan, get, progress=not no_progress))
             click.echo(render.stage_text("strategies", summary), err=True)
-        data = reports.strategies_report(store, cfg, base)
+        data = reports.strategies_report(store, plan.cfg, plan.base)
         data["label_patterns"] = label_patterns([d for _, d in store.items("strategy")], data["strategies"])
-    finally:
-        store.close()
     _show(data, fmt, "strategies", table, _strategies_md, out)
 
 
@@ -352,36 +314,19 @@ def _strategies_md(data: dict[str, Any]) -> str:
 @click.option("--base-url", help="OpenAI-compatible base URL of --model")
 @click.option("--api-key-env", help="environment variable holding the API key for --base-url")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
-@click.option(
-    "--strategy-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="strategies and their esconv: table (default: the built-in one)",
-)
-@click.option(
-    "--limit", type=click.IntRange(1), default=None, help="a seeded sample of N messages (a larger N adds to a smaller)"
-)
+@click.option("--strategy-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="strategies and their esconv: table (default: the built-in one)")  # fmt: skip
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help="a seeded sample of N messages (a larger N adds to a smaller)")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, help="seed of the sample, the model calls and the bootstrap")
 @run_opt("runs/strategy-check-HASH")
 @progress_opt
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 @out_opt
 @set_option("labeller.max_tokens=512")
-def strategy_check_cmd(
-    esconv_file: Path,
-    model: str,
-    base_url: str | None,
-    api_key_env: str | None,
-    temperature: float,
-    strategy_file: Path | None,
-    limit: int | None,
-    seed: int,
-    run_dir: Path | None,
-    no_progress: bool,
-    fmt: str,
-    out: Path | None,
-    sets: tuple[str, ...],
-) -> None:
+def strategy_check_cmd(esconv_file: Path, model: str, base_url: str | None, api_key_env: str | None, temperature: float,
+                       strategy_file: Path | None, limit: int | None, seed: int, run_dir: Path | None,
+                       no_progress: bool, fmt: str, out: Path | None, sets: tuple[str, ...]) -> None:  # fmt: skip
     """Label ESConv's annotated supporter messages with the HEART labeller and compare it with the
     annotators: accuracy, kappa, the majority-class baseline, confusion (resumable). --set changes a
     setting of the check: labeller (the model, e.g. labeller.max_tokens), max_sentences, retries,
@@ -399,11 +344,8 @@ def strategy_check_cmd(
     store = strategy_check.open_check(folder, config)
     try:
         chosen = strategy_check.select(items, limit, seed)
-        summary = asyncio.run(
-            _with_pool(
-                store,
-                lambda get: strategy_check.label_items(store, chosen, table, settings, get, progress=not no_progress),
-            )
+        summary = _pooled(
+            store, lambda get: strategy_check.label_items(store, chosen, table, settings, get, progress=not no_progress)
         )
         click.echo(f"{render.stage_text('strategy-check', summary)}; run folder: {folder}", err=True)
         data = strategy_check.check_report(store, esconv_file, chosen, counts, table, settings)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .options import model_options, progress_opt, set_option
-from .scorers import scorer_options
+from .scorers import run_scorers, scorer_options
 
 
 @click.command("realism")
@@ -43,11 +43,9 @@ def realism(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     whole talks. Resumes in the same run folder."""
     from ..errors import ConfigError
     from ..models.spec import ModelSpec
-    from ..overrides import parse_sets, with_sets
     from ..realism.run import RealismOptions, RealismPlan
     from ..simulate.agents import user_settings
     from .core import model_spec, user_spec
-    from .scorers import run_scorers
 
     user = user_spec(user_model, base_url, api_key_env)
     supporter = model_spec(ModelSpec, "--supporter-model", supporter_model, base_url, api_key_env) \
@@ -59,9 +57,8 @@ def realism(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     opts = RealismOptions(files=list(files), limit=limit, sample=sample, seed=seed, cuts=cuts, whole=whole,
                           turns=turns, user=user, user_agent=agent, supporter=supporter,
                           supporter_prompt=supporter_prompt, concurrency=concurrency)  # fmt: skip
-    opts = with_sets(opts, parse_sets(sets, "user_agent.max_tokens=60"), "the realism options")
-    run_scorers("realism", RealismPlan.of(opts), opts.resolved(), run_dir, fmt=fmt, progress=not no_progress,
-                seed=seed)  # fmt: skip
+    run_scorers("realism", opts, RealismPlan.of, sets, "user_agent.max_tokens=60", run_dir, fmt=fmt,
+                progress=not no_progress, seed=seed)  # fmt: skip
 
 
 COMMANDS = [realism]

@@ -10,16 +10,13 @@ from pathlib import Path
 
 import click
 
-from .. import kinds
 from ..errors import EmoharborError
-from ..overrides import parse_sets, with_sets
-from ..store.record import hash_config
 from ..validate.run import DEFAULT_JUDGES, ValidateOptions, ValidatePlan
 from .core import judge_spec, user_spec
 from .evaluate import board
-from .options import model_options, set_option
+from .options import CARDS_HELP, concurrency_opt, format_opt, model_options, progress_opt, run_dir_opt, set_option
 from .paths import OUT_FILE, write_text
-from .runs import run_kind
+from .scorers import run_scorers
 
 
 def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
@@ -32,34 +29,21 @@ def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         for i, (f, text, _) in enumerate(got):
-            rows = list(csv.reader(io.StringIO(text)))
-            for j, row in enumerate(rows):
-                if j == 0 and i > 0:
-                    continue
-                w.writerow(["run" if j == 0 else str(f), *row])
+            for j, row in enumerate(csv.reader(io.StringIO(text))):
+                if i == 0 or j > 0:  # the header once
+                    w.writerow(["run" if j == 0 else str(f), *row])
         return out.getvalue()
     return "\n\n".join(f"## Run {f}\n\n{text}" for f, text, _ in got)
 
 
 @click.command("report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "-o",
-    type=OUT_FILE,
-    help="HTML file to write (default: report.html in the first run folder).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["html", "md", "json", "csv"]),
-    default="html",
-    show_default=True,
-    help="html: the whole report as one file; md/json/csv: the leaderboard only, printed (or to --out).",
-)
-@click.option(
-    "--judge", default="user", show_default=True, help="Whose scores for md/json/csv: user, third_party:MODEL."
-)
+@click.option("--out", "-o", type=OUT_FILE, help="HTML file to write (default: report.html in the first run folder).")
+@click.option("--format", "fmt", type=click.Choice(["html", "md", "json", "csv"]), default="html", show_default=True,
+              help="html: the whole report as one file; md/json/csv: the leaderboard only, "
+              "printed (or to --out).")  # fmt: skip
+@click.option("--judge", default="user", show_default=True,
+              help="Whose scores for md/json/csv: user, third_party:MODEL.")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap intervals.")
 def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed: int) -> None:
     """One self-contained HTML report over one or more run folders (EmoHarbor, validate, HEART or sensitivity
@@ -84,86 +68,41 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
 
 
 @click.command("validate")
-@click.option(
-    "--esconv",
-    "esconv",
-    multiple=True,
-    required=True,
-    type=click.Path(path_type=Path),
-    help="An ESConv file (train/valid .jsonl or failed_dev.json); repeat for several.",
-)
+@click.option("--esconv", "esconv", multiple=True, required=True, type=click.Path(path_type=Path),
+              help="An ESConv file (train/valid .jsonl or failed_dev.json); repeat for several.")  # fmt: skip
 @click.option("--limit", type=int, help="The first N records of each file.")
 @click.option("--sample", type=int, help="N records of each file at random (with --seed), instead of the first N.")
 @click.option("--seed", default=0, show_default=True)
-@click.option(
-    "--judge",
-    "judges",
-    multiple=True,
-    help="A judge card: a built-in name (user, profile_aware, third_party, third_party_overall) or a YAML "
-    "file; repeat for several. Default: user, profile_aware and third_party. On a finished run folder, "
-    "another card makes only that judge's calls.",
-)
+@click.option("--judge", "judges", multiple=True, help=f"{CARDS_HELP} Default: user, profile_aware and third_party. "
+              "On a finished run folder, another card makes only that judge's calls.")  # fmt: skip
 @model_options(user="The simulated user's model (it is also the user-judge).", judge="--model")
-@click.option(
-    "--judge-sees",
-    type=click.Choice(["replayed", "all"]),
-    help="Override what the cards' judges see: the replayed turns, or the whole conversation (the cards' default).",
-)
-@click.option(
-    "--max-supporter-turns",
-    default=4,
-    show_default=True,
-    type=click.IntRange(0, None),
-    help="Replay each conversation up to this many supporter turns (0: all). ESConv dialogs have ~11 "
-    "supporter turns; every one costs two model calls (only when a user-kind judge is asked for).",
-)
-@click.option("--run-dir", type=click.Path(path_type=Path), help="Run folder (default: runs/validate-HASH).")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
-@click.option("--format", "fmt", type=click.Choice(["text", "md", "json", "csv"]), default="text", show_default=True)
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--judge-sees", type=click.Choice(["replayed", "all"]), help="Override what the cards' judges see: the "
+              "replayed turns, or the whole conversation (the cards' default).")  # fmt: skip
+@click.option("--max-supporter-turns", default=4, show_default=True, type=click.IntRange(0, None),
+              help="Replay each conversation up to this many supporter turns (0: all). "
+              "ESConv dialogs have ~11 supporter turns; every one costs two model calls "
+              "(only when a user-kind judge is asked for).")  # fmt: skip
+@run_dir_opt("runs/validate-HASH")
+@concurrency_opt
+@format_opt
+@progress_opt
 @set_option("user.temperature=0")
-def validate(
-    esconv: tuple[Path, ...],
-    limit: int | None,
-    sample: int | None,
-    seed: int,
-    user_model: str,
-    judges: tuple[str, ...],
-    judge_model: str | None,
-    scoring: str | None,
-    judge_sees: str | None,
-    base_url: str | None,
-    api_key_env: str | None,
-    max_supporter_turns: int,
-    run_dir: Path | None,
-    concurrency: int,
-    fmt: str,
-    quiet: bool,
-    sets: tuple[str, ...],
-) -> None:
+def validate(esconv: tuple[Path, ...], limit: int | None, sample: int | None, seed: int, user_model: str,
+             judges: tuple[str, ...], judge_model: str | None, scoring: str | None, judge_sees: str | None,
+             base_url: str | None, api_key_env: str | None, max_supporter_turns: int, run_dir: Path | None,
+             concurrency: int, fmt: str, no_progress: bool, sets: tuple[str, ...]) -> None:  # fmt: skip
     """How well judges agree with real help-seekers: replay real ESConv conversations through the simulated
     user, rate them by judge cards, and compare with the seekers' own survey (Spearman rho, AUROC failed vs
     not, bootstrap 95% intervals), beside baselines that need no model. Resumes in the same run folder.
     --set changes any of these options by name (limit, sample, seed, judges, max_supporter_turns,
     concurrency...) or a setting of the user's or the judges' model: user.max_tokens, judge.temperature."""
     user = user_spec(user_model, base_url, api_key_env)
-    judge = judge_spec(judge_model, base_url, api_key_env) or user
-    opts = ValidateOptions(
-        esconv=list(esconv),
-        limit=limit,
-        sample=sample,
-        seed=seed,
-        user=user,
-        judge=judge,
-        judges=list(judges) or list(DEFAULT_JUDGES),
-        scoring=scoring,
-        judge_sees=judge_sees,
-        max_supporter_turns=max_supporter_turns,
-        concurrency=concurrency,
-    )
-    opts = with_sets(opts, parse_sets(sets, "user.temperature=0"), "the validate options")
-    folder = run_dir or Path("runs") / f"validate-{hash_config(opts.resolved())[:8]}"
-    run_kind(kinds.of("validate"), ValidatePlan.of(opts), folder, fmt=fmt, progress=not quiet, seed=seed)
+    opts = ValidateOptions(esconv=list(esconv), limit=limit, sample=sample, seed=seed, user=user,
+                           judge=judge_spec(judge_model, base_url, api_key_env) or user,
+                           judges=list(judges) or list(DEFAULT_JUDGES), scoring=scoring, judge_sees=judge_sees,
+                           max_supporter_turns=max_supporter_turns, concurrency=concurrency)  # fmt: skip
+    run_scorers("validate", opts, ValidatePlan.of, sets, "user.temperature=0", run_dir, fmt=fmt,
+                progress=not no_progress, seed=seed)  # fmt: skip
 
 
 COMMANDS = [report, validate]

@@ -41,15 +41,14 @@ def seekers(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     the within-talk pairwise agreement, with bootstrap 95% intervals over talks, beside the reply's word
     count, its position in the talk and the seeker's words it echoes. Resumes in the same run folder; --set
     changes an option by name or a reward setting (reward.user_agent=rules)."""
-    from ..overrides import parse_sets, with_sets
     from ..seekers.run import SeekersOptions, SeekersPlan, reply_cards
 
     user, judge = scorer_specs(user_model, judge_model, base_url, api_key_env)
     cards = judge_cards(judges, reply_cards())
     opts = SeekersOptions(files=list(files), limit=limit, sample=sample, seed=seed, varied=varied, user=user,
                           judge=judge, judges=cards, scoring=scoring, concurrency=concurrency)  # fmt: skip
-    opts = with_sets(opts, parse_sets(sets, "reward.user_agent=rules"), "the seekers options")
-    run_scorers("seekers", SeekersPlan.of(opts), opts.resolved(), run_dir, fmt=fmt, progress=not no_progress, seed=seed)
+    run_scorers("seekers", opts, SeekersPlan.of, sets, "reward.user_agent=rules", run_dir, fmt=fmt,
+                progress=not no_progress, seed=seed)  # fmt: skip
 
 
 COMMANDS = [seekers]

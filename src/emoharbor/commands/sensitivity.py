@@ -49,7 +49,6 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], heart_adversa
     and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
     the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
     --set changes an option by name or a reward setting (reward.fit=0.5, reward.user_agent.intensity_step=10)."""
-    from ..overrides import parse_sets, with_sets
     from ..sensitivity.bad import KINDS
     from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, SensitivityPlan
 
@@ -59,9 +58,8 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], heart_adversa
                               bad=list(bad) or list(KINDS), user=user, judge=judge,
                               judges=judge_cards(judges, list(DEFAULT_JUDGES)), scoring=scoring,
                               concurrency=concurrency)  # fmt: skip
-    opts = with_sets(opts, parse_sets(sets, "reward.fit=0.5"), "the sensitivity options")
-    plan = SensitivityPlan.of(opts)
-    run_scorers("sensitivity", plan, opts.resolved(), run_dir, fmt=fmt, progress=not no_progress, seed=seed)
+    run_scorers("sensitivity", opts, SensitivityPlan.of, sets, "reward.fit=0.5", run_dir, fmt=fmt,
+                progress=not no_progress, seed=seed)  # fmt: skip
 
 
 COMMANDS = [sensitivity]

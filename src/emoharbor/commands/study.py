@@ -22,7 +22,7 @@ from .paths import OUT_FILE
 
 WEB_EXTRA = "the rating app needs the web extra: pip install 'emoharbor[web]'"
 study_arg = click.argument("study_dir", metavar="STUDY", type=click.Path(path_type=Path, file_okay=False))
-run_dir = click.Path(path_type=Path, file_okay=False, exists=True)
+RUN = click.Path(path_type=Path, file_okay=False, exists=True)
 
 
 @click.group("study")
@@ -32,31 +32,17 @@ def study() -> None:
 
 @study.command("create")
 @study_arg
-@click.option("--heart-run", type=run_dir, default=None, help="HEART run: pairs of replies to a history")
-@click.option("--emoharbor-run", type=run_dir, default=None, help="EmoHarbor run: whole conversations to score")
+@click.option("--heart-run", type=RUN, default=None, help="HEART run: pairs of replies to a history")
+@click.option("--emoharbor-run", type=RUN, default=None, help="EmoHarbor run: whole conversations to score")
 @click.option("--overlap", type=click.IntRange(1, 50), required=True, help="how many raters see each item")
 @click.option("--attention-checks", type=click.IntRange(0, 100), default=0, show_default=True)
 @click.option("--limit", type=click.IntRange(1), default=None, help="at most N pairs and N conversations (sampled)")
 @click.option("--seed", type=int, default=0, show_default=True)
-def create_cmd(
-    study_dir: Path,
-    heart_run: Path | None,
-    emoharbor_run: Path | None,
-    overlap: int,
-    attention_checks: int,
-    limit: int | None,
-    seed: int,
-) -> None:
+def create_cmd(study_dir: Path, heart_run: Path | None, emoharbor_run: Path | None, overlap: int,
+               attention_checks: int, limit: int | None, seed: int) -> None:  # fmt: skip
     """Create the study folder STUDY from blinded copies of the runs' items."""
-    _, summary = create_study(
-        study_dir,
-        heart_run=heart_run,
-        emoharbor_run=emoharbor_run,
-        overlap=overlap,
-        attention=attention_checks,
-        limit=limit,
-        seed=seed,
-    )
+    _, summary = create_study(study_dir, heart_run=heart_run, emoharbor_run=emoharbor_run, overlap=overlap,
+                              attention=attention_checks, limit=limit, seed=seed)  # fmt: skip
     click.echo(f"created {study_dir}: {json.dumps(summary, sort_keys=True)}")
     click.echo(f"next: emoharbor study invite {study_dir} --raters N")
 
@@ -85,11 +71,11 @@ def invite_cmd(study_dir: Path, count: int | None, names: tuple[str, ...], base_
         raise EmoharborError(f"--base-url {base_url!r} is not an http(s) URL: write it as http://HOST:PORT")
     st = Study.open(study_dir)
     given = _names(names, count, len(st.raters()))
-    st.add_public_url(base_url.rstrip("/"))  # where forms will be posted from: see 'serve'
+    base = base_url.rstrip("/")
+    st.add_public_url(base)  # where forms will be posted from: see 'serve'
     new = st.add_raters(given)
     meta = st.meta()
     summary = assign(st, int(meta["overlap"]), int(meta["seed"]))
-    base = base_url.rstrip("/")
     click.echo("personal links (each shown only once; give each rater their own):")
     for rater, token in new:
         click.echo(f"  {rater.name}: {base}/r/{token}")
@@ -104,12 +90,8 @@ def invite_cmd(study_dir: Path, count: int | None, names: tuple[str, ...], base_
 @study.command("export")
 @study_arg
 @click.option("--out", type=OUT_FILE, required=True, help="FILE.csv or FILE.jsonl")
-@click.option(
-    "--conversations-out",
-    type=OUT_FILE,
-    default=None,
-    help="conversation scores (default: OUT's name with -conversations)",
-)
+@click.option("--conversations-out", type=OUT_FILE, default=None,
+              help="conversation scores (default: OUT's name with -conversations)")  # fmt: skip
 def export_cmd(study_dir: Path, out: Path, conversations_out: Path | None) -> None:
     """Write the submitted judgments of STUDY (the format 'emoharbor heart agreement --human' reads)."""
     summary = export_study(Study.open(study_dir), out, conversations_out)

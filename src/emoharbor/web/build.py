@@ -81,44 +81,21 @@ def attention_items(count: int, kinds: list[str]) -> list[Item]:
     available = sum(len(bank[k]) for k in kinds)
     if count > available:
         raise EmoharborError(f"--attention-checks {count}: at most {available} are available for these item kinds")
-    picked: list[tuple[str, dict[str, Any]]] = []
-    used = Counter[str]()
-    while len(picked) < count:
-        for k in kinds:
-            if len(picked) < count and used[k] < len(bank[k]):
-                picked.append((k, bank[k][used[k]]))
-                used[k] += 1
+    deepest = max((len(bank[k]) for k in kinds), default=0)
+    picked = [(k, bank[k][i]) for i in range(deepest) for k in kinds if i < len(bank[k])][:count]
     out = []
     for kind, spec in picked:
-        turns = [{"speaker": s, "text": t} for s, t in spec["turns"]]
+        content: dict[str, Any] = {"turns": [{"speaker": s, "text": t} for s, t in spec["turns"]]}
+        expect: dict[str, Any] = {"field": "score.warmth", "max": 2}
         if kind == PAIR:
-            content: dict[str, Any] = {
-                "turns": turns,
-                "situation": "",
-                "replies": {"a": spec["good"], "b": spec["bad"]},
-            }
-            expect: dict[str, Any] = {"field": "choice.overall", "winner": "a"}
-        else:
-            content, expect = {"turns": turns}, {"field": "score.warmth", "max": 2}
+            content.update(situation="", replies={"a": spec["good"], "b": spec["bad"]})
+            expect = {"field": "choice.overall", "winner": "a"}
         out.append(Item(new_id("i"), kind, True, content, {"attention": spec["name"]}, expect))
     return out
 
 
-def _limit(items: list[Item], limit: int | None, seed: int) -> list[Item]:
-    """``limit`` of the items drawn with ``seed``, in their order (``data.selection.select``)."""
-    return select(items, None, limit, seed)
-
-
-def create_study(
-    folder: Path,
-    *,
-    heart_run: Path | None,
-    emoharbor_run: Path | None,
-    overlap: int,
-    attention: int = 0,
-    limit: int | None = None,
-    seed: int = 0,
-) -> tuple[Study, dict[str, Any]]:
+def create_study(folder: Path, *, heart_run: Path | None, emoharbor_run: Path | None, overlap: int, attention: int = 0,
+                 limit: int | None = None, seed: int = 0) -> tuple[Study, dict[str, Any]]:  # fmt: skip
     if heart_run is None and emoharbor_run is None:
         raise EmoharborError("give --heart-run and/or --emoharbor-run: the study needs items to rate")
     items: list[Item] = []
@@ -126,12 +103,12 @@ def create_study(
     summary: dict[str, Any] = {}
     if heart_run is not None:
         pairs, dims, counts = heart_items(heart_run)
-        pairs = _limit(pairs, limit, seed)
+        pairs = select(pairs, None, limit, seed)  # at most ``limit``, drawn with ``seed``, in their order
         items += pairs
         summary.update({**counts, "pair_items": len(pairs)})
     if emoharbor_run is not None:
         convs, counts = conversation_items(emoharbor_run)
-        convs = _limit(convs, limit, seed)
+        convs = select(convs, None, limit, seed)
         items += convs
         summary.update({**counts, "conversation_items": len(convs)})
     if not items:

@@ -26,7 +26,8 @@ def attention_passed(item: Item, answers: dict[str, str], first: str) -> bool:
 
 
 def rater_progress(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
-    queue = Counter(a.rater_id for a in study.assignments())
+    assignments = study.assignments()
+    queue = Counter(a.rater_id for a in assignments)
     done = Counter(r.assignment.rater_id for r in ratings)
     last: dict[str, float] = {}
     drafts: dict[str, set[str]] = defaultdict(set)
@@ -41,37 +42,20 @@ def rater_progress(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
             ok = attention_passed(r.item, r.answers, r.assignment.first)
             checks[r.assignment.rater_id]["passed" if ok else "failed"] += 1
     attention_ids = {it.id for it in study.items() if it.attention}
-    for a in study.assignments():
+    for a in assignments:
         if a.status != "submitted" and a.item_id in attention_ids:
             checks[a.rater_id]["pending"] += 1
-    return [
-        {
-            "rater": rater.name,
-            "assigned": queue[rater.id],
-            "submitted": done[rater.id],
-            "drafts": len(drafts[rater.id]),
-            "last_activity": iso(last[rater.id]) if rater.id in last else "",
-            "attention_passed": checks[rater.id]["passed"],
-            "attention_failed": checks[rater.id]["failed"],
-            "attention_pending": checks[rater.id]["pending"],
-        }
-        for rater in study.raters()
-    ]
+    return [{"rater": r.name, "assigned": queue[r.id], "submitted": done[r.id], "drafts": len(drafts[r.id]),
+             "last_activity": iso(last[r.id]) if r.id in last else "", "attention_passed": checks[r.id]["passed"],
+             "attention_failed": checks[r.id]["failed"], "attention_pending": checks[r.id]["pending"]}
+            for r in study.raters()]  # fmt: skip
 
 
 def item_progress(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
     assigned = Counter(a.item_id for a in study.assignments())
     done = Counter(r.item.id for r in ratings)
-    return [
-        {
-            "item": it.id,
-            "kind": it.kind,
-            "attention": it.attention,
-            "assigned": assigned[it.id],
-            "submitted": done[it.id],
-        }
-        for it in study.items()
-    ]
+    return [{"item": it.id, "kind": it.kind, "attention": it.attention, "assigned": assigned[it.id],
+             "submitted": done[it.id]} for it in study.items()]  # fmt: skip
 
 
 def labels_by_rater(study: Study, ratings: list[Rated]) -> dict[str, Labels]:

@@ -35,8 +35,7 @@ HEADERS = {
 
 async def add_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
     response = await call_next(request)
-    for k, v in HEADERS.items():
-        response.headers[k] = v
+    response.headers.update(HEADERS)
     return response
 
 

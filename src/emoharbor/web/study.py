@@ -204,19 +204,15 @@ class Study:
 
     # -- assignments ---------------------------------------------------------------------
     def queue(self, rater_id: str) -> list[Assignment]:
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT rater_id, item_id, position, first, status, opened, submitted FROM assignments "
-                "WHERE rater_id=? ORDER BY position",
-                (rater_id,),
-            ).fetchall()
-        return [Assignment(*r) for r in rows]
+        return self._assignments("WHERE rater_id=? ORDER BY position", rater_id)
 
     def assignments(self) -> list[Assignment]:
+        return self._assignments("ORDER BY rater_id, position")
+
+    def _assignments(self, where: str, *args: str) -> list[Assignment]:
+        sql = f"SELECT rater_id, item_id, position, first, status, opened, submitted FROM assignments {where}"
         with self._db() as db:
-            rows = db.execute("SELECT rater_id, item_id, position, first, status, opened, submitted "
-                              "FROM assignments ORDER BY rater_id, position").fetchall()  # fmt: skip
-        return [Assignment(*r) for r in rows]
+            return [Assignment(*r) for r in db.execute(sql, args).fetchall()]
 
     def mark_opened(self, a: Assignment) -> None:
         if a.opened is None:
