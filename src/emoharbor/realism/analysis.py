@@ -18,10 +18,10 @@ import numpy as np
 
 from ..simulate.conversation import Conversation
 from ..simulate.text_checks import character_slip, repeats
-from ..stats.clusters import cluster_draws, ratio_rows
+from ..stats.clusters import cluster_draws
 from ..store.run_store import RunStore
 from .cuts import Cut, Talk
-from .figures import Message, Table, estimate
+from .figures import Message, Table, estimate, talk_mean
 from .text import GRATITUDE, words
 
 RETRIED = ("user_broke_character_retried", "user_repetition_retried")
@@ -108,12 +108,9 @@ def whole_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any] | 
     table = Table([m for ms in sim_msgs for m in ms], [m for ms in real_msgs for m in ms], n_boot=n_boot, seed=seed)
     draws = cluster_draws(len(names), n_boot, seed)
 
-    def mean(values: list[float | None]) -> dict[str, Any]:
+    def mean(values: list[float | None]) -> dict[str, Any]:  # one value a talk
         v = np.asarray([np.nan if x is None else x for x in values], dtype=float)
-        have = np.isfinite(v)
-        sums, sizes = np.where(have, v, 0.0), have.astype(float)
-        value = float(sums.sum() / sizes.sum()) if sizes.sum() else None
-        return estimate(value, ratio_rows(sums, sizes, draws), int(have.sum()), n_boot)
+        return estimate(*talk_mean(np.arange(len(v)), v, len(v), draws), int(np.isfinite(v).sum()), n_boot)
 
     sim_relief = [_sim_relief(convs[t]) for t in names]
     real_relief = [_real_relief(talks[t]) for t in names]

@@ -24,6 +24,7 @@ from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import DataError
 from ..profiles.esconv_import import draft_profile
 from ..profiles.schema import Profile
+from ..reward.context import talk
 from ..simulate.conversation import Turn
 
 FIRST_SEEKER_TURN = 2  # 0-based: a cut's next message is the seeker's third turn or later
@@ -82,14 +83,10 @@ class Talk:
                    d.get("final"), Profile.model_validate(d["profile"]))  # fmt: skip
 
 
-def _turns(dialog: EsconvDialog) -> list[Turn]:
-    return [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in dialog.merged_turns()]
-
-
 def talk_cuts(dialog: EsconvDialog) -> list[Cut]:
     """Every cut of one talk (see the module's doc), in the talk's order."""
     merged = dialog.merged_turns()
-    turns = _turns(dialog)
+    turns = talk(dialog)
     out = []
     seen_seeker = 0
     for i, t in enumerate(turns):
@@ -103,7 +100,7 @@ def talk_cuts(dialog: EsconvDialog) -> list[Cut]:
 
 
 def talk_shape(dialog: EsconvDialog) -> Talk:
-    turns = _turns(dialog)
+    turns = talk(dialog)
     seeker = [t.text for t in turns if t.speaker == "user"]
     survey = dialog.survey
     return Talk(dialog.id, seeker, sum(t.speaker == "supporter" for t in turns),

@@ -32,6 +32,7 @@ from ..stats.correlation import percentile
 from .text import FEATURES, bigrams, features, words
 
 Estimate = dict[str, Any]  # {"value", "lo", "hi"}
+Boots = tuple[float | None, np.ndarray]  # a figure's value and its resamples' values (NaN where undefined)
 
 # figure -> (the goal in words, the test on (simulated, real) values)
 GOALS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
@@ -65,6 +66,14 @@ def estimate(value: float | None, boots: np.ndarray, n_talks: int, n_boot: int) 
     return {"value": e.value, "lo": e.lo, "hi": e.hi}
 
 
+def talk_mean(talk: np.ndarray, v: np.ndarray, n_talks: int, draws: np.ndarray) -> Boots:
+    """The mean of ``v``'s finite values (``talk``: the talk of each) and its value in each resample of ``draws``."""
+    have = np.isfinite(v)
+    sums = np.bincount(talk, weights=np.where(have, v, 0.0), minlength=n_talks)
+    sizes = np.bincount(talk, weights=have.astype(float), minlength=n_talks)
+    return (float(sums.sum() / sizes.sum()) if sizes.sum() else None), ratio_rows(sums, sizes, draws)
+
+
 class Side:
     """One side's messages (simulated or real), indexed by the talks of the table."""
 
@@ -77,22 +86,17 @@ class Side:
         self.bigrams = [bigrams(m.text) for m in self.msgs]
 
     def median_words(self, weights: np.ndarray | None = None) -> float:
-        if not self.msgs:
-            return float("nan")
+        """The median words per message, each talk's messages counted ``weights[talk]`` times (None: once)."""
         w = np.ones(len(self.msgs)) if weights is None else weights[self.talk]
         if w.sum() == 0:
             return float("nan")
         return float(np.median(np.repeat(self.words, w.astype(int))))
 
-    def distinct(self, talks: set[int] | None = None) -> float:
-        """Distinct-2 of the messages of ``talks`` (indices; None: every talk), each talk's messages once."""
-        seen: set[tuple[str, str]] = set()
-        total = 0
-        for grams, t in zip(self.bigrams, self.talk, strict=True):
-            if talks is None or t in talks:
-                seen.update(grams)
-                total += len(grams)
-        return len(seen) / total if total else float("nan")
+    def distinct(self, weights: np.ndarray | None = None) -> float:
+        """Distinct-2 of the messages of the talks drawn (``weights[talk]`` > 0; None: every talk), each talk's
+        messages once."""
+        grams = [g for gs, t in zip(self.bigrams, self.talk, strict=True) if weights is None or weights[t] for g in gs]
+        return len(set(grams)) / len(grams) if grams else float("nan")
 
 
 class Table:
@@ -108,26 +112,20 @@ class Table:
     def _est(self, value: float | None, boots: np.ndarray) -> Estimate:
         return estimate(value, boots, self.n_talks, self.n_boot)
 
-    def _share(self, side: Side, f: str) -> tuple[float | None, np.ndarray]:
-        sums = np.bincount(side.talk, weights=side.feature[f], minlength=self.n_talks)
-        sizes = np.bincount(side.talk, minlength=self.n_talks).astype(float)
-        value = float(sums.sum() / sizes.sum()) if sizes.sum() else None
-        return value, ratio_rows(sums, sizes, self.draws)
+    def _share(self, side: Side, f: str) -> Boots:
+        return talk_mean(side.talk, side.feature[f], self.n_talks, self.draws)
 
-    def _per_draw(self, fn: Callable[[Side, np.ndarray | None], float]) -> dict[str, tuple[float, np.ndarray]]:
-        out = {}
-        for name, side in (("sim", self.sim), ("real", self.real)):
-            out[name] = (fn(side, None), np.asarray([fn(side, w) for w in self.draws]))
-        return out
+    def _per_draw(self, fn: Callable[[Side, np.ndarray | None], float]) -> tuple[Boots, Boots]:
+        """``fn`` on each side (simulated, real): on every talk, and on each resample's (``fn(side, draw)``)."""
+        sim, real = [(fn(side, None), np.asarray([fn(side, w) for w in self.draws])) for side in (self.sim, self.real)]
+        return sim, real
 
-    def _row(self, figure: str, sim: tuple[float | None, np.ndarray], real: tuple[float | None, np.ndarray],
-             compare: str) -> dict[str, Any]:  # fmt: skip
+    def _row(self, figure: str, sim: Boots, real: Boots, compare: str) -> dict[str, Any]:
         s, r = sim[0], real[0]
+        ratio = compare == "ratio"
         with np.errstate(invalid="ignore", divide="ignore"):
-            boots = sim[1] / real[1] if compare == "ratio" else sim[1] - real[1]
-        value = None if s is None or r is None else (s / r if compare == "ratio" and r else s - r)
-        if compare == "ratio" and not r:
-            value = None
+            boots = sim[1] / real[1] if ratio else sim[1] - real[1]
+        value = None if s is None or r is None or (ratio and not r) else s / r if ratio else s - r
         goal, test = GOALS[figure]
         ok = None if s is None or r is None or not np.isfinite(s) or not np.isfinite(r) else test(s, r)
         return {"figure": figure, "label": LABELS[figure], "sim": self._est(s, sim[1]), "real": self._est(r, real[1]),
@@ -139,24 +137,16 @@ class Table:
         the goal and its verdict."""
         if not self.sim.msgs or not self.real.msgs:
             return []
-        med = self._per_draw(lambda side, w: side.median_words(w))
-        rows = [self._row("words", med["sim"], med["real"], "ratio")]
+        rows = [self._row("words", *self._per_draw(Side.median_words), "ratio")]
         for f in FEATURES:
             rows.append(self._row(f, self._share(self.sim, f), self._share(self.real, f), "difference"))
-        rows.append(self._distinct())
-        return rows
-
-    def _distinct(self) -> dict[str, Any]:
-        """Distinct-2 falls as a sample grows and a talk drawn twice adds no new bigram, so a resample's value is
-        not comparable with the sample's: each side's value stands without an interval, and the ratio's
-        interval compares the two sides on the same talks of each resample, each talk drawn counted once."""
-        drawn = [np.flatnonzero(w) for w in self.draws]
-        sim = (self.sim.distinct(), np.asarray([self.sim.distinct(set(t)) for t in drawn]))
-        real = (self.real.distinct(), np.asarray([self.real.distinct(set(t)) for t in drawn]))
-        row = self._row("distinct_2", sim, real, "ratio")
+        # Distinct-2 falls as a sample grows and a talk drawn twice adds no new bigram, so a resample's value is
+        # not comparable with the sample's: each side's value stands without an interval, and the ratio's
+        # interval compares the two sides on the same talks of each resample, each talk drawn counted once.
+        row = self._row("distinct_2", *self._per_draw(Side.distinct), "ratio")
         for side in ("sim", "real"):
             row[side] = {**row[side], "lo": None, "hi": None}
-        return row
+        return [*rows, row]
 
     # the figures on embeddings (``vectors``: the unit-length embedding of each message, simulated then real)
     def discriminator(self, sim_vec: np.ndarray, real_vec: np.ndarray, before_vec: np.ndarray) -> dict[str, Any]:
@@ -207,10 +197,7 @@ class Table:
         to_other = (cos * other).sum(axis=1) / other.sum(axis=1)
         out: dict[str, Any] = {}
         for name, v in (("next", to_next), ("other", to_other), ("difference", to_next - to_other)):
-            sums = np.bincount(self.sim.talk, weights=v, minlength=self.n_talks)
-            sizes = np.bincount(self.sim.talk, minlength=self.n_talks).astype(float)
-            value = float(sums.sum() / sizes.sum()) if sizes.sum() else None
-            out[name] = self._est(value, ratio_rows(sums, sizes, self.draws))
+            out[name] = self._est(*talk_mean(self.sim.talk, v, self.n_talks, self.draws))
         lo = out["difference"]["lo"]
         out["goal"] = "closer to the real next message than to another talk's"
         out["verdict"] = "n/a" if lo is None else "met" if lo > 0 else "not met"

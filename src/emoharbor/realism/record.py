@@ -55,10 +55,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
         return None
     disc = nxt.get("discriminator") or {}
     verdicts = {r["figure"]: r["verdict"] for r in nxt["rows"]}
-    if disc:
-        verdicts["discriminator"] = disc["verdict"]
-    if nxt.get("similarity"):
-        verdicts["similarity"] = nxt["similarity"]["verdict"]
+    verdicts |= {k: nxt[k]["verdict"] for k in ("discriminator", "similarity") if nxt.get(k)}
     run = str(store.folder.resolve())
     rec: dict[str, Any] = {
         "suite": SUITE,

@@ -106,21 +106,14 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
 
 def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     """One row a figure: view (next, whole), figure, side, value, interval, goal, verdict."""
-    out = []
-    for view in ("next", "whole"):
-        part = data.get(view) or {}
-        for r in part.get("rows", []):
-            for side in ("sim", "real", "vs_real"):
-                e = r[side]
-                out.append({"view": view, "figure": r["figure"], "side": side, "value": e["value"], "lo": e["lo"],
-                            "hi": e["hi"], "goal": r["goal"], "verdict": r["verdict"]})  # fmt: skip
     n = data["next"]
-    for name, part in (("discriminator", n.get("discriminator")), ("similarity", n.get("similarity"))):
-        for side, e in (part or {}).items():
-            if isinstance(e, dict):
-                out.append({"view": "next", "figure": name, "side": side, "value": e["value"], "lo": e["lo"],
-                            "hi": e["hi"], "goal": part["goal"], "verdict": part["verdict"]})  # fmt: skip
-    return out
+    parts = [(view, r["figure"], r, ["sim", "real", "vs_real"]) for view in ("next", "whole")
+             for r in (data.get(view) or {}).get("rows", [])]  # fmt: skip
+    parts += [("next", name, n[name], [k for k, e in n[name].items() if isinstance(e, dict)])
+              for name in ("discriminator", "similarity") if n.get(name)]  # fmt: skip
+    return [{"view": view, "figure": figure, "side": side, "value": p[side]["value"], "lo": p[side]["lo"],
+             "hi": p[side]["hi"], "goal": p["goal"], "verdict": p["verdict"]}
+            for view, figure, p, sides in parts for side in sides]  # fmt: skip
 
 
 def render_realism(data: dict[str, Any], fmt: str) -> str:

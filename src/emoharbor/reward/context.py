@@ -155,9 +155,10 @@ def talk(d: EsconvDialog) -> list[Turn]:
     return [Turn(speaker="user" if t.speaker == "seeker" else "supporter", text=t.text) for t in d.merged_turns()]
 
 
-def dialog_contexts(d: EsconvDialog, source: str, initial_trust: int) -> list[RewardContext]:
+def dialog_contexts(d: EsconvDialog, source: str, initial_trust: int, *,
+                    evaluation_only: bool = False) -> list[RewardContext]:  # fmt: skip
     """The dialogue cut at each seeker turn that has a supporter turn after it."""
-    profile = draft_profile(d)
+    profile = draft_profile(d, evaluation_only=evaluation_only)
     turns = talk(d)
     out = []
     for i, t in enumerate(turns):

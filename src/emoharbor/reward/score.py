@@ -92,11 +92,10 @@ def reaction(step: UserStep, s: RewardSettings) -> Reaction | str:
     trust = feeling["trust_change"] / s.user_agent.trust_step
     fit = FIT[appraisal["fit"]]
     ex = expected_parts(appraisal, feeling, s)
-    use = s.readout == "expected" and ex is not None and all(v is not None for v in ex.values())
-    used = (relief, trust, fit)
-    if use and ex is not None:  # every expected part is there (``use``)
-        used = (cast(float, ex["relief"]), cast(float, ex["trust"]), cast(float, ex["fit"]))
-    return Reaction(relief, trust, fit, ex, "expected" if use else "written", used)
+    if s.readout == "expected" and ex is not None and all(v is not None for v in ex.values()):
+        used = cast(tuple[float, float, float], (ex["relief"], ex["trust"], ex["fit"]))  # every one is there
+        return Reaction(relief, trust, fit, ex, "expected", used)
+    return Reaction(relief, trust, fit, ex, "written", (relief, trust, fit))
 
 
 class UserReward:

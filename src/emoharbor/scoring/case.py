@@ -10,8 +10,6 @@ from ..reward.context import RewardContext
 
 @dataclass(frozen=True)
 class Case:
-    """A real context that ends on the seeker's turn and the reply that followed it."""
-
     id: str
     source: str  # esconv | heart | run
     context: RewardContext

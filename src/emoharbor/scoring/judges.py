@@ -32,13 +32,8 @@ def scorer_rows(store: RunStore, unit_kinds: tuple[str, ...], figures: list[dict
     seekers run: a score's key is (case, reply kind, scorer), a pair's (case, bad kind, judge, order)), keyed
     by the (judge, scoring) each figure row stands for, with each one's card, judgments, unscored share and
     cost; returns the figure row of each."""
-
     cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
-    made = {}
-    for r in figures:
-        got = row_judge(r["scorer"], bool(r.get("pairwise")))
-        if got is not None:
-            made[got] = r
+    made = {got: r for r in figures if (got := row_judge(r["scorer"], bool(r.get("pairwise")))) is not None}
     counted = counts(store, unit_kinds, 2, field="scorer")
     for judge, scoring in made:
         scorer = USER if judge == "user" else judge

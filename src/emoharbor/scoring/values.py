@@ -17,6 +17,7 @@ from ..reward.score import combine
 from ..reward.settings import RewardSettings
 from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
+from .names import USER
 
 Values = dict[tuple[str, str], float | None]  # (case, reply kind) -> score (None: unscored)
 
@@ -35,19 +36,19 @@ def user_values(records: list[dict[str, Any]], s: RewardSettings) -> dict[str, V
     """The simulated user's scorers from its ``score`` records: the reward and the reaction from the written
     parts, and (where the records have them) from the probability-weighted ones."""
     out: dict[str, Values] = defaultdict(dict)
-    readable = any(r.get("expected") for r in records)  # else no expected rows: none is made up from the written
+    # no expected rows where no record has them: none is made up from the written
+    suffixes = ("", " (expected)") if any(r.get("expected") for r in records) else ("",)
     for r in records:
         k = (r["case"], r["reply_kind"])
         ok = r.get("status") == "ok" and r.get("reward") is not None
         hit = list(r.get("penalties") or [])
         cost = -combine(0.0, 0.0, 0.0, hit, s)
         if ok and hit == ["empty"]:  # not shown to the user: its reward is the penalty alone
-            for name in ("user reward", "user reward (expected)")[: 2 if readable else 1]:
-                out[name][k] = -cost
+            for suffix in suffixes:
+                out[f"user reward{suffix}"][k] = -cost
             continue
-        for suffix, parts in (("", r if ok else None), (" (expected)", r.get("expected") if ok else None)):
-            if suffix and not readable:
-                continue
+        for suffix in suffixes:
+            parts = (r.get("expected") if suffix else r) if ok else None
             whole = parts is not None and all(parts.get(p) is not None for p in ("relief", "trust", "fit"))
             felt = reaction(parts, s) if whole and parts is not None else None
             out[f"user reward{suffix}"][k] = None if felt is None else felt - cost
@@ -66,6 +67,12 @@ def card_values(records: list[dict[str, Any]]) -> dict[str, Values]:
         if "expected" in r:
             out[f"{r['scorer']} (expected)"][k] = _mean(r.get("expected")) if ok else None
     return out
+
+
+def record_values(records: list[dict[str, Any]], s: RewardSettings) -> dict[str, Values]:
+    """Every scorer's values from ``score`` records: the simulated user's, then each reply card's."""
+    return {**user_values([r for r in records if r.get("scorer") == USER], s),
+            **card_values([r for r in records if r.get("scorer") != USER])}  # fmt: skip
 
 
 def scorer_usage(store: RunStore) -> dict[str, dict[str, float]]:

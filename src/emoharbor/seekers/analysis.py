@@ -1,10 +1,7 @@
 """The seekers table, from a seekers run's store: every scorer's agreement with the seekers' own ratings of
 the reply blocks (``figures.py``), beside the baselines that need no model.
 
-Scorers, from what the ``score`` records hold (``scoring.values``):
-``user reward``, ``user reaction`` (the reward without its rule-based penalties), ``user fit``, ``user relief``
-and ``user trust``, each also ``(expected)`` from the probability-weighted readouts where the records have
-them; ``CARD (written)`` and ``CARD (expected)``: a reply card's score (the mean of its rubric's keys).
+Scorers: the simulated user's and each reply card's, from what the ``score`` records hold (``scoring.values``).
 
 Baselines (``BASELINES``), from the point alone:
 - ``words``: the reply block's word count;
@@ -26,7 +23,7 @@ from typing import Any
 
 from ..reward.settings import RewardSettings
 from ..scoring.names import REAL, USER
-from ..scoring.values import card_values, scorer_usage, user_values
+from ..scoring.values import record_values, scorer_usage
 from ..simulate.rules_user import content_words
 from ..store.run_store import RunStore
 from ..store.units import finished
@@ -63,11 +60,7 @@ def scorer_values(store: RunStore, points: list[Point]) -> dict[str, list[float 
     s = RewardSettings.model_validate(store.config().get("reward") or {})
     ids = {p.case.id for p in points}
     records = [d for _, d in store.items("score") if d.get("case") in ids]
-    values = {
-        **user_values([r for r in records if r.get("scorer") == USER], s),
-        **card_values([r for r in records if r.get("scorer") != USER]),
-    }
-    return {name: [got.get((p.case.id, REAL)) for p in points] for name, got in values.items()}
+    return {name: [got.get((p.case.id, REAL)) for p in points] for name, got in record_values(records, s).items()}
 
 
 def owner(scorer: str) -> str:

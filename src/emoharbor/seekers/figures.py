@@ -18,6 +18,7 @@ are taken on the points it has.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,15 +33,10 @@ Boots = tuple[float | None, np.ndarray]  # a figure's value and its resamples' v
 
 def within_talk_pairs(talks: np.ndarray, rating: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every two points (i < j) of one talk whose ratings differ, as two index arrays."""
-    first, second = [], []
-    for t in np.unique(talks):
-        at = np.flatnonzero(talks == t)
-        for a, i in enumerate(at):
-            for j in at[a + 1 :]:
-                if rating[i] != rating[j]:
-                    first.append(i)
-                    second.append(j)
-    return np.asarray(first, dtype=int), np.asarray(second, dtype=int)
+    at = [np.flatnonzero(talks == t) for t in np.unique(talks)]
+    pairs = [(i, j) for a in at for i, j in itertools.combinations(a, 2) if rating[i] != rating[j]]
+    both = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    return both[:, 0], both[:, 1]
 
 
 def concordance(score: np.ndarray, rating: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -79,12 +75,8 @@ class Figures:
 
     def _estimate(self, got: Boots, n: int, talks: int) -> dict[str, Any]:
         value, boots = got
-        if value is None:
-            e = Estimate(None, None, None, n)
-        elif talks < MIN_N:
-            e = Estimate(value, None, None, n)
-        else:
-            e = percentile(value, boots, n, self.n_boot, self.level)
+        small = value is None or talks < MIN_N  # no interval
+        e = Estimate(value, None, None, n) if small else percentile(value, boots, n, self.n_boot, self.level)
         return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": n, "talks": talks}
 
     def _baselines(self, mask: np.ndarray) -> dict[str, dict[str, Boots]]:

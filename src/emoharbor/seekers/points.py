@@ -21,19 +21,12 @@ before it, a reply block whose messages are all empty; a file with no rating at 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data.esconv import (
-    EsconvTurn,
-    is_failed_set,
-    parse_record,
-    parse_turn,
-    read_records,
-    record_where,
-    turn_where,
-)
+from ..data.esconv import is_failed_set, parse_record, parse_turn, read_records, record_where, turn_where
 from ..errors import DataError
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, talk
@@ -74,17 +67,6 @@ def _fields(rec: Any) -> tuple[str, str]:
     return ("content", "annotation.feedback") if raw else ("text", "feedback")
 
 
-def _runs(turns: list[tuple[int, EsconvTurn]]) -> list[list[tuple[int, EsconvTurn]]]:
-    """Consecutive turns of one speaker, together."""
-    out: list[list[tuple[int, EsconvTurn]]] = []
-    for pos, t in turns:
-        if out and out[-1][0][1].speaker == t.speaker:
-            out[-1].append((pos, t))
-        else:
-            out.append([(pos, t)])
-    return out
-
-
 def talk_points(rec: Any, source: str, index: int, *, initial_trust: int, failed_set: bool = False) -> list[Point]:
     """The points of one record (see the module's doc), in their order in the talk."""
     dialog = parse_record(rec, source, index, failed_set)  # the record checked as every command reads it
@@ -95,7 +77,7 @@ def talk_points(rec: Any, source: str, index: int, *, initial_trust: int, failed
             raise DataError(f"{turn_where(source, index, i)}: field '{fields[i][1]}': a rating on a supporter turn "
                             "(the seeker rates the supporter's replies, on the seeker's turn after them)")  # fmt: skip
     kept = [(i, t) for i, t in raw if t.text or t.speaker == "supporter" or t.feedback is not None]
-    runs = _runs(kept)
+    runs = [list(run) for _, run in itertools.groupby(kept, key=lambda x: x[1].speaker)]  # one speaker's turns
     profile = draft_profile(dialog, evaluation_only=True) if any(t.feedback is not None for _, t in kept) else None
     out: list[Point] = []
     for n, run in enumerate(runs):

@@ -16,11 +16,7 @@ def shown(c: dict[str, Any] | None, *, signed: bool = False) -> str:
     if not c or c.get("value") is None:
         return "n/a"
     if c.get("lo") is None:
-        return (
-            f"{num(c['value'], signed=signed)} ({TOO_SMALL})"
-            if too_small(c["talks"])
-            else num(c["value"], signed=signed)
-        )
+        return num(c["value"], signed=signed) + (f" ({TOO_SMALL})" if too_small(c["talks"]) else "")
     return interval(c["value"], c["lo"], c["hi"], signed=signed)
 
 

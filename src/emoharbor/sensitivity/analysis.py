@@ -8,20 +8,16 @@ mean over its two orders of whether it chose the real reply: 1/2 when the orders
 decided), counted as a tie. The share is the mean outcome over cases, with a bootstrap 95% interval
 (cases resampled, fixed seed); ``all kinds``: the mean over every pair, cases resampled as clusters.
 
-Scorers, from what each record holds:
-- ``words``: the reply's word count, the baseline that needs no model;
-- ``user reward`` and ``user reaction`` (the reward without its rule-based penalties: relief, trust and fit
-  weighted; the penalties catch the ``repeats`` and ``role_break`` kinds by rule, which says nothing of the
-  user's sensitivity), and ``user fit``, ``user relief``, ``user trust`` apart; with ``(expected)`` the same
-  from the probability-weighted readouts, where the records have them;
-- ``CARD (written)`` / ``CARD (expected)``: a reply card's score (the mean of its rubric's keys);
-- ``CARD``: a pairwise judge's overall verdict.
+Scorers: ``words``, the reply's word count, the baseline that needs no model; the simulated user's and each
+reply card's, from their ``score`` records (``scoring.values``: ``user reaction`` leaves out the reward's
+rule-based penalties, which catch the ``repeats`` and ``role_break`` kinds by rule and so say nothing of the
+user's sensitivity); ``CARD``: a pairwise judge's overall verdict.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -29,7 +25,7 @@ import numpy as np
 from ..assess.judge_kinds import judge_kind
 from ..reward.settings import RewardSettings
 from ..scoring.names import REAL, USER
-from ..scoring.values import Values, card_values, scorer_usage, user_values
+from ..scoring.values import Values, record_values, scorer_usage
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
 from ..stats.clusters import cluster_mean_ci
 from ..store.run_store import RunStore
@@ -93,18 +89,26 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
     return out
 
 
+def bad_kinds(cfg: dict[str, Any]) -> list[str]:
+    """The run's kinds of bad reply, in the suite's order."""
+    return [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
+
+
+def pointwise_values(cfg: dict[str, Any], cases: dict[str, dict[str, Any]],
+                     scores: list[dict[str, Any]]) -> dict[str, Values]:  # fmt: skip
+    """The pointwise scorers' values: the word count of every reply of ``cases``, then those of ``scores``."""
+    s = RewardSettings.model_validate(cfg.get("reward") or {})
+    words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
+    return {"words": words, **record_values(scores, s)}
+
+
 def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
     cfg = store.config()
-    s = RewardSettings.model_validate(cfg.get("reward") or {})
     stored = {d["id"]: d for _, d in store.items("case")}
     done = finished_cases(store, stored)
     cases = {k: d for k, d in stored.items() if k in done}
-    kinds = [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
-    words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
-    scores = [d for _, d in store.items("score") if d["case"] in done]
-    user = user_values([r for r in scores if r.get("scorer") == USER], s)
-    cards = card_values([r for r in scores if r.get("scorer") != USER])
-    pointwise: dict[str, Values] = {"words": words, **user, **cards}
+    kinds = bad_kinds(cfg)
+    pointwise = pointwise_values(cfg, cases, [d for _, d in store.items("score") if d["case"] in done])
     pairwise = pair_outcomes([d for _, d in store.items("pair") if d["case"] in done])
     usage = scorer_usage(store)
     rows = []
@@ -119,20 +123,18 @@ def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> 
         base = r["scorer"].split(" (")[0]
         owner = USER if base.startswith("user") else base
         r["usage"] = usage.get(owner) if owner != "words" else None
-    sources: dict[str, int] = defaultdict(int)
-    for d in cases.values():
-        sources[d["source"]] += 1
     return {"kind": "sensitivity", "cases": len(cases), "unfinished": len(stored) - len(cases),
-            "sources": dict(sources), "kinds": kinds, "rows": rows, "user_model": (cfg.get("user") or {}).get("model"),
-            "suite": cfg.get("suite"), "wall_s": float(store.meta().get("wall_s", "0"))}  # fmt: skip
+            "sources": dict(Counter(d["source"] for d in cases.values())), "kinds": kinds, "rows": rows,
+            "user_model": (cfg.get("user") or {}).get("model"), "suite": cfg.get("suite"),
+            "wall_s": float(store.meta().get("wall_s", "0"))}  # fmt: skip
 
 
 def _row(name: str, kinds: list[str], by_kind: dict[str, dict[str, float | None]], seed: int, n_boot: int,
          distinct: int | None, pairwise: bool = False) -> dict[str, Any]:  # fmt: skip
     cells = {k: _cell(list(by_kind[k].values()), seed, n_boot) for k in kinds}
-    per_case: dict[str, list[float]] = defaultdict(list)
+    per_case: dict[str, list[float]] = defaultdict(list)  # each case's outcomes, in the order of ``kinds``
     for k in kinds:
-        for c, o in sorted(by_kind[k].items()):
+        for c, o in by_kind[k].items():
             if o is not None:
                 per_case[c].append(o)
     total = cluster_mean_ci([v for _, v in sorted(per_case.items())], seed=seed, n_boot=n_boot)

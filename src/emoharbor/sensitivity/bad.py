@@ -24,7 +24,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from typing import Any
 
@@ -59,14 +59,18 @@ def _rng(case: Case, kind: str) -> random.Random:
     return random.Random(zlib.crc32(f"{case.id}|{kind}".encode()))
 
 
-def _padded(pool: list[str], target: int, rng: random.Random) -> str:
-    """Sentences of ``pool`` (shuffled) joined until the text has at least ``target`` words."""
-    order = rng.sample(pool, len(pool))
+def fixed(kind: str, case: Case, pool: Pool) -> str:
+    """One of ``kind``'s texts."""
+    return str(_rng(case, kind).choice(list(texts()[kind])))
+
+
+def padded(kind: str, case: Case, pool: Pool) -> str:
+    """``kind``'s texts (shuffled, again and again) joined until the text has the real reply's words or more."""
+    order = list(texts()[kind])
+    order = _rng(case, f"{kind}_long").sample(order, len(order))
     out: list[str] = []
-    i = 0
-    while not out or words(" ".join(out)) < target:
-        out.append(order[i % len(order)])
-        i += 1
+    while not out or words(" ".join(out)) < words(case.real):
+        out.append(order[len(out) % len(order)])
     return " ".join(out)
 
 
@@ -139,27 +143,13 @@ def role_break(case: Case, pool: Pool) -> str | None:
     return str(rng.choice(list(texts()["ai_voice"]))).format(problem=problem_phrase(case.problem))
 
 
-def _fixed(kind: str) -> Callable[[Case, Pool], str]:
-    def make(case: Case, pool: Pool) -> str:
-        return str(_rng(case, kind).choice(list(texts()[kind])))
-
-    return make
-
-
-def _long(kind: str) -> Callable[[Case, Pool], str]:
-    def make(case: Case, pool: Pool) -> str:
-        return _padded(list(texts()[kind]), words(case.real), _rng(case, f"{kind}_long"))
-
-    return make
-
-
 MAKERS: dict[str, Callable[[Case, Pool], str | None]] = {
     "off_target": off_target,
-    "generic": _fixed("generic"),
-    "generic_long": _long("generic"),
-    "dismissive": _fixed("dismissive"),
-    "dismissive_long": _long("dismissive"),
-    "advice": _fixed("advice"),
+    "generic": partial(fixed, "generic"),
+    "generic_long": partial(padded, "generic"),
+    "dismissive": partial(fixed, "dismissive"),
+    "dismissive_long": partial(padded, "dismissive"),
+    "advice": partial(fixed, "advice"),
     "ignores_last": ignores_last,
     "wrong_facts": wrong_facts,
     "repeats": repeats,

@@ -23,7 +23,15 @@ from pathlib import Path
 from ..data.esconv import EsconvDialog, load_esconv
 from ..heart.config import HistorySource, Subset
 from ..profiles.esconv_import import draft_profile
-from ..reward.context import RewardContext, conversation_contexts, heart_dialog, load_heart_histories, run_talks, talk
+from ..reward.context import (
+    RewardContext,
+    conversation_contexts,
+    dialog_contexts,
+    heart_dialog,
+    load_heart_histories,
+    run_talks,
+    talk,
+)
 from ..scoring.case import Case
 from ..simulate.conversation import Turn
 
@@ -53,19 +61,9 @@ def words(text: str) -> int:
 def esconv_cut(d: EsconvDialog, initial_trust: int) -> Case | None:
     """The record's case, or None when it has no cut that qualifies (see the module's doc)."""
     turns = talk(d)
-    seen = 0
-    for i, t in enumerate(turns):
-        if t.speaker != "user":
-            continue
-        seen += 1
-        nxt = turns[i + 1] if i + 1 < len(turns) else None
-        if seen < FIRST_SEEKER_TURN or nxt is None or nxt.speaker != "supporter":
-            continue
-        if words(t.text) >= MIN_WORDS and words(nxt.text) >= MIN_WORDS:
-            profile = draft_profile(d, evaluation_only=True)
-            replies = sum(x.speaker == "supporter" for x in turns[:i])
-            ctx = RewardContext(f"esconv:{d.id}#{i}", "esconv", profile, turns[: i + 1],
-                                profile.emotional_state.intensity, initial_trust, replies, d.id)  # fmt: skip
+    for ctx in dialog_contexts(d, "esconv", initial_trust, evaluation_only=True):
+        seeker, nxt = sum(t.speaker == "user" for t in ctx.turns), turns[len(ctx.turns)]
+        if seeker >= FIRST_SEEKER_TURN and words(ctx.turns[-1].text) >= MIN_WORDS and words(nxt.text) >= MIN_WORDS:
             return Case(ctx.id, "esconv", ctx, nxt.text, d.problem_type)
     return None
 
@@ -84,14 +82,14 @@ def heart_cases(path: Path, subset: Subset, initial_trust: int, pool: Pool) -> l
         d = heart_dialog(h, i)
         conv = talk(d)
         pool.add(h.id, h.problem_type, conv)
-        if not conv or conv[-1].speaker != "user" or not h.human_reply or not h.human_reply.strip():
+        real = (h.human_reply or "").strip()
+        replies = sum(t.speaker == "supporter" for t in conv)  # none: nothing to repeat (every case has one)
+        if not conv or conv[-1].speaker != "user" or not real or not replies:
             continue
-        if sum(t.speaker == "supporter" for t in conv) == 0:
-            continue  # nothing to repeat: the suite's cases all have an earlier supporter message
         profile = draft_profile(d, evaluation_only=True)
         ctx = RewardContext(f"heart:{h.id}", "heart", profile, conv, profile.emotional_state.intensity,
-                            initial_trust, sum(t.speaker == "supporter" for t in conv), h.id)  # fmt: skip
-        out.append(Case(ctx.id, "heart", ctx, h.human_reply.strip(), h.problem_type))
+                            initial_trust, replies, h.id)  # fmt: skip
+        out.append(Case(ctx.id, "heart", ctx, real, h.problem_type))
     return out
 
 

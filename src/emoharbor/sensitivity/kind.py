@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..kinds import JudgeRows, Rows, RunKind, Summary
 from ..scoring.judges import scorer_rows
-from ..scoring.values import Values, card_values, user_values
-from .analysis import outcomes_of, pair_outcomes, sensitivity_table
+from ..scoring.names import REAL
+from .analysis import bad_kinds, outcomes_of, pair_outcomes, pointwise_values, sensitivity_table
 from .names import ALL
 from .render import csv_rows, render_sensitivity
 
@@ -28,23 +28,10 @@ def tidy(store: RunStore) -> list[dict[str, Any]]:
     """One row per (case, kind of bad reply, scorer): the real reply's score and the bad one's (a pairwise
     judge: none), and the outcome the table averages (1: the real reply above, 0: below, 0.5: a tie or, for a
     pairwise judge, orders that disagree; None: unscored)."""
-    from ..reward.settings import RewardSettings
-    from ..scoring.names import REAL, USER
-    from .bad import KINDS
-
-    cfg = store.config()
+    cfg, cases = store.config(), {d["id"]: d for _, d in store.items("case")}
+    kinds = bad_kinds(cfg)
+    pointwise = pointwise_values(cfg, cases, [d for _, d in store.items("score")])
     run = store.folder.name
-    s = RewardSettings.model_validate(cfg.get("reward") or {})
-    cases = {d["id"]: d for _, d in store.items("case")}
-    kinds = [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
-    words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
-    scores = [d for _, d in store.items("score")]
-    user = user_values([r for r in scores if r.get("scorer") == USER], s)
-    pointwise: dict[str, Values] = {
-        "words": words,
-        **user,
-        **card_values([r for r in scores if r.get("scorer") != USER]),
-    }
     out = []
     for scorer, values in pointwise.items():
         for kind in kinds:

@@ -5,11 +5,8 @@ counts how often the real one comes out on top (``analysis.py``).
 Store kinds (one unit each, resumable, calls cached):
 - ``case`` (key: the case id): the case, its replies by kind (``real`` and each bad kind) and the suite's
   version; no model;
-- ``score`` (key ``case|reply kind|scorer``): ``user``, the simulated user's reaction and reward
-  (``reward.score.Scored``), or the assessment of the reply by a card of a kind that rates one (``reply``);
-- ``pair`` (key ``case|bad kind|judge|order``): the verdict of a card of a kind that compares two replies
-  (``heart_pairwise``) on the real reply against the bad one, shown first (``ab``) or second (``ba``),
-  through HEART's own judging.
+- ``score`` (key ``case|reply kind|scorer``) and ``pair`` (key ``case|bad kind|judge|order``): a scorer on one
+  reply, or a card that compares two on the real reply against the bad one (``scoring.items``).
 """
 
 from __future__ import annotations
@@ -66,18 +63,17 @@ class SensitivityOptions(ScorerOptions):
             raise ConfigError("--bad: give at least one kind of bad reply")
         self.check_scorers()
 
-    def _adversarial(self) -> dict[str, Any]:
-        """Named only when given: the record of a run made before the option is the same."""
-        return (
-            {"heart_adversarial": [str(p.resolve()) for p in self.heart_adversarial]} if self.heart_adversarial else {}
-        )
-
     def resolved(self) -> dict[str, Any]:
         """What the cases and the user's scores depend on (the judges are recorded per card)."""
         return {
             "esconv": [str(p.resolve()) for p in self.esconv],
             "heart": [str(p.resolve()) for p in self.heart],
-            **self._adversarial(),
+            # named only when given: the record of a run made before the option is the same
+            **(
+                {"heart_adversarial": [str(p.resolve()) for p in self.heart_adversarial]}
+                if self.heart_adversarial
+                else {}
+            ),
             "from_run": [str(p.resolve()) for p in self.from_run],
             "limit": self.limit,
             "sample": self.sample,
