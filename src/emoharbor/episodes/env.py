@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 Status = Literal["ok", "unscored", "error"]
 GUARDS = ("flattery", "ends_early")
+ENDINGS = {"end_satisfied": "user_ended_satisfied", "disengage": "user_disengaged"}  # the user's decision -> ended
 
 
 @dataclass
@@ -116,10 +117,9 @@ class Episode:
         before = self.user.state
         try:
             said = await (self.user.perceive if last else self.user.react)(self.turns, self.seed + turn)
-        except ModelCallError as e:
-            return self._stop(Step(turn, text, "", before.intensity, before.trust, penalties=hit), "error", str(e))
-        except UserSimulationError as e:
-            return self._stop(Step(turn, text, "", before.intensity, before.trust, penalties=hit), "unscored", str(e))
+        except (ModelCallError, UserSimulationError) as e:
+            status: Status = "error" if isinstance(e, ModelCallError) else "unscored"
+            return self._stop(Step(turn, text, "", before.intensity, before.trust, penalties=hit), status, str(e))
         state = self.user.state
         parts = reaction(said, self.r)
         step = Step(turn, text, "" if last else said.text, state.intensity, state.trust, penalties=hit,
@@ -132,14 +132,9 @@ class Episode:
         self.states.append(state.model_copy())
         if step.user:
             self.turns.append(Turn(speaker="user", text=step.user))
-        if said.safety_escalation:
-            self.done, self.ended = True, "safety_escalation"
-        elif said.decision == "end_satisfied":
-            self.done, self.ended = True, "user_ended_satisfied"
-        elif said.decision == "disengage":
-            self.done, self.ended = True, "user_disengaged"
-        elif last:
-            self.done, self.ended = True, "max_turns"
+        end = ENDINGS.get(said.decision, "max_turns" if last else "")
+        ended = "safety_escalation" if said.safety_escalation else end
+        self.done, self.ended = bool(ended), ended  # not done before this step (step() refuses one that is)
         if self.done and self.judge is not None and self.s.reward == "judge":
             await self._rate()
         return step

@@ -28,9 +28,5 @@ CLOSING = re.compile(
 
 def guard_hits(reply: str, turn: int, guard_turns: int) -> list[str]:
     """The guards ``reply`` hits as the ``turn``-th supporter reply of its episode (1 for the first)."""
-    out = []
-    if FLATTERY.search(reply):
-        out.append("flattery")
-    if turn <= guard_turns and CLOSING.search(reply):
-        out.append("ends_early")
-    return out
+    hits = {"flattery": FLATTERY.search(reply), "ends_early": turn <= guard_turns and CLOSING.search(reply)}
+    return [name for name, hit in hits.items() if hit]

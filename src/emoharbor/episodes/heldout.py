@@ -86,12 +86,8 @@ def held_out_episodes(model: Any, tok: Any, contexts: list[RewardContext], syste
 
 def read_curve(path: Path) -> dict[int, list[dict[str, Any]]]:
     """step -> the held-out episodes played at it."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            out[int(row["step"])] = row["episodes"]
-    return out
+    rows = map(json.loads, path.read_text(encoding="utf-8").splitlines()) if path.is_file() else []
+    return {int(row["step"]): row["episodes"] for row in rows}
 
 
 def held_out_callback(path: Path, every: int, contexts: list[RewardContext], system: str, reward: RewardSettings,

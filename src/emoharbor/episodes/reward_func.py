@@ -32,13 +32,10 @@ class EpisodeRewardFunc:
         """The rewards TRL gets: the episodes' own, or (``shuffle_rewards``) the scored ones in a seeded order."""
         if not self.s.shuffle_rewards:
             return rewards
-        at = [i for i, r in enumerate(rewards) if r is not None]
-        moved = [rewards[i] for i in at]
+        moved = [r for r in rewards if r is not None]
         random.Random(f"{self.seed}:{self.rank}:{step}").shuffle(moved)
-        out = list(rewards)
-        for i, r in zip(at, moved, strict=True):
-            out[i] = r
-        return out
+        taken = iter(moved)
+        return [None if r is None else next(taken) for r in rewards]
 
     async def __call__(self, prompts: list[Any], completions: list[Any], episode: list[str] | None = None,
                        **kw: Any) -> list[float | None]:  # fmt: skip

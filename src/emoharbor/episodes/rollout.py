@@ -126,11 +126,8 @@ def generate_with(model: Any, tok: Any, generation_config: Any, eos: Sequence[in
         att = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in batch], device=device)
         with torch.no_grad():
             out = model.generate(input_ids=ids, attention_mask=att, generation_config=generation_config)
-        turns = []
-        for row in out[:, width:].tolist():
-            cut = next((k + 1 for k, t in enumerate(row) if t in eos), len(row))
-            turns.append(row[:cut])
-        return turns
+        rows = out[:, width:].tolist()
+        return [row[: next((k + 1 for k, t in enumerate(row) if t in eos), len(row))] for row in rows]
 
     return generate
 

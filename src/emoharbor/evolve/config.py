@@ -201,22 +201,20 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
         q = Path(p).expanduser()
         return str(q if q.is_absolute() else (base / q))
 
-    cfg.sft.data = [fix(p) for p in cfg.sft.data]
-    cfg.refine.data = [fix(p) for p in cfg.refine.data]
-    cfg.holdout = [fix(p) for p in cfg.holdout]
-    cfg.dpo.extra_pairs = [fix(p) for p in cfg.dpo.extra_pairs]
+    def fixed(paths: list[str]) -> list[str]:
+        return [fix(p) for p in paths]
+
+    cfg.sft.data, cfg.refine.data, cfg.holdout = fixed(cfg.sft.data), fixed(cfg.refine.data), fixed(cfg.holdout)
+    cfg.dpo.extra_pairs = fixed(cfg.dpo.extra_pairs)
     ctx = cfg.grpo.contexts
-    ctx.runs, ctx.esconv = [fix(p) for p in ctx.runs], [fix(p) for p in ctx.esconv]
+    ctx.runs, ctx.esconv = fixed(ctx.runs), fixed(ctx.esconv)
     ctx.heart = [fix(p) if isinstance(p, str) else p.model_copy(update={"path": fix(p.path)}) for p in ctx.heart]
     ctx.profiles = [p if p.startswith("builtin:") else fix(p) for p in ctx.profiles]
     if cfg.grpo.episodes.judge.endswith((".yaml", ".yml")):
         cfg.grpo.episodes.judge = fix(cfg.grpo.episodes.judge)
-    if cfg.grpo.eval_config:
-        cfg.grpo.eval_config = fix(cfg.grpo.eval_config)
-    if cfg.sft.general_data:
-        cfg.sft.general_data = fix(cfg.sft.general_data)
-    if cfg.refine.principles:
-        cfg.refine.principles = fix(cfg.refine.principles)
+    cfg.grpo.eval_config = cfg.grpo.eval_config and fix(cfg.grpo.eval_config)
+    cfg.sft.general_data = cfg.sft.general_data and fix(cfg.sft.general_data)
+    cfg.refine.principles = cfg.refine.principles and fix(cfg.refine.principles)
     if cfg.system_prompt and cfg.system_prompt.startswith("@"):
         cfg.system_prompt = "@" + fix(cfg.system_prompt[1:])
     if cfg.base_model != "smollm2":
@@ -228,16 +226,12 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
 
 def load_evolve_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> EvolveConfig:
     """``path`` None: the defaults (data paths relative to the current folder)."""
-    raw: Any = {}
-    base = Path.cwd()
-    where = "the evolve defaults"
-    if path is not None:
-        p = Path(path)
-        where = str(p)
-        raw = userfiles.read_settings(p, "evolve config")
-        base = p.parent
-    cfg = validated(EvolveConfig, raw, _new_keys(overrides or {}), where)
-    return _resolve_paths(cfg, base)
+    if path is None:
+        cfg = validated(EvolveConfig, {}, _new_keys(overrides or {}), "the evolve defaults")
+        return _resolve_paths(cfg, Path.cwd())
+    p = Path(path)
+    cfg = validated(EvolveConfig, userfiles.read_settings(p, "evolve config"), _new_keys(overrides or {}), str(p))
+    return _resolve_paths(cfg, p.parent)
 
 
 def _new_keys(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,12 @@ would train on that too; docs/evolve.md). TRL is handed these tokens: ``completi
 from __future__ import annotations
 
 import random
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import dropwhile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..data.esconv import EsconvDialog, load_esconv
 from ..data.jsonl import read_jsonl
@@ -22,9 +25,10 @@ from ..errors import DataError
 from ..models.base import Message
 from ..models.hf import stop_token_ids
 from .guard import EvalGuard
+from .pairs import is_messages
 
 IGNORE = -100  # the label of a token that carries no loss
-ROLES = ("system", "user", "assistant")
+Enc = TypeVar("Enc", "Encoded", "EncodedPair")
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,8 @@ def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None =
     for i, t in enumerate(turns):
         if t.speaker != "supporter" or not any(p.speaker == "seeker" for p in turns[:i]):
             continue
-        history = turns[:i]
-        if max_turns is not None:
-            history = history[-max_turns:]
-        while history and history[0].speaker != "seeker":  # a chat starts with the user
-            history = history[1:]
+        history = turns[:i][-max_turns:] if max_turns is not None else turns[:i]
+        history = list(dropwhile(lambda h: h.speaker != "seeker", history))  # a chat starts with the user
         msgs: list[Message] = [{"role": "system", "content": system_prompt}]
         msgs += [{"role": "user" if h.speaker == "seeker" else "assistant", "content": h.text} for h in history]
         out.append(ChatExample(f"{d.id}#{i}", msgs, t.text))
@@ -88,12 +89,7 @@ def _general_record(rec: Any, where: str) -> tuple[list[Message], str]:
         raise DataError(f"{where}: not a JSON object")
     if "messages" in rec:
         msgs = rec["messages"]
-        ok = (
-            isinstance(msgs, list)
-            and msgs
-            and all(isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str) for m in msgs)
-        )
-        if not ok or msgs[-1]["role"] != "assistant":
+        if not (msgs and is_messages(msgs)) or msgs[-1]["role"] != "assistant":
             raise DataError(f"{where}: field 'messages': a list of {{role, content}} ending on an assistant message")
         return [dict(m) for m in msgs[:-1]], msgs[-1]["content"]
     prompt = rec.get("prompt", rec.get("instruction"))
@@ -225,3 +221,17 @@ def encode_pair(tokenizer: Any, messages: list[Message], chosen: str, rejected: 
     if room < min(8, max(len(c), len(r))):
         return None
     return EncodedPair(prompt, c[:room], r[:room], dropped)
+
+
+def fitting(encoded: Iterable[Enc | None]) -> tuple[list[Enc], Counter[str]]:
+    """The encoded examples or pairs that fit (None: one that did not), and the counts of those left out
+    (``too_long``) and of those kept with their oldest turns cut (``history_truncated``)."""
+    counts: Counter[str] = Counter()
+    out: list[Enc] = []
+    for e in encoded:
+        if e is None:
+            counts["too_long"] += 1
+            continue
+        counts["history_truncated"] += e.dropped_turns > 0
+        out.append(e)
+    return out, counts

@@ -19,7 +19,7 @@ from ..errors import EmoharborError
 from ..models.hf import read_model_card, resolve_hf
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
-from .data import EncodedPair, encode_pair
+from .data import EncodedPair, encode_pair, fitting
 from .pairs import PreferencePair, read_pairs
 from .trainer import (
     DATA_DIR,
@@ -39,18 +39,10 @@ from .trainer import (
 
 def encode_pairs(tok: Any, pairs: list[PreferencePair], system: str, max_length: int) -> tuple[
         list[EncodedPair], Counter[str]]:  # fmt: skip
-    counts: Counter[str] = Counter()
-    out: list[EncodedPair] = []
-    for p in pairs:
-        msgs = p.prompt if p.prompt and p.prompt[0]["role"] == "system" else [{"role": "system", "content": system},
-                                                                              *p.prompt]  # fmt: skip
-        e = encode_pair(tok, msgs, p.chosen, p.rejected, max_length)
-        if e is None:
-            counts["too_long"] += 1
-            continue
-        counts["history_truncated"] += e.dropped_turns > 0
-        out.append(e)
-    return out, counts
+    """Each pair after the system prompt (``system`` where its prompt has none), and the counts (``data.fitting``)."""
+    return fitting(encode_pair(tok, p.prompt if p.prompt and p.prompt[0]["role"] == "system"
+                               else [{"role": "system", "content": system}, *p.prompt], p.chosen, p.rejected,
+                               max_length) for p in pairs)  # fmt: skip
 
 
 def _trainer_class() -> Any:

@@ -5,9 +5,6 @@ the first model. Unscored dimensions are counted, never averaged in."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import inspect
-import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +17,7 @@ from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
 from ..tables import nothing_measured
+from .trainer import release_memory
 
 Log = Callable[[str], None]
 RECORD = "(whole assessment)"  # the row counting assessments that produced no score at all
@@ -97,9 +95,8 @@ def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) ->
             cells = [results[n].get(judge, {}).get(d) for n in names]
             row = [d, *(_cell(c) for c in cells)]
             first = cells[0]
-            for c in cells[1:]:
-                both = c is not None and first is not None and c["scored"] > 0 and first["scored"] > 0
-                row.append(f"{c['mean'] - first['mean']:+.2f}" if both and c and first else "n/a")
+            row += [f"{c['mean'] - first['mean']:+.2f}" if c and first and c["scored"] > 0 and first["scored"] > 0
+                    else "n/a" for c in cells[1:]]  # fmt: skip
             lines.append(" | ".join(row))
         lines.append("")
     return "\n".join(lines)
@@ -119,10 +116,8 @@ def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out
     for name, folder in models:
         run_dir = out / name
         log(f"eval: {name} ({folder}) -> {run_dir}")
-        result = run_evaluation(plan.with_config(model_config(plan.cfg, name, folder)), run_dir, progress=progress)
-        if inspect.isawaitable(result):
-            asyncio.run(_wait(result))
-        release()
+        asyncio.run(run_evaluation(plan.with_config(model_config(plan.cfg, name, folder)), run_dir, progress=progress))
+        release_memory()
         results[name] = dimension_means(run_dir)
     record_deltas(models, results, out)
     return compare_table(results)
@@ -145,15 +140,3 @@ def record_deltas(models: list[tuple[str, Path | str]], results: dict[str, Any],
             for judge, dims in results[name].items()
         }  # fmt: skip
         add_evaluation(Path(folder), {"run": str(out / name), "reference": ref_name, "means": means})
-
-
-async def _wait(result: Any) -> Any:
-    return await result
-
-
-def release() -> None:
-    """Free the last model before the next one loads (torch only if it is already in use)."""
-    gc.collect()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()

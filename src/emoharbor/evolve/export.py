@@ -32,8 +32,9 @@ def _conv_score(assessments: list[Assessment]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _role(speaker: Any) -> str:
-    return "assistant" if speaker == "supporter" else "user"
+def _prompt(turns: list[Any]) -> list[Message]:
+    return [{"role": "assistant" if t.get("speaker") == "supporter" else "user", "content": str(t.get("text", ""))}
+            for t in turns]  # fmt: skip
 
 
 def _split(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int | None:
@@ -78,8 +79,7 @@ def emoharbor_pairs(store: RunStore, guard: EvalGuard, *, run: str, min_margin: 
                 counts["margin_too_small"] += 1
                 continue
             (kw, w, sw), (kl, lo, sl) = ((ka, a, sa), (kb, b, sb)) if sa > sb else ((kb, b, sb), (ka, a, sa))
-            prompt: list[Message] = [{"role": _role(t.get("speaker")), "content": str(t.get("text", ""))}
-                                     for t in w["turns"][:i]]  # fmt: skip
+            prompt = _prompt(w["turns"][:i])
             prov = {"run": run, "profile_id": profile, "turn": i,
                     "chosen_conversation": kw, "rejected_conversation": kl,
                     "chosen_supporter": w.get("supporter"), "rejected_supporter": lo.get("supporter"),
@@ -121,8 +121,7 @@ def heart_pairs(store: RunStore, guard: EvalGuard, *, run: str, dimension: str =
         if not tw or not tl or tw.strip() == tl.strip():
             counts["candidate_missing" if not tw or not tl else "identical"] += 1
             continue
-        prompt: list[Message] = [{"role": _role(t.get("speaker")), "content": str(t.get("text", ""))}
-                                 for t in h.get("turns") or []]  # fmt: skip
+        prompt = _prompt(h.get("turns") or [])
         prov = {"run": run, "history_id": hid, "chosen_competitor": win, "rejected_competitor": lose,
                 "judges": sorted(by_judge), "dimension": dimension}  # fmt: skip
         out.append(PreferencePair(prompt, tw, tl, f"heart:{hid}:{win}>{lose}", "heart", prov))

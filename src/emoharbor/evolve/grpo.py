@@ -40,7 +40,7 @@ from ..reward.context import RewardContext, esconv_contexts, heart_contexts, ope
 from ..reward.trl_reward import UserRewardFunc
 from ..simulate.agents import user_agent
 from .config import EvolveConfig
-from .grpo_report import REPORT, REPORT_HTML, reward_curve, reward_totals, write_reports
+from .grpo_report import EPISODES, REPORT, REPORT_HTML, REWARDS, reward_curve, reward_totals, write_reports
 from .guard import EvalGuard, load_guard
 from .plan import EvolvePlan
 from .trainer import (
@@ -61,8 +61,6 @@ from .trainer import (
 )
 
 CONTEXTS = "contexts.jsonl"
-REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.jsonl
-EPISODES = "episodes.jsonl"  # the same, of an episode stage (episodes-rank{r}.jsonl)
 
 
 def build_contexts(plan: EvolvePlan, guard: EvalGuard, user: ChatModel | None = None) -> tuple[

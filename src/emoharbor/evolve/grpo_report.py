@@ -17,22 +17,24 @@ from ..tables import num, text_table
 
 REPORT = "report.md"
 REPORT_HTML = "report.html"
+REWARDS = "rewards.jsonl"  # rank 0's; another process r writes rewards-rank{r}.jsonl
+EPISODES = "episodes.jsonl"  # the same, of an episode stage (episodes-rank{r}.jsonl)
 
 
-def read_rewards(out: Path, log: str = "rewards.jsonl") -> list[dict[str, Any]]:
-    """Every reward of the stage in ``out``, from every process's log (``log``: rank 0's name)."""
-    pattern = log.removesuffix(".jsonl") + "*.jsonl"
-    return [json.loads(ln) for f in sorted(out.glob(pattern)) for ln in f.read_text(encoding="utf-8").splitlines()]
+def rewards_by_step(out: Path, log: str = REWARDS) -> dict[int, list[dict[str, Any]]]:
+    """Every reward of the stage in ``out``, from every process's log (``log``: rank 0's name), by step in order."""
+    by: dict[int, list[dict[str, Any]]] = {}
+    for f in sorted(out.glob(log.removesuffix(".jsonl") + "*.jsonl")):
+        for r in map(json.loads, f.read_text(encoding="utf-8").splitlines()):
+            by.setdefault(int(r.get("step") or 0), []).append(r)
+    return dict(sorted(by.items()))
 
 
-def reward_curve(out: Path, log: str = "rewards.jsonl") -> list[dict[str, Any]]:
+def reward_curve(out: Path, log: str = REWARDS) -> list[dict[str, Any]]:
     """Per step, from every process's rewards: completions, scored, unscored, errors, the mean reward of the
     scored ones, and the penalties hit (an episode's: once per reply that hit each)."""
-    by: dict[int, list[dict[str, Any]]] = {}
-    for r in read_rewards(out, log):
-        by.setdefault(int(r.get("step") or 0), []).append(r)
     curve = []
-    for step, rs in sorted(by.items()):
+    for step, rs in rewards_by_step(out, log).items():
         got = [r["reward"] for r in rs if r["reward"] is not None]
         curve.append({"step": step, "completions": len(rs), "scored": len(got),
                       "unscored": sum(r["status"] == "unscored" for r in rs),
@@ -90,21 +92,13 @@ def report_md(out: Path, summary: dict[str, Any], eval_table: str) -> str:
     ])  # fmt: skip
 
 
-def log_of(summary: dict[str, Any]) -> str:
-    return "episodes.jsonl" if summary.get("unit") == "episodes" else "rewards.jsonl"
-
-
-def reward_chart(out: Path, log: str = "rewards.jsonl", seed: int = 0) -> str:
+def reward_chart(out: Path, log: str = REWARDS, seed: int = 0) -> str:
     """The mean reward per step with a bootstrap 95% interval over that step's scored completions."""
-    by: dict[int, list[float]] = {}
-    for r in read_rewards(out, log):
-        if r["reward"] is not None:
-            by.setdefault(int(r.get("step") or 0), []).append(float(r["reward"]))
-    cells = []
-    for step in sorted(by):
-        e = bootstrap_ci(by[step], seed=seed)
-        cells.append({"mean": e.value, "lo": e.lo, "hi": e.hi, "n": e.n})
-    return intervals([f"step {s}" for s in sorted(by)], [Dots("mean reward", "#1f77b4", cells)],
+    scored = {step: [float(r["reward"]) for r in rs if r["reward"] is not None]
+              for step, rs in rewards_by_step(out, log).items()}  # fmt: skip
+    by = {step: bootstrap_ci(got, seed=seed) for step, got in scored.items() if got}
+    cells = [{"mean": e.value, "lo": e.lo, "hi": e.hi, "n": e.n} for e in by.values()]
+    return intervals([f"step {s}" for s in by], [Dots("mean reward", "#1f77b4", cells)],
                      title="Reward per step: the mean over the step's scored replies and its 95% interval",
                      x_label="reward (-1..1 for a reaction; penalties below)", x_ticks=[-2, -1, -0.5, 0, 0.5, 1],
                      reference=0.0, note="read top to bottom: the training steps in order.")  # fmt: skip
@@ -114,8 +108,9 @@ def report_html(out: Path, summary: dict[str, Any], eval_table: str) -> str:
     from ..report.build import page
 
     p = _parts(out, summary)
+    log = EPISODES if summary.get("unit") == "episodes" else REWARDS
     body = (f"<p>{esc(p['head'])}</p><p>{esc(p['counts'])}</p><h2>Reward per step</h2>"
-            f'<div class="charts">{reward_chart(out, log_of(summary))}</div>'
+            f'<div class="charts">{reward_chart(out, log)}</div>'
             f'{table(CURVE, [[esc(c) for c in r] for r in p["curve"]])}'
             "<h2>Penalties (replies hitting each, all steps)</h2>"
             + (table(["penalty", "replies"], p["penalties"]) if p["penalties"] else "<p>none</p>")

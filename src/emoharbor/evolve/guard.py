@@ -64,12 +64,6 @@ class EvalGuard:
         return EvalGuard(self.profile_ids | other.profile_ids, self.history_ids | other.history_ids,
                          self.texts | other.texts)  # fmt: skip
 
-    def __bool__(self) -> bool:
-        return bool(self.profile_ids or self.history_ids or self.texts)
-
-    def summary(self) -> dict[str, int]:
-        return {"profiles": len(self.profile_ids), "histories": len(self.history_ids), "texts": len(self.texts)}
-
 
 def _add_run(guard: EvalGuard, folder: Path) -> None:
     from ..store.run_store import RunStore

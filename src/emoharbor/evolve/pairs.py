@@ -40,13 +40,17 @@ class PreferencePair:
         }
 
 
+def is_messages(value: Any) -> bool:
+    """A list of ``{role, content}`` messages (an empty list too)."""
+    return isinstance(value, list) and all(
+        isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str) for m in value
+    )
+
+
 def _messages(value: Any, where: str) -> list[Message]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
-    ok = isinstance(value, list) and all(
-        isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str) for m in value
-    )
-    if not ok:
+    if not is_messages(value):
         raise DataError(f"{where}: a string or a list of {{role, content}} messages")
     return [{"role": m["role"], "content": m["content"]} for m in value]
 
@@ -83,10 +87,7 @@ def parse_pair(rec: Any, where: str) -> PreferencePair:
 
 def read_pairs(path: str | Path) -> list[PreferencePair]:
     p = Path(path)
-    out: list[PreferencePair] = []
-    for n, rec in read_jsonl(p, "pair file"):
-        out.append(parse_pair(rec, f"{p}: line {n}"))
-    return out
+    return [parse_pair(rec, f"{p}: line {n}") for n, rec in read_jsonl(p, "pair file")]
 
 
 def write_pairs(path: str | Path, pairs: list[PreferencePair]) -> None:

@@ -13,13 +13,15 @@ from typing import Any
 from .. import userfiles
 from ..assess.cards import JudgeCard
 from ..errors import ConfigError
+from ..heart.dimensions import OVERALL
+from ..heart.histories import SEEKER, SUPPORTER, History, Turn
+from ..heart.stages.judging import Shown, judge_pair, neutral_ids
 from ..models.base import ChatModel, Message, ModelCallError
 from ..models.structured import ask_json
 from ..prompts import Prompt, load_prompt
 from .config import RefineSettings
 from .data import ChatExample
 from .guard import fingerprint
-from .judge_check import judge_verdict
 
 FIELDS = ("personality", "emotional_state", "situation", "needs", "critique")
 REFLECTION_SCHEMA: dict[str, Any] = {
@@ -33,6 +35,7 @@ LABEL = re.compile(
 WORD = re.compile(r"(?<![#@\w])[^\W\d_]+")  # a word: letters, not a hashtag or a handle
 META = re.compile(r"\{\s*\"|\b(?:personality|emotional[_ ]state|critique)\s*:", re.IGNORECASE)
 Events = list[tuple[str, str]]
+CHOSEN, REJECTED = "chosen", "rejected"  # the pair's replies, as the judge check names them
 
 
 def load_principles(path: str | None) -> Prompt:
@@ -160,8 +163,7 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
     events: Events = []
     if judge is not None:
         try:
-            verdict, events = await judge_verdict(judge.model, judge.card, ex, refined, plain,
-                                                  retries=s.json_retries, seed=seed)  # fmt: skip
+            verdict, events = await judge.verdict(ex, refined, plain, retries=s.json_retries, seed=seed)
         except ModelCallError as e:
             return drop("model_error", str(e))
         rec["judge"] = {"card": judge.card.version, "verdict": verdict or "prefers_chosen"}
@@ -208,7 +210,35 @@ def instructions(principles: Prompt) -> str:
 
 @dataclass(frozen=True)
 class PairJudge:
-    """The judge check of refined pairs: a HEART pairwise card on a model."""
+    """The judge check of refined pairs: a pairwise judge (a HEART pairwise card on any ChatModel) sees the context
+    and both replies under neutral ids, in both orders; the pair is kept only if it prefers the chosen (refined)
+    reply both times. A judge that cannot be read, or that flips with the order, keeps nothing."""
 
     model: ChatModel
     card: JudgeCard
+
+    async def verdict(self, ex: ChatExample, chosen: str, rejected: str, *, retries: int, seed: int) -> tuple[
+            str, Events]:  # fmt: skip
+        """ "" when the judge prefers ``chosen`` in both orders; else why the pair is dropped: ``judge_unscored``
+        (an order it did not answer in the schema), ``judge_flipped`` (its winner changed with the order) or
+        ``judge_prefers_rejected``. A model call that fails for good raises (the unit is redone)."""
+        turns = [Turn(SEEKER if m["role"] == "user" else SUPPORTER, m["content"]) for m in ex.messages
+                 if m["role"] in ("user", "assistant")]  # fmt: skip
+        history = History(ex.id, "evolve", "refine", turns)
+        id_c, id_r = neutral_ids(ex.id, CHOSEN, REJECTED)
+        c, r = Shown(CHOSEN, id_c, chosen), Shown(REJECTED, id_r, rejected)
+        winners: list[str] = []
+        events: Events = []
+        for order, (first, second) in (("ab", (c, r)), ("ba", (r, c))):
+            rec, evs = await judge_pair(self.model, self.card.name, history, first, second, a=CHOSEN, order=order,
+                                        dimensions=[], retries=retries, seed=seed, show_situation=False,
+                                        card=self.card)  # fmt: skip
+            events += evs
+            if rec["status"] != "ok":
+                if rec["status"] == "error":
+                    raise ModelCallError(rec["error"])  # the unit ends in error and is redone by the next run
+                return "judge_unscored", events
+            winners.append(rec["verdicts"][OVERALL]["winner"])
+        if winners == [CHOSEN, CHOSEN]:
+            return "", events
+        return ("judge_flipped" if len(set(winners)) > 1 else "judge_prefers_rejected"), events

@@ -134,9 +134,8 @@ async def _served(cfg: EvolveConfig, spec: ModelSpec, contexts: list[ChatExample
 def adapter_name(model_dir: Path, round_no: int) -> str:
     """The name a round's adapter is served under: M(t) and a hash of its weights, so a changed adapter is never
     mistaken for the one loaded before (nor answered from the cache)."""
-    weights = sorted(model_dir.glob("adapter_model.*"))
     h = hashlib.sha256()
-    for w in weights:
+    for w in sorted(model_dir.glob("adapter_model.*")):
         h.update(w.read_bytes())
     return f"emoharbor-m{round_no - 1}-{h.hexdigest()[:12]}"
 

@@ -10,7 +10,6 @@ tokens, so what is trained on is what the model generates when it is served (see
 from __future__ import annotations
 
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from ..errors import EmoharborError
 from ..models.hf import resolve_hf
 from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
-from .data import Encoded, completion_row, encode, esconv_examples, general_examples, mix_examples
+from .data import completion_row, encode, esconv_examples, fitting, general_examples, mix_examples
 from .guard import load_guard
 from .trainer import (
     Log,
@@ -56,15 +55,7 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
     say(f"sft: {len(es)} ESConv examples ({held_out} dialogues held out), {len(examples)} in the mix "
         f"({sum(e.source == 'general' for e in examples)} general)")  # fmt: skip
     base, tok = load_model(cfg, src, trainable=False)
-    counts: Counter[str] = Counter()
-    encoded: list[Encoded] = []
-    for ex in examples:
-        e = encode(tok, ex.messages, ex.reply, cfg.sft.max_length)
-        if e is None:
-            counts["too_long"] += 1
-            continue
-        counts["history_truncated"] += e.dropped_turns > 0
-        encoded.append(e)
+    encoded, counts = fitting(encode(tok, ex.messages, ex.reply, cfg.sft.max_length) for ex in examples)
     say(f"sft: {len(encoded)} encoded, {counts['too_long']} too long for max_length {cfg.sft.max_length}, "
         f"{counts['history_truncated']} with their oldest turns cut")  # fmt: skip
     if not encoded:

@@ -47,19 +47,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 _RESUME = "emoharbor resumes a stage from its checkpoints itself (train_args.save_steps sets how often)"
-_OWNED = {
-    "output_dir": "the command's --out",
-    "seed": "seed (the config's top level)",
-    "data_seed": "seed (the config's top level)",
-    "use_cpu": "device",
-    "bf16": "dtype (bfloat16 on cuda)",
-    "fp16": "dtype (float16)",
-    "report_to": "report_to (the config's top level)",
-    "save_strategy": _RESUME,
-    "save_only_model": _RESUME,
-    "resume_from_checkpoint": _RESUME,
-    "logging_nan_inf_filter": "nothing: emoharbor stops a stage whose loss is not finite, so it sees every loss",
-}
+_OWNED = {"output_dir": "the command's --out", "seed": "seed (the config's top level)",
+          "data_seed": "seed (the config's top level)", "use_cpu": "device", "bf16": "dtype (bfloat16 on cuda)",
+          "fp16": "dtype (float16)", "report_to": "report_to (the config's top level)", "save_strategy": _RESUME,
+          "save_only_model": _RESUME, "resume_from_checkpoint": _RESUME,
+          "logging_nan_inf_filter": "nothing: emoharbor stops a stage whose loss is not finite, so it sees every "
+                                    "loss"}  # fmt: skip
 # the keys training_args() sets from emoharbor's settings, per stage, and what to set instead
 OWNED: dict[str, dict[str, str]] = {
     "sft": {**_OWNED, "max_length": "sft.max_length (emoharbor's encoding cuts each example to it)",
@@ -81,15 +74,14 @@ _TRAIN = {"lr": "learning_rate", "epochs": "num_train_epochs", "max_steps": "max
           "batch_size": "per_device_train_batch_size", "grad_accum": "gradient_accumulation_steps",
           "warmup_steps": "warmup_steps", "log_every": "logging_steps", "save_steps": "save_steps",
           "gradient_checkpointing": "activation_checkpointing"}  # fmt: skip
+_GRPO = ("beta", "num_generations", "max_completion_length", "temperature", "use_vllm", "vllm_mode",
+         "vllm_server_base_url", "vllm_gpu_memory_utilization")  # under the same names in train_args  # fmt: skip
 # a stage's settings before train_args -> the TRL key each stood for (None: it never reached TRL)
 OLD_NAMES: dict[str, dict[str, str | None]] = {
     "sft": dict(_TRAIN),
     "dpo": {**_TRAIN, "beta": "beta"},
-    "grpo": {**_TRAIN, "max_length": None, "beta": "beta", "num_generations": "num_generations",
-             "max_completion_length": "max_completion_length", "temperature": "temperature", "use_vllm": "use_vllm",
-             "vllm_mode": "vllm_mode", "vllm_server_base_url": "vllm_server_base_url",
-             "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization"},
-}  # fmt: skip
+    "grpo": {**_TRAIN, "max_length": None, **{k: k for k in _GRPO}},
+}
 
 
 def trl_config(stage: str) -> type:

@@ -19,6 +19,7 @@ import os
 import re
 import resource
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,25 +39,12 @@ DATA_DIR = "train-data"  # DPO's tokenized pairs, on disk so that every process 
 # TRL's names in the training log -> emoharbor's (the others are kept as TRL writes them)
 LOG_NAMES = {"learning_rate": "lr", "rewards/accuracies": "reward_accuracy", "rewards/margins": "reward_margin",
              "rewards/chosen": "reward_chosen", "rewards/rejected": "reward_rejected"}  # fmt: skip
-SHOWN = (
-    "loss",
-    "grad_norm",
-    "lr",
-    "mean_token_accuracy",
-    "reward_margin",
-    "reward_accuracy",
-    "reward",
-    "reward_std",
-    "kl",
-    "reward_unscored",
-)  # in the log lines
+# in the log lines
+SHOWN = ("loss", "grad_norm", "lr", "mean_token_accuracy", "reward_margin", "reward_accuracy", "reward", "reward_std",
+         "kl", "reward_unscored")  # fmt: skip
 ITEMS = {"sft": "examples", "dpo": "pairs", "grpo": "completions"}  # what a stage trains on
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 Log = Callable[[str], None]
-
-
-def _quiet(text: str) -> None:
-    return None
 
 
 @dataclass
@@ -82,10 +70,10 @@ def peak_rss_mb() -> float:
 
 
 def release_memory() -> None:
-    import torch
-
+    """Free the last model before the next one loads (torch only if it is already in use)."""
     gc.collect()
-    if torch.cuda.is_available():
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
 
 
@@ -109,7 +97,7 @@ def processes() -> Processes:
 
 def main_log(log: Log) -> Log:
     """``log`` in the main process, nothing in the others (one copy of each line)."""
-    return log if processes().main else _quiet
+    return log if processes().main else lambda text: None
 
 
 def check_machine(cfg: EvolveConfig) -> None:
@@ -190,9 +178,7 @@ def lora_config(model: Any, lora: LoraSettings) -> Any:
             f"lora.target_modules {missing} are not modules of this model: pick from its linear layers"
         )
     n_layers = int(getattr(model.config.get_text_config(), "num_hidden_layers", 0) or 0)
-    top = None
-    if lora.top_layers is not None and n_layers:
-        top = list(range(max(0, n_layers - lora.top_layers), n_layers))
+    top = None if lora.top_layers is None or not n_layers else list(range(max(0, n_layers - lora.top_layers), n_layers))
     return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
                       layers_to_transform=top, task_type="CAUSAL_LM")  # fmt: skip
 
@@ -274,10 +260,8 @@ def begin_stage(out: Path, settings: dict[str, Any], stage: str) -> None:
 
 
 def _log_entry(h: dict[str, Any]) -> dict[str, float]:
-    entry = {"step": float(h["step"])}
-    entry.update({LOG_NAMES.get(k, k): float(v) for k, v in h.items()
-                  if k != "step" and isinstance(v, int | float)})  # fmt: skip
-    return entry
+    return {"step": float(h["step"])} | {LOG_NAMES.get(k, k): float(v) for k, v in h.items()
+                                         if k != "step" and isinstance(v, int | float)}  # fmt: skip
 
 
 def _callbacks(log: Log, stage: str) -> Any:
@@ -375,9 +359,7 @@ def save_stage(trainer: Any, out: Path, card: dict[str, Any]) -> None:
     if trainer.accelerator.is_main_process:
         (out / "training_args.bin").unlink(missing_ok=True)  # TRL's pickled arguments
         write_card(out, {**card, "out": str(out)})  # in place of TRL's template README; the card comes last
-        for _, ckpt in checkpoints(out):
-            shutil.rmtree(ckpt, ignore_errors=True)
-        for p in out.glob("checkpoint-*"):  # one a kill cut short
+        for p in out.glob("checkpoint-*"):  # the whole ones and any a kill cut short
             shutil.rmtree(p, ignore_errors=True)
         shutil.rmtree(out / DATA_DIR, ignore_errors=True)
         shutil.rmtree(out / "ref", ignore_errors=True)  # DPO's reference copy of the adapter, if it was kept
