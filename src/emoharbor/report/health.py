@@ -68,8 +68,8 @@ def usage_table(view: RunView) -> str:
     if not view.usage_by_role:
         return note("no model calls recorded")
     rows = [
-        [esc(role), *[str(int(u.get(k, 0))) for k in ("calls", "cached", "superseded", "retries", "errors",
-                                                     "prompt_tokens", "completion_tokens")],
+        [esc(role), str(int(u["calls"])), str(int(u["cached"])), str(int(u.get("superseded", 0))),
+         *[str(int(u[k])) for k in ("retries", "errors", "prompt_tokens", "completion_tokens")],
          f"{u['cost_usd']:.4f}", str(int(u.get("cached_prompt_tokens", 0.0) + u.get("cached_completion_tokens", 0.0))),
          f"{u.get('cached_cost_usd', 0.0):.4f}", f"{u['latency_s']:.0f}"]
         for role, u in view.usage_by_role.items()
