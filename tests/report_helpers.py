@@ -69,7 +69,7 @@ class ValidateScript:
     def __call__(self, messages: list[dict[str, str]], schema: Any) -> str:
         task = messages[-1]["content"]
         text = "\n".join(m["content"] for m in messages)
-        if "inner perception" in task:
+        if "Step: appraise." in task:
             return json.dumps(
                 {
                     "understood": "my worry",
@@ -81,7 +81,7 @@ class ValidateScript:
                     "crisis_referral": False,
                 }
             )
-        if "as the person's feelings" in task:
+        if "Step: feel." in task:
             down = "zest" in _latest_supporter_line(messages)
             return json.dumps(
                 {

@@ -40,8 +40,8 @@ def role_of(messages: list[dict[str, str]]) -> str:
         return "open" if "The chat has just opened" in notes else "express"
     text = messages[-1]["content"]
     for marker, role in [
-        ("inner perception", "appraise"),
-        ("as the person's feelings", "feel"),
+        ("Step: appraise.", "appraise"),
+        ("Step: feel.", "feel"),
         ("rate, \nhonestly", "judge"),
         ("the chat is over", "judge"),
         ("expert evaluator", "third"),
@@ -135,6 +135,14 @@ async def test_a_turns_appraiser_and_feeler_share_their_system_prompt_and_the_ex
         turns.setdefault(c[0]["content"], []).append(role_of(c))
     assert list(turns.values()) == [["appraise", "feel"]] * 2
     assert all("Who the person is:" in system for system in turns)
+    # both steps' instructions come before the persona and the talk (static: shared by every call and every
+    # talk), each request after them is a few lines; the user's end-of-talk judge begins with the same prefix
+    last = list(turns)[-1]
+    assert last.index("The appraise step:") < last.index("The feel step:") < last.index("Who the person is:")
+    assert all(len(c[-1]["content"]) < 500 for c in chain)
+    await judge_conversation(load_card("user"), model, "user", conv, PROFILE)
+    judge = model.calls[-1]
+    assert role_of(judge) == "judge" and judge[0]["content"].startswith(last)
     # the Expresser writes in the seeker's own chat: the voice prompt, then the talk from its side (its own
     # messages as "assistant", the supporter's as "user"), its private note just before the supporter's last
     first, second = [c for c in model.calls if role_of(c) == "express"]
@@ -192,7 +200,7 @@ async def test_intensity_follows_from_feeling_better_or_worse() -> None:
         {"feel_better": b, "intensity_change": -b, "trust_change": -7, **none} for b in better
     ]
     assert [r["state"]["thought"] for r in replies if r] == [f"thought {n}" for n in range(4)]
-    feel_prompt = next(c[-1]["content"] for c in model.calls if role_of(c) == "feel")
+    feel_prompt = next(c[0]["content"] for c in model.calls if role_of(c) == "feel")  # the scales: static
     assert "6 = clearly better" in feel_prompt and "2 = clearly worse" in feel_prompt
     # clamped at 0: feeling much better at intensity 10 leaves 0
     calm = PROFILE.model_copy(update={"emotional_state": PROFILE.emotional_state.model_copy(update={"intensity": 10})})

@@ -162,11 +162,12 @@ def test_the_feelers_scales_are_todays_and_in_the_reactions_record() -> None:
     from emoharbor.simulate.chain_user import ChainUser
 
     user = ChainUser(None, builtin_profiles()[0])  # type: ignore[arg-type]  # no call is made
-    assert user.scales["feel"].text == (
+    system = user.messages([], "Step: feel.")[0]["content"]
+    assert (
         "7 = much better, 6 = clearly better, 5 = a little better, 4 = no different, 3 = a little worse, "
-        "2 = clearly worse, 1 = much worse")  # fmt: skip
-    assert user.scales["trust"].text == (
+        "2 = clearly worse, 1 = much worse") in system  # fmt: skip
+    assert (
         "7 = trust much more, 6 = trust clearly more, 5 = trust a little more, 4 = trust unchanged, "
-        "3 = trust a little less, 2 = trust clearly less, 1 = trust much less")  # fmt: skip
+        "3 = trust a little less, 2 = trust clearly less, 1 = trust much less") in system  # fmt: skip
     chain = user_agent("chain")  # a reworded scale refuses to resume a run and to match a calibration
     assert "user_feel_scale" in chain.reaction_prompts and "user_feel_scale" in calibration.PROMPTS

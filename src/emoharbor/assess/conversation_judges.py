@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..models.base import Message
 from ..profiles.schema import Profile
-from ..prompts import load_prompt
+from ..simulate.chain_user import system_prompt
 from ..simulate.conversation import Conversation
 from .cards import JudgeCard
 from .judge import answer_text
@@ -34,7 +34,7 @@ def _persona(profile: Profile | None) -> str:
 
 def user_messages(card: JudgeCard, conv: Conversation, profile: Profile | None) -> Asked:
     p = card.prompt_file()
-    system = load_prompt("user_system").render(persona=_persona(profile), transcript=conv.transcript("You"))
+    system = system_prompt(_persona(profile), conv.transcript("You"))  # the chain's own prefix, read once
     text = p.render(trajectory=trajectory_text(conv), **_common(card))
     msgs: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": text}]
     return msgs, f"{card.version}+{p.version}"

@@ -141,6 +141,15 @@ def transcript(turns: list[Turn]) -> str:
     return "\n".join(f"{'You' if t.speaker == 'user' else 'Supporter'}: {t.text}" for t in turns) or "(nothing yet)"
 
 
+def system_prompt(persona: str, transcript_text: str) -> str:
+    """What every call of the Appraiser and the Feeler (and the user's end-of-talk judge) begins with: the
+    role and both steps' instructions (static: read once, then reused from the server's prompt cache), the
+    persona, then the talk. Each step's request after it is a few lines: the values of the moment."""
+    scales = load_prompt("user_feel_scale").entries()
+    return load_prompt("user_system").render(feel_scale=scales["feel"].text, trust_scale=scales["trust"].text,
+                                             persona=persona, transcript=transcript_text)  # fmt: skip
+
+
 class ChainUser:
     def __init__(self, model: ChatModel, profile: Profile, settings: ChainSettings | None = None) -> None:
         self.model = model
@@ -150,17 +159,16 @@ class ChainUser:
         self.facts = story_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=self.s.initial_trust)
         self.prompts = {name: load_prompt(name) for name in OWN_PROMPTS}
-        self.scales = self.prompts["user_feel_scale"].entries()  # the Feeler's scales in words
         examples = examples_text(self.s.examples, profile, self.s.examples_k)
         self.voice = voice.system(self.prompts["user_voice"], profile, ending=examples)
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
-        """The persona and the conversation first, the same for every agent of the chain (a long shared
-        prefix that llama.cpp and most servers reuse instead of reading it again), then the task."""
-        system = self.prompts["user_system"].render(persona=self.persona, transcript=transcript(turns))
-        return [{"role": "system", "content": system}, {"role": "user", "content": task}]
+        """``system_prompt`` first, the same for both steps of a turn (a long shared prefix that llama.cpp and
+        most servers reuse instead of reading it again), then the step's short request."""
+        return [{"role": "system", "content": system_prompt(self.persona, transcript(turns))},
+                {"role": "user", "content": task}]  # fmt: skip
 
     def initial_state(self) -> UserState:
         return self.state
@@ -212,8 +220,6 @@ class ChainUser:
             intensity=prev.intensity,
             trust=prev.trust,
             appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
-            feel_scale=self.scales["feel"].text,
-            trust_scale=self.scales["trust"].text,
         )
         feeling = await ask_json(self.model, self.messages(turns, pf), FEEL_SCHEMA, seed=seed,
                                  prompt_version=p_feel.version, max_tokens=self.s.max_tokens,
