@@ -333,3 +333,32 @@ async def test_the_heart_section_has_length_controlled_columns(tmp_path: Path) -
     wr = next(r for r in data["win_rates_vs_human"] if r["lc_win_rate"] is not None)
     assert f"{wr['lc_win_rate']:.3f}" in winrates and "length-controlled" in winrates
     assert "Length term" in html and 'class="data sortable heart-length"' in html
+
+
+def test_two_sensitivity_runs_are_compared_pairwise_on_the_cases_both_scored(sens: Path, small: Path) -> None:
+    # the same scripted scorers on 6 and on the first 3 of those cases: 3 cases in common, no difference
+    out = CliRunner().invoke(cli, ["report", str(small), str(sens), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    paired = json.loads(out.output)["paired"]["comparisons"][0]
+    assert (paired["first"], paired["other"]) == (str(small), str(sens))
+    user = {r["scorer"]: r for r in paired["rows"]}["user reward"]
+    assert user["cases"] == 3 and user["difference"]["mean"] == pytest.approx(0.0)
+    table = {r["scorer"]: r for r in table_of(small)["rows"]}
+    assert user["first"] == pytest.approx(table["user reward"][ALL]["share"])
+    md = CliRunner().invoke(cli, ["report", str(small), str(sens), "--format", "md"]).output
+    assert "## Paired" in md and "| user reward | 3 |" in md
+
+
+def test_the_paired_difference_is_the_later_run_minus_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from emoharbor.sensitivity import compare
+
+    def outcome_rows(store: Any) -> list[dict[str, Any]]:  # case c0: 1 -> 0.5 on both kinds; c1..c5: 1 -> 1
+        later = store == "b"
+        return [{"scorer": "user reward", "case": f"c{i}", "kind": k, "outcome": 0.5 if later and i == 0 else 1.0}
+                for i in range(6) for k in ("generic", "advice")]  # fmt: skip
+
+    monkeypatch.setattr(compare, "tidy", outcome_rows)
+    (row,) = compare.paired_rows("a", "b")  # type: ignore[arg-type]
+    assert row["cases"] == 6 and row["first"] == pytest.approx(1.0)
+    assert row["other"] == pytest.approx(1 - 0.5 / 6) and row["difference"]["mean"] == pytest.approx(-0.5 / 6)
+    assert row["difference"]["lo"] <= row["difference"]["mean"] <= row["difference"]["hi"] <= 0

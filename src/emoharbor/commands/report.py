@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -23,8 +24,12 @@ def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
     got = [(f, *board(f, fmt, judge)) for f in folders]
     if len(got) == 1:
         return str(got[0][1])
+    paired = None
+    if fmt != "csv" and all(data.get("kind") == "sensitivity" for _, _, data in got):  # compared pairwise too
+        paired = paired_sensitivity(folders, fmt)
     if fmt == "json":
-        return json.dumps({str(f): data for f, _, data in got}, indent=2, default=str)
+        both = {str(f): data for f, _, data in got} | ({"paired": paired[1]} if paired else {})
+        return json.dumps(both, indent=2, default=str)
     if fmt == "csv":  # one table: the run folder as the first column
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
@@ -33,7 +38,21 @@ def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
                 if i == 0 or j > 0:  # the header once
                     w.writerow(["run" if j == 0 else str(f), *row])
         return out.getvalue()
-    return "\n\n".join(f"## Run {f}\n\n{text}" for f, text, _ in got)
+    tail = [f"## Paired\n\n{paired[0]}"] if paired else []
+    return "\n\n".join([*(f"## Run {f}\n\n{text}" for f, text, _ in got), *tail])
+
+
+def paired_sensitivity(folders: list[Path], fmt: str) -> tuple[str, Any]:
+    """Sensitivity runs on the same cases: every later one against the first (``sensitivity.compare``)."""
+    from ..sensitivity.compare import compare_runs
+    from ..store.run_store import RunStore
+
+    stores = [RunStore.open_existing(f) for f in folders]
+    try:
+        return compare_runs(stores, fmt)
+    finally:
+        for s in stores:
+            s.close()
 
 
 @click.command("report")
@@ -41,7 +60,7 @@ def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:
 @click.option("--out", "-o", type=OUT_FILE, help="HTML file to write (default: report.html in the first run folder).")
 @click.option("--format", "fmt", type=click.Choice(["html", "md", "json", "csv"]), default="html", show_default=True,
               help="html: the whole report as one file; md/json/csv: the leaderboard only, "
-              "printed (or to --out).")  # fmt: skip
+              "printed (or to --out); sensitivity runs in md/json also compared pairwise.")  # fmt: skip
 @click.option("--judge", default="user", show_default=True,
               help="Whose scores for md/json/csv: user, third_party:MODEL.")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap intervals.")
