@@ -2,7 +2,7 @@
 for each scorer both runs have, its "all kinds" share in each run on the cases both scored, and the paired
 difference (the later run minus the first) with a bootstrap 95% interval over those cases (each case's
 outcomes averaged over its kinds of bad reply, so the case is the unit resampled). ``emoharbor report A B
---format md|json|csv`` prints it after the runs' tables."""
+--format md|json`` prints it after the runs' tables."""
 
 from __future__ import annotations
 
