@@ -211,6 +211,7 @@ def test_the_prompt_names_match_the_run() -> None:
 def test_a_record_is_written_looked_up_and_quoted(sens: Path, runs: dict[str, Path], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none")  # the records emoharbor ships are not looked at
     store = RunStore.open_existing(sens)
     try:
         versions = store.config()["prompt_versions"]
