@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..report.calibration import pct
 from ..stats.bootstrap import paired_difference
 from ..store.run_store import RunStore
-from ..tables import render_data, text_table
+from ..tables import interval, num, render_data, text_table
 from .kind import tidy
 
 
@@ -46,8 +45,8 @@ def paired_rows(first: RunStore, other: RunStore, *, seed: int = 0) -> list[dict
     return rows
 
 
-def _points(v: float | None, sign: bool = False) -> str:
-    return "n/a" if v is None else f"{100 * v:+.0f}" if sign else pct(v)
+def _percent(x: float | None) -> float | None:
+    return None if x is None else 100 * x
 
 
 def _text(data: dict[str, Any], md: bool = False) -> str:
@@ -56,9 +55,9 @@ def _text(data: dict[str, Any], md: bool = False) -> str:
         rows = []
         for r in c["rows"]:
             d = r["difference"]
-            ci = "" if d["lo"] is None else f" [{_points(d['lo'], True)}, {_points(d['hi'], True)}]"
-            rows.append([r["scorer"], str(r["cases"]), f"{_points(r['first'])}%", f"{_points(r['other'])}%",
-                         _points(d["mean"], True) + ci])  # fmt: skip
+            diff = interval(_percent(d["mean"]), _percent(d["lo"]), _percent(d["hi"]), 0, signed=True)
+            rows.append([r["scorer"], str(r["cases"]), num(_percent(r["first"]), 0), num(_percent(r["other"]), 0),
+                         diff])  # fmt: skip
         title = (f"Paired: {c['other']} against {c['first']} (the cases both scored; difference in points, "
                  "95% interval, cases resampled)")  # fmt: skip
         head = ["scorer", "cases", "first %", "other %", "difference"]
