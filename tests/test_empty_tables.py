@@ -14,6 +14,7 @@ from cli_helpers import run_main
 from emoharbor.evolve.card import card_markdown
 from emoharbor.evolve.evaluate import compare_table
 from emoharbor.evolve.grpo_report import report_md
+from emoharbor.models.spec import ModelSpec
 from emoharbor.realism.render import next_text, whole_text
 from emoharbor.tables import RESUME, md_table, text_table
 from heart_helpers import write_histories
@@ -126,6 +127,16 @@ def test_the_realism_views_with_nothing_scored() -> None:
         "Whole talks: 0 of 2 simulated (0 unscored)",
         f"Nothing measured: no talk is scored yet: {RESUME}.",
     ]
+
+
+def test_the_ladder_with_no_talk_finished(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from emoharbor.ladder.run import KIND, LadderOptions, LadderPlan
+    from emoharbor.store.record import open_record
+
+    plan = LadderPlan.of(LadderOptions(limit=2, user=ModelSpec(model="scripted")))
+    open_record(tmp_path / "run", KIND, plan.record).close()
+    out = printed(["leaderboard", str(tmp_path / "run")], capsys)
+    assert out.splitlines()[-1] == f"Nothing measured: no talk is finished yet: {RESUME}."
 
 
 def test_heart_reports_before_any_judge_or_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

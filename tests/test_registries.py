@@ -112,6 +112,11 @@ PLANS: dict[str, Any] = {
     "sensitivity": SimpleNamespace(opts=SimpleNamespace(user=spec("user")), judges=judged("j1", "j2")),
     "seekers": SimpleNamespace(opts=SimpleNamespace(user=None), judges=judged("j1")),
     "realism": SimpleNamespace(opts=SimpleNamespace(user=spec("user"), supporter_model=spec("sup")), talks=[1]),
+    "ladder": SimpleNamespace(
+        opts=SimpleNamespace(user=spec("user"), supporter_model=spec("sup")),
+        rungs=[SimpleNamespace(scripted=False)],
+        judges=judged("j1"),
+    ),
     "heart": SimpleNamespace(
         models=lambda: [("candidates.0", spec("cand")), ("judges.0", spec("judge"))],
         where="heart.yaml",

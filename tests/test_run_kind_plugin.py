@@ -112,7 +112,7 @@ def test_a_kind_without_a_part_is_refused_by_the_commands_that_need_it(
     kind = kinds.of(ECHO)
     run_kind(kind, echo.EchoPlan(["Hello."]), folder, fmt="text", progress=False)
     capsys.readouterr()
-    assert kinds.with_part("rejudge") == ["emoharbor", "validate"]
+    assert kinds.with_part("rejudge") == ["emoharbor", "validate", "ladder"]
     code, _, err = run_main(["assess", str(folder), "--judge", "user"], capsys)
     assert code == 2 and f"{folder} holds an echo run (the worked example), not an EmoHarbor run" in err
     with pytest.raises(ConfigError, match="give at least one prompt"):

@@ -31,6 +31,7 @@ COMMANDS = {
     "sensitivity": "sensitivity",
     "seekers": "seekers",
     "realism": "realism",
+    "ladder": "ladder",
 }  # fmt: skip
 
 

@@ -15,6 +15,7 @@ BUILT_IN = {
     "sensitivity": "emoharbor.sensitivity.kind:SensitivityKind",
     "seekers": "emoharbor.seekers.kind:SeekersKind",
     "realism": "emoharbor.realism.kind:RealismKind",
+    "ladder": "emoharbor.ladder.kind:LadderKind",
     "heart_strategy_check": "emoharbor.heart.kind:StrategyCheckKind",
     "evolve_refine": "emoharbor.evolve.kind:RefineKind",
 }

@@ -7,7 +7,7 @@ import time
 
 from ..models.base import ModelCallError
 from .conversation import Conversation, Turn
-from .supporter import Supporter
+from .supporter import Replier
 from .user_agent import UserAgent, UserSimulationError, UserStep
 
 
@@ -22,7 +22,7 @@ def _user_turn(step: UserStep) -> Turn:
 
 
 async def converse(
-    conv: Conversation, user: UserAgent, supporter: Supporter, *, max_turns: int, seed: int
+    conv: Conversation, user: UserAgent, supporter: Replier, *, max_turns: int, seed: int
 ) -> Conversation:
     """Fill ``conv`` (id, profile and supporter already set) with a whole conversation.
 

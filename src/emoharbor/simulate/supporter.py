@@ -42,6 +42,15 @@ class SupporterSettings(Protocol):
     def max_tokens(self) -> int | None: ...
 
 
+class Replier(Protocol):
+    """What a conversation asks of its supporter: a name and the next reply to the turns so far (a model's
+    ``Supporter``, or a scripted one such as the ladder's rungs)."""
+
+    name: str
+
+    async def reply(self, turns: list[Turn], seed: int) -> tuple[str, list[tuple[str, str]]]: ...
+
+
 class Supporter:
     def __init__(self, model: ChatModel, name: str, prompt: Prompt, max_tokens: int | None = None) -> None:
         self.model = model
