@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import count, emoharbor, run_main, written
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
-from emoharbor.realism.analysis import reask
+from emoharbor.realism.analysis import false_stops, reask
 from emoharbor.realism.cuts import file_talks, talk_cuts, talk_shape
 from emoharbor.realism.figures import Message, Table
 from emoharbor.realism.text import distinct_2, features, words
@@ -301,3 +301,14 @@ def test_whole_talks_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     code, _, err = run_main(["report", str(tmp_path / "run")], capsys)
     assert code == 0, err
     assert "Whole talks" in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_stop_where_the_real_seeker_went_on_is_a_false_stop(tmp_path: Path) -> None:
+    raw, _ = talk_files(tmp_path, talks=6)
+    cuts = [c for d in file_talks(raw) for c in talk_cuts(d)[:2]]  # two cuts of each of six talks
+    said = ["continue", "end_satisfied", "continue", "disengage"] + ["continue"] * 8
+    done = [(c, {"decision": d}) for c, d in zip(cuts, said, strict=True)]
+    f = false_stops(done, seed=0, n_boot=200)
+    assert f["value"] == pytest.approx(2 / 12) and f["verdict"] == "not met" and f["lo"] <= f["value"] <= f["hi"]
+    calm = false_stops([(c, {"decision": "continue"}) for c in cuts], seed=0, n_boot=200)
+    assert calm["value"] == 0 and calm["verdict"] == "met"

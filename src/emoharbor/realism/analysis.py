@@ -27,6 +27,7 @@ from .text import GRATITUDE, words
 RETRIED = ("user_broke_character_retried", "user_repetition_retried")
 GOODBYE = re.compile(GRATITUDE.pattern + r"|\b(?:bye|goodbye|good night|take care)\b", re.IGNORECASE)
 POINTS_PER_RATING = 20  # a step of the survey's 1-5 intensity on the simulated 0-100 scale (profiles' mapping)
+FALSE_STOPS_GOAL = 0.10  # at most this share of cuts where the simulated seeker would have ended the talk
 
 
 def embeddings(texts: list[str]) -> np.ndarray | None:
@@ -55,6 +56,7 @@ def next_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any]:
         "rows": table.rows(),
         "reask": reask(ok),
         "decisions": dict(Counter(str(d.get("decision", "continue")) for _, d in ok)),
+        "false_stops": false_stops(ok, seed=seed, n_boot=n_boot),
         "examples": [{"talk": c.talk, "sim": d["text"], "real": c.real} for c, d in ok[:5]],
     }
     before = [c.earlier[-1] for c, _ in ok]  # the seeker's own message before the cut: the floor's other side
@@ -69,6 +71,20 @@ def next_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any]:
     if similarity:
         out["similarity"] = similarity
     return out
+
+
+def false_stops(done: list[tuple[Cut, dict[str, Any]]], *, seed: int, n_boot: int) -> dict[str, Any]:
+    """The share of cuts at which the simulated seeker decided to end the talk (satisfied or disengaged) where the
+    real seeker went on by construction (a cut is never at a talk's last message): a false stop. Its interval
+    resamples talks."""
+    names = sorted({c.talk for c, _ in done})
+    index = {t: i for i, t in enumerate(names)}
+    talk = np.asarray([index[c.talk] for c, _ in done], dtype=int)
+    stopped = np.asarray([str(d.get("decision", "continue")) != "continue" for _, d in done], dtype=float)
+    est = estimate(*talk_mean(talk, stopped, len(names), cluster_draws(len(names), n_boot, seed)), len(names), n_boot)
+    value = est["value"]
+    return {**est, "goal": f"at most {100 * FALSE_STOPS_GOAL:.0f}% of cuts",
+            "verdict": "n/a" if value is None else "met" if value <= FALSE_STOPS_GOAL else "not met"}  # fmt: skip
 
 
 def slips(text: str, earlier: list[str]) -> set[str]:

@@ -66,7 +66,7 @@ class RealismKind(RunKind):
         n = next_table(store, seed=0, n_boot=500)  # the whole talks are not in this column: not made
         if not n["rows"] or n["cuts"] <= rows.get(("user", "argmax"), {}).get("realism_n", -1):
             return
-        checks = [n[k] for k in ("discriminator", "similarity") if n.get(k)]
+        checks = [n[k] for k in ("discriminator", "similarity", "false_stops") if n.get(k)]
         verdicts = [r["verdict"] for r in [*n["rows"], *checks]]
         auroc = shown((n.get("discriminator") or {}).get("sim_vs_real"))
         met = f"{verdicts.count('met')} of {len(verdicts)} goals met"

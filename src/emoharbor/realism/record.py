@@ -35,6 +35,9 @@ def line(rec: dict[str, Any]) -> str:
         f"the supporter's voice {_pct(rows['voice']['sim'])}",
         f"narrates its inner state {_pct(rows['narrates']['sim'])}",
     ]
+    stops = rec.get("false_stops")
+    if stops and stops.get("value") is not None:
+        parts.append(f"ends the talk at {100 * stops['value']:.0f}% of cuts where the real seeker went on")
     if auroc.get("value") is not None:
         real = f"; real against real {floor['value']:.2f}" if floor.get("value") is not None else ""
         parts.append(f"told apart from people at AUROC {auroc['value']:.2f}{real}")
@@ -55,7 +58,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
         return None
     disc = nxt.get("discriminator") or {}
     verdicts = {r["figure"]: r["verdict"] for r in nxt["rows"]}
-    verdicts |= {k: nxt[k]["verdict"] for k in ("discriminator", "similarity") if nxt.get(k)}
+    verdicts |= {k: nxt[k]["verdict"] for k in ("discriminator", "similarity", "false_stops") if nxt.get(k)}
     run = str(store.folder.resolve())
     rec: dict[str, Any] = {
         "suite": SUITE,
@@ -67,6 +70,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
         "rows": nxt["rows"],
         "auroc": disc.get("sim_vs_real"),
         "auroc_floor": disc.get("real_vs_real"),
+        "false_stops": nxt.get("false_stops"),
         "verdicts": verdicts,
         "run": run,
         "config_hash": store.meta().get("config_hash", ""),
