@@ -174,6 +174,9 @@ def test_evolve_reports_with_no_step_or_no_judge(tmp_path: Path) -> None:
     summary = {"rewards": {}, "contexts": {}, "train": {"steps": 0, "wall_s": 0.0}, "wall_s": 0.0, "curve": []}
     md = report_md(tmp_path, summary, "")
     assert "## Reward per step\n\nNothing measured: no step logged a reward: `emoharbor evolve grpo` trains" in md
-    assert compare_table({"before": {}, "after": {}}).startswith("Nothing measured: no judge rated a conversation")
-    card = card_markdown({"evaluation": {"run": "eval/after", "reference": "before", "means": {}}})
-    assert "Nothing measured: no judge rated a conversation of eval/after: see `emoharbor leaderboard RUN`." in card
+    from emoharbor.store.run_store import RunStore
+
+    RunStore.create_or_resume(tmp_path / "eval", "emoharbor", {"roles": {}}, "h").close()
+    assert compare_table(tmp_path / "eval").startswith("Nothing measured: no judge rated a conversation")
+    card = card_markdown({"evaluation": {"run": "eval", "reference": "before", "means": {}}})
+    assert "Nothing measured: no judge rated a conversation of eval: see `emoharbor leaderboard RUN`." in card

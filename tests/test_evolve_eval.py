@@ -1,11 +1,11 @@
-"""``evolve eval``: one evaluation run per model, the means per dimension and judge, and the change
-from the first model, against hand-computed values. The evaluator is replaced by one that writes
-fixed assessments, so no model runs here."""
+"""``evolve eval``: the models as the supporters of one run, each compared with the first on the same profiles:
+the paired difference with its interval and P(difference > 0) on a known difference, the means per supporter,
+judge and dimension, the cards' changes. The evaluator is replaced by one that writes fixed talks and
+ratings, so no model runs here."""
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,55 +16,82 @@ from emoharbor.config import RunConfig
 from emoharbor.errors import EmoharborError
 from emoharbor.evaluate.plan import Plan
 from emoharbor.evolve import evaluate
+from emoharbor.simulate.conversation import Conversation
 from emoharbor.store.run_store import RunStore
 
-SCORES: dict[str, list[dict[str, Any]]] = {
-    # M0: warmth 3 and 4, memory 2 and unscored; M1: warmth 5 and 4, memory 4 and 4
-    "M0": [{"judge": "user", "scores": {"warmth": 3, "memory": 2}},
-           {"judge": "user", "scores": {"warmth": 4, "memory": None}},
-           {"judge": "user", "scores": {}, "unscored": True, "status": "unscored"}],
-    "M1": [{"judge": "user", "scores": {"warmth": 5, "memory": 4}},
-           {"judge": "user", "scores": {"warmth": 4, "memory": 4}},
-           {"judge": "third_party:j", "scores": {"warmth": 1, "memory": 1}}],
-}  # fmt: skip
+PROFILES = [f"p{i}" for i in range(8)]
+
+
+def ratings(model: str, i: int) -> list[dict[str, Any]]:
+    """Each profile's ratings of a model's talk: M1 is M0 plus one point of warmth on every profile, and two of
+    memory on every other; M0's memory is unscored on the first profile; a third-party judge rates M1 alone."""
+    warmth, memory = 2 + i % 3, 1 + i % 2
+    if model == "M1":
+        return [{"judge": "user", "scores": {"warmth": warmth + 1, "memory": memory + 2 * (i % 2)}},
+                {"judge": "third_party:j", "scores": {"warmth": 1, "memory": 1}}]  # fmt: skip
+    return [{"judge": "user", "scores": {"warmth": warmth, "memory": None if i == 0 else memory}}]
 
 
 def fake_evaluator(monkeypatch: pytest.MonkeyPatch, seen: list[RunConfig]) -> None:
     async def run_evaluation(plan: Plan, run_dir: Path, progress: bool = True) -> None:
-        cfg = plan.cfg  # each model's run: the evaluation's plan with its supporter replaced
+        cfg = plan.cfg  # one run: the evaluation's plan with the models as its supporters
         seen.append(cfg)
-        name = cfg.roles.supporter[0].name
         store = RunStore.create_or_resume(run_dir, "emoharbor", cfg.resolved(), cfg.config_hash())
-        for i, rec in enumerate(SCORES[name]):
-            store.put("assessment", (f"c{i}", rec["judge"]), {"status": "ok", **rec, "conversation": f"c{i}"})
+        for sup in cfg.roles.supporter:
+            for i, pid in enumerate(PROFILES):
+                key = (pid, sup.name, "0")
+                conv = Conversation(id="|".join(key), profile_id=pid, supporter=sup.name)
+                store.put("conversation", key, conv.model_dump(mode="json"))
+                for rec in ratings(sup.name, i):
+                    store.put("assessment", (*key, rec["judge"]),
+                              {"status": "ok", **rec, "conversation": conv.id})  # fmt: skip
         store.close()
 
     # the evaluator replaced, not the package: the run store still finds the run kinds in it
     monkeypatch.setattr("emoharbor.evaluate.run_evaluation", run_evaluation)
 
 
-def test_means_and_changes_per_dimension(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def models(tmp_path: Path) -> list[tuple[str, Path]]:
+    out = []
+    for name in ("M0", "M1"):  # model folders as far as the check before the run reads them (nothing loads them)
+        (tmp_path / name.lower()).mkdir()
+        (tmp_path / name.lower() / "config.json").write_text("{}")
+        out.append((name, tmp_path / name.lower()))
+    return out
+
+
+def test_the_models_are_the_supporters_of_one_run_compared_pair_by_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[RunConfig] = []
     fake_evaluator(monkeypatch, seen)
     cfg = tmp_path / "run.yaml"
     cfg.write_text("profiles: ['builtin:*']\nroles:\n  supporter: {model: scripted, system_prompt: 'Be kind.'}\n")
-    m0, m1 = tmp_path / "m0", tmp_path / "m1"
-    for m in (m0, m1):  # model folders as far as the check before the runs reads them (nothing loads them here)
-        m.mkdir()
-        (m / "config.json").write_text("{}")
-    table = evaluate.evaluate_models(cfg, [("M0", m0), ("M1", m1)], tmp_path / "eval", log=lambda _: None)
-    assert [c.roles.supporter[0].model for c in seen] == [f"hf:{m0.resolve()}", f"hf:{m1.resolve()}"]
-    assert seen[0].roles.supporter[0].system_prompt == "Be kind."  # the rest of the supporter is kept
-    means = evaluate.dimension_means(tmp_path / "eval" / "M0")["user"]
-    assert means["warmth"] == {"mean": 3.5, "scored": 2.0, "unscored": 0.0}
-    assert means["memory"] == {"mean": 2.0, "scored": 1.0, "unscored": 1.0}
-    # a share, mean or rank of a few counts in float64, exact to an ulp in any order of summation: approx's
-    # default (relative 1e-6) is ample and still tells 0.5 from 0.4999
-    assert means[evaluate.RECORD]["unscored"] == pytest.approx(1.0) and math.isnan(means[evaluate.RECORD]["mean"])
-    lines = table.splitlines()
-    assert "warmth | 3.50 (n=2) | 4.50 (n=2) | +1.00" in lines
-    assert "memory | 2.00 (n=1, unscored 1) | 4.00 (n=2) | +2.00" in lines
-    assert "judge: third_party:j" in lines and "warmth | - | 1.00 (n=1) | n/a" in lines
+    (m0, f0), (m1, f1) = models(tmp_path)
+    table = evaluate.evaluate_models(cfg, [(m0, f0), (m1, f1)], tmp_path / "eval", log=lambda _: None)
+    [one] = seen
+    assert [s.model for s in one.roles.supporter] == [f"hf:{f0.resolve()}", f"hf:{f1.resolve()}"]
+    assert {s.system_prompt for s in one.roles.supporter} == {"Be kind."}  # the rest of the supporter is kept
+    means = evaluate.dimension_means(tmp_path / "eval")
+    assert means["M0"]["user"]["warmth"] == {"mean": 2.875, "scored": 8.0, "unscored": 0.0}
+    assert means["M0"]["user"]["memory"]["unscored"] == 1.0 and means["M0"]["user"]["memory"]["scored"] == 7.0
+    assert "third_party:j" not in means["M0"] and means["M1"]["third_party:j"]["warmth"]["mean"] == 1.0
+    # the paired difference: +1 warmth on every profile (an interval of [+1, +1], P(> 0) = 1); memory +1 on
+    # average over the 7 profiles both scored
+    assert "judge: user" in table and "judge: third_party:j" in table
+    user = table[table.index("judge: user") :]
+    assert "## M1 minus M0 (paired: the same profiles and repeats)" in user
+    assert "| warmth | 8 | 1.00 [1.00, 1.00] | 1.00 |" in user and "| memory | 7 | 1.14 [" in user
+    from emoharbor.assess.leaderboard import RunResults, leaderboard
+
+    store = RunStore.open_existing(tmp_path / "eval")
+    board = leaderboard(RunResults.read(store), "user", seed=0)
+    store.close()
+    d = board["differences"]["M1"]
+    assert board["baseline"] == "M0" and d["warmth"]["mean"] == pytest.approx(1.0)
+    assert d["warmth"]["lo"] == pytest.approx(1.0) and d["warmth"]["p_above_0"] == pytest.approx(1.0)
+    assert d["memory"]["n"] == 7 and d["memory"]["mean"] == pytest.approx(8 / 7)
+    assert d["warmth"]["p_holm"] >= d["warmth"]["p"]
 
 
 def test_eval_writes_each_models_deltas_into_its_model_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,11 +109,11 @@ def test_eval_writes_each_models_deltas_into_its_model_card(tmp_path: Path, monk
                              log=lambda _: None)  # fmt: skip
     card = json.loads((tmp_path / "m1" / "evolve_model.json").read_text())
     ev = card["evaluation"]
-    assert ev["reference"] == "M0" and ev["run"] == str(tmp_path / "eval" / "M1")
+    assert ev["reference"] == "M0" and ev["run"] == str(tmp_path / "eval")
     assert ev["means"]["user"]["warmth"]["delta"] == pytest.approx(1.0)
     assert ev["means"]["third_party:j"]["warmth"]["delta"] is None  # M0 had no such judge
     readme = (tmp_path / "m1" / "README.md").read_text()
-    assert "| user | warmth | 4.50 | +1.00 | 2 |" in readme and card["base_model"] == str(base)
+    assert "| user | warmth | 3.88 | +1.00 | 8 |" in readme and card["base_model"] == str(base)
     assert json.loads((tmp_path / "m0" / "evolve_model.json").read_text())["evaluation"]["means"]["user"]["warmth"][
         "delta"] is None  # fmt: skip
 

@@ -158,4 +158,8 @@ def test_grpo_ends_with_the_held_out_evaluation(tmp_path: Path) -> None:
     contexts = (tmp_path / "policy" / CONTEXTS).read_text()
     assert "p010" not in contexts  # the evaluation's profiles are held out of training
     assert "## Held-out evaluation" in (tmp_path / "policy" / REPORT).read_text()
-    assert (tmp_path / "policy" / "eval" / "before").is_dir() and (tmp_path / "policy" / "eval" / "after").is_dir()
+    from emoharbor.store.run_store import RunStore
+
+    store = RunStore.open_existing(tmp_path / "policy" / "eval")  # one run, the two models its supporters
+    assert {k[1] for k in store.keys("conversation")} == {"before", "after"}
+    store.close()

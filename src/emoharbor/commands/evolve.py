@@ -185,10 +185,11 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
 @click.option("--config", "run_config", type=click.Path(path_type=Path, dir_okay=False), required=True,
               help="an EmoHarbor run config: its profiles, user and judge are used for every model")  # fmt: skip
 @click.argument("models", nargs=-1, required=True)
-@click.option("--out", type=OUT_FOLDER, required=True, help="folder for one evaluation run per model")
+@click.option("--out", type=OUT_FOLDER, required=True, help="the folder of the one evaluation run (resumable)")
 @progress_opt
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, no_progress: bool) -> None:
-    """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) and print the change per dimension."""
+    """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) as the supporters of one run and print, per judge, each
+    model's means and its paired difference from the first (interval, P(difference > 0), Holm's p)."""
     from ..config import load_config
     from ..evaluate.plan import Plan, check_plan
     from ..evolve.evaluate import evaluate_models

@@ -1,6 +1,9 @@
-"""Measure each round: the same EmoHarbor evaluation (profiles, user, judge, seed) run on M0, M1, ...,
-each served as an ``hf:`` supporter, then the mean of every dimension per model and its change from
-the first model. Unscored dimensions are counted, never averaged in."""
+"""Measure each round in **one paired run**: M0, M1, ... (and a control) are the supporters of one EmoHarbor
+evaluation (the same profiles, user, judges and seeds for every model, each served as an ``hf:`` supporter), so
+each model is compared with the first on the same profiles and repeats: the leaderboard's paired bootstrap
+difference with its 95% interval, P(difference > 0) and Holm-adjusted p, per judge. Each model's card gets its
+means and its change from the first. Unscored ratings are counted, never averaged in.
+"""
 
 from __future__ import annotations
 
@@ -36,91 +39,80 @@ def _evaluator() -> Callable[..., Any]:
     return run_evaluation  # type: ignore[no-any-return,unused-ignore]
 
 
-def model_config(base: RunConfig, name: str, folder: Path | str) -> RunConfig:
-    """``base`` with its supporters replaced by one: the model in ``folder`` (or a base model the ``hf``
-    backend knows: ``smollm2``, a Hub id), served locally."""
+def models_config(base: RunConfig, models: list[tuple[str, Path | str]]) -> RunConfig:
+    """``base`` with its supporters replaced by ``models`` (each a folder emoharbor trained, or a base model the
+    ``hf`` backend knows: ``smollm2``, a Hub id), served locally, each with the rest of ``base``'s first
+    supporter (its system prompt, its token budget)."""
     template = base.roles.supporter[0].model_dump(exclude={"model", "name", "replies", "base_url", "endpoints",
                                                             "api_key_env"})  # fmt: skip
-    where = Path(folder).resolve() if Path(folder).exists() else folder
-    supporter = {**template, "model": f"hf:{where}", "name": name}
-    roles = base.roles.model_dump() | {"supporter": [supporter]}
-    return RunConfig.model_validate(base.model_dump() | {"roles": roles, "name": f"{base.name}-{name}"})
+    supporters = []
+    for name, folder in models:
+        where = Path(folder).resolve() if Path(folder).exists() else folder
+        supporters.append({**template, "model": f"hf:{where}", "name": name})
+    roles = base.roles.model_dump() | {"supporter": supporters}
+    return RunConfig.model_validate(base.model_dump() | {"roles": roles, "name": f"{base.name}-evolve"})
 
 
-def dimension_means(run_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """judge -> dimension -> {mean, scored, unscored}."""
+def dimension_means(run_dir: Path) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """supporter -> judge -> dimension -> {mean, scored, unscored}."""
     store = RunStore.open_existing(run_dir)
     try:
-        values: dict[tuple[str, str], list[float]] = defaultdict(list)
-        unscored: dict[tuple[str, str], int] = defaultdict(int)
-        for a in records.assessments(store):
+        values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+        unscored: dict[tuple[str, str, str], int] = defaultdict(int)
+        for key, d in store.items("assessment"):
+            a, sup = records.Assessment.of(d), key[1]
             if not a.scored:  # the whole assessment failed
-                unscored[(a.judge, RECORD)] += 1
+                unscored[(sup, a.judge, RECORD)] += 1
             for dim, v in a.scores.items():
                 if v is None:
-                    unscored[(a.judge, dim)] += 1
+                    unscored[(sup, a.judge, dim)] += 1
                 else:
-                    values[(a.judge, dim)].append(float(v))
+                    values[(sup, a.judge, dim)].append(float(v))
     finally:
         store.close()
-    out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
-    for judge, dim in sorted(set(values) | set(unscored)):
-        vs = values.get((judge, dim), [])
-        out[judge][dim] = {"mean": sum(vs) / len(vs) if vs else float("nan"), "scored": float(len(vs)),
-                           "unscored": float(unscored.get((judge, dim), 0))}  # fmt: skip
-    return dict(out)
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = defaultdict(lambda: defaultdict(dict))
+    for sup, judge, dim in sorted(set(values) | set(unscored)):
+        vs = values.get((sup, judge, dim), [])
+        out[sup][judge][dim] = {"mean": sum(vs) / len(vs) if vs else float("nan"), "scored": float(len(vs)),
+                                "unscored": float(unscored.get((sup, judge, dim), 0))}  # fmt: skip
+    return {sup: dict(judges) for sup, judges in out.items()}
 
 
-def _cell(c: dict[str, float] | None) -> str:
-    if c is None:
-        return "-"
-    un = f"unscored {int(c['unscored'])}" if c["unscored"] else ""
-    if not c["scored"]:
-        return un or "-"
-    return f"{c['mean']:.2f} (n={int(c['scored'])}{', ' + un if un else ''})"
+def compare_table(run_dir: Path, *, seed: int = 0) -> str:
+    """Each judge's leaderboard of the paired run (Markdown): every model's means, then each model minus the
+    first on the same profiles and repeats, with its interval, P(difference > 0) and Holm's p."""
+    from ..assess.leaderboard import RunResults, leaderboard
+    from ..assess.render import render
 
-
-def compare_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) -> str:
-    """One block per judge: dimension, each model's mean (n scored), and each later model's change."""
-    names = list(results)
-    lines: list[str] = []
-    judges = sorted({j for r in results.values() for j in r})
+    store = RunStore.open_existing(run_dir)
+    try:
+        results = RunResults.read(store)
+    finally:
+        store.close()
+    judges = sorted({a.judge for a in results.assessments})
     if not judges:
-        return nothing_measured("no judge rated a conversation of the evaluation runs: see `emoharbor leaderboard RUN`")
-    for judge in judges:
-        dims = sorted({d for r in results.values() for d in r.get(judge, {})})
-        head = ["dimension", *names, *[f"{n}-{names[0]}" for n in names[1:]]]
-        lines += [f"judge: {judge}", " | ".join(head), " | ".join("---" for _ in head)]
-        for d in dims:
-            cells = [results[n].get(judge, {}).get(d) for n in names]
-            row = [d, *(_cell(c) for c in cells)]
-            first = cells[0]
-            row += [f"{c['mean'] - first['mean']:+.2f}" if c and first and c["scored"] > 0 and first["scored"] > 0
-                    else "n/a" for c in cells[1:]]  # fmt: skip
-            lines.append(" | ".join(row))
-        lines.append("")
-    return "\n".join(lines)
+        return nothing_measured("no judge rated a conversation of the evaluation run: see `emoharbor leaderboard RUN`")
+    return "\n\n".join(f"judge: {j}\n{render(leaderboard(results, j, seed=seed), 'md')}" for j in judges)
 
 
 def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
                     progress: bool = True) -> str:  # fmt: skip
-    """The evaluation of ``plan`` (a run config's file is planned here first: the library's callers) on each of
-    ``models``, each run the plan with its supporter replaced (its profiles and judges are the plan's)."""
+    """The evaluation of ``plan`` (a run config's file is planned here first: the library's callers) with
+    ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's)."""
     run_evaluation = _evaluator()
     plan = plan if isinstance(plan, Plan) else Plan.of(load_config(plan), str(plan))
-    for name, folder in models:  # every model and name checked before any run folder is made
+    names = [name for name, _ in models]
+    for name, folder in models:  # every model and name checked before the run folder is made
         if "|" in name or not name:
             raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
         resolve_hf(str(folder))
-    results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
-    for name, folder in models:
-        run_dir = out / name
-        log(f"eval: {name} ({folder}) -> {run_dir}")
-        asyncio.run(run_evaluation(plan.with_config(model_config(plan.cfg, name, folder)), run_dir, progress=progress))
-        release_memory()
-        results[name] = dimension_means(run_dir)
-    record_deltas(models, results, out)
-    return compare_table(results)
+    if len(set(names)) < len(names):
+        raise EmoharborError(f"model names {names}: give each model its own name (NAME=FOLDER)")
+    log(f"eval: {', '.join(f'{n} ({f})' for n, f in models)} as the supporters of one run -> {out}")
+    asyncio.run(run_evaluation(plan.with_config(models_config(plan.cfg, models)), out, progress=progress))
+    release_memory()
+    record_deltas(models, dimension_means(out), out)
+    return compare_table(out)
 
 
 def record_deltas(models: list[tuple[str, Path | str]], results: dict[str, Any], out: Path) -> None:
@@ -128,7 +120,7 @@ def record_deltas(models: list[tuple[str, Path | str]], results: dict[str, Any],
     from .card import add_evaluation
 
     ref_name = models[0][0]
-    ref = results[ref_name]
+    ref = results.get(ref_name, {})
     for name, folder in models:
         if not (Path(folder) / MODEL_CARD).is_file():
             continue  # not a model emoharbor trained: nothing to write into
@@ -137,6 +129,6 @@ def record_deltas(models: list[tuple[str, Path | str]], results: dict[str, Any],
                           if name != ref_name and dim in ref.get(judge, {}) and cell["scored"]
                           and ref[judge][dim]["scored"] else None}
                     for dim, cell in dims.items()}
-            for judge, dims in results[name].items()
+            for judge, dims in results.get(name, {}).items()
         }  # fmt: skip
-        add_evaluation(Path(folder), {"run": str(out / name), "reference": ref_name, "means": means})
+        add_evaluation(Path(folder), {"run": str(out), "reference": ref_name, "means": means})

@@ -116,7 +116,7 @@ def report_html(out: Path, summary: dict[str, Any], eval_table: str) -> str:
             + (table(["penalty", "replies"], p["penalties"]) if p["penalties"] else "<p>none</p>")
             + "<h2>Held-out evaluation: before and after, per judge and dimension</h2>"
             + f"<pre>{esc(eval_table or 'not run (--no-eval)')}</pre>"
-            + "<p>Both evaluation runs in full: <code>emoharbor report eval/before eval/after</code>.</p>")  # fmt: skip
+            + "<p>The evaluation run in full: <code>emoharbor report eval</code>.</p>")  # fmt: skip
     return page(f"GRPO against the simulated user: {out.name}", body)
 
 
