@@ -55,6 +55,13 @@ def assessment_rows(store: RunStore, convs: dict[str, dict[str, Any]], profiles:
     return out
 
 
+def conversation_rows(store: RunStore) -> list[dict[str, Any]]:
+    """``assessment_rows`` of a run whose units are conversations (an EmoHarbor run, a ladder): every stored one,
+    with the profiles the run stored."""
+    convs = {d["id"]: d for _, d in store.items("conversation")}
+    return assessment_rows(store, convs, records.stored_profiles(store))
+
+
 def tidy_rows(store: RunStore) -> list[dict[str, Any]]:
     """The tidy table of a run of any kind that has one (``RunKind.tidy``)."""
     kind = store.meta()["kind"]

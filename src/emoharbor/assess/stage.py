@@ -15,8 +15,8 @@ from ..models.spec import ModelSpec
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from ..store.keys import Key
-from ..store.run_store import RunStore
-from ..store.units import Events, finished, in_workers, unit
+from ..store.run_store import RunStore, call_sink
+from ..store.units import Events, finished, in_workers, run_stage, unit
 from .cards import CardEntry, JudgeCard, card_of, judge_model
 from .judge import check_logprobs, judge_conversation
 from .judge_kinds import ELSEWHERE, ConversationKind, Rates
@@ -162,3 +162,25 @@ async def assess_all(store: RunStore, key: Key, conv: Conversation, judges: list
         await assess_unit(store, key, seen, j, models[j.name], profile, extra=more)
 
     await in_workers(judges, one, len(judges))  # a failure stops the others, their units unfinished
+
+
+async def rate_stored(store: RunStore, judges: list[Judge], profiles: dict[str, Profile], *, workers: int,
+                      progress: bool = True) -> int:  # fmt: skip
+    """Rate every finished conversation of ``store`` (of a run whose units are conversations: an EmoHarbor run, a
+    ladder) with the ``judges`` it lacks (``emoharbor assess``); how many ratings were made now. The judges must
+    be recorded in the run first (``check_judges``)."""
+    talks = [k for k, status in store.field("conversation", "status").items() if status == "ok"]
+    before = len(store.keys("assessment"))
+    async with ModelPool(sink=call_sink(store)) as pool:
+        models = await judge_models(pool, judges)
+
+        async def assess(key: Key, record: dict[str, Any]) -> None:
+            conv = Conversation.model_validate(record)
+            await assess_all(store, key, conv, judges, models, profiles.get(conv.profile_id))
+
+        async def stored() -> tuple[dict[str, Any], Events]:  # every unit is stored: only ``then`` runs
+            raise RuntimeError("rating makes no conversations")
+
+        await run_stage(store, "conversation", [(k, stored) for k in talks], workers=workers, progress=progress,
+                        label="assessments", then=assess, more=unassessed(store, judges, "conversation"))  # fmt: skip
+    return len(store.keys("assessment")) - before

@@ -77,11 +77,9 @@ class EmoharborKind(RunKind):
 
     def tidy(self, store: RunStore) -> Rows:
         """One row per assessment and dimension of its conversations (``results.assessment_rows``)."""
-        from ..results import assessment_rows
-        from . import stored_profiles
+        from ..results import conversation_rows
 
-        convs = {d["id"]: d for _, d in store.items("conversation")}
-        return assessment_rows(store, convs, stored_profiles(store))
+        return conversation_rows(store)
 
     def check(self, plan: Plan, *, new: bool) -> None:
         from .plan import check_plan

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
+from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, rate_stored, unassessed
 from ..config import RunConfig
 from ..errors import EmoharborError
 from ..kinds import Summary
@@ -148,24 +148,7 @@ async def reassess(run_dir: Path, judges: list[Judge], *, progress: bool = True)
     store = RunStore.open_existing(run_dir, KIND)
     try:
         check_judges(store, judges)
-        cfg = config_of(store)
-        profiles = stored_profiles(store)
-        convs = [k for k, status in store.field("conversation", "status").items() if status == "ok"]
-        before = len(store.keys("assessment"))
-        async with ModelPool(sink=call_sink(store)) as pool:
-            models = await judge_models(pool, judges)
-
-            async def assess(key: Key, record: dict[str, Any]) -> None:
-                conv = Conversation.model_validate(record)
-                await assess_all(store, key, conv, judges, models, profiles.get(conv.profile_id))
-
-            async def stored() -> tuple[dict[str, Any], Events]:  # every unit is stored: only ``then`` runs
-                raise RuntimeError("reassess does not make conversations")
-
-            units = [(k, stored) for k in convs]
-            more = unassessed(store, judges, "conversation")
-            await run_stage(store, "conversation", units, workers=cfg.concurrency, progress=progress,
-                            label="assessments", then=assess, more=more)  # fmt: skip
-        return len(store.keys("assessment")) - before
+        workers = config_of(store).concurrency
+        return await rate_stored(store, judges, stored_profiles(store), workers=workers, progress=progress)
     finally:
         store.close()

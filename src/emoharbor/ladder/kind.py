@@ -83,11 +83,9 @@ class LadderKind(RunKind):
 
     def tidy(self, store: RunStore) -> Rows:
         """One row per rating and dimension of its talks (``results.assessment_rows``), the rung as supporter."""
-        from ..results import assessment_rows
-        from ..store.records import stored_profiles
+        from ..results import conversation_rows
 
-        convs = {d["id"]: d for _, d in store.items("conversation")}
-        return assessment_rows(store, convs, stored_profiles(store))
+        return conversation_rows(store)
 
     def check(self, plan: LadderPlan, *, new: bool) -> None:
         """The plan read the profiles, prompts and cards; the models are built, and reached for a new run."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import CardEntry
-from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
+from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, rate_stored, unassessed
 from ..data.selection import check_selection, select
 from ..errors import ConfigError, DataError
 from ..kinds import Summary
@@ -32,7 +32,7 @@ from ..simulate.loop import converse
 from ..simulate.supporter import Replier, Supporter
 from ..store.keys import Key
 from ..store.record import open_record, run_record
-from ..store.records import PROFILE
+from ..store.records import PROFILE, stored_profiles
 from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, WallTime, Work, ended_in_error, finished, run_stage, stage_todo
 from . import rungs as R
@@ -237,23 +237,9 @@ async def rejudge(run_dir: Path, cards: list[str], judge: ModelSpec | None, *, s
         user = ModelSpec.model_validate(cfg["user"])
         judges = make_judges(cards, judge or user, user, scoring=scoring, option="--judge")
         check_judges(store, judges)
-        profiles = {d["id"]: Profile.model_validate(d) for _, d in store.items(PROFILE)}
-        talks = [k for k, status in store.field("conversation", "status").items() if status == "ok"]
-        before = len(store.keys("assessment"))
-        async with ModelPool(sink=call_sink(store)) as pool:
-            models = await judge_models(pool, judges)
-
-            async def assess(key: Key, rec: dict[str, Any]) -> None:
-                conv = Conversation.model_validate(rec)
-                await assess_all(store, key, conv, judges, models, profiles.get(conv.profile_id))
-
-            async def stored() -> tuple[dict[str, Any], Events]:  # every talk is stored: only ``then`` runs
-                raise RuntimeError("rejudge makes no talks")
-
-            await run_stage(store, "conversation", [(k, stored) for k in talks], workers=int(cfg["concurrency"]),
-                            progress=progress, label="ratings", then=assess,
-                            more=unassessed(store, judges, "conversation"))  # fmt: skip
+        made = await rate_stored(store, judges, stored_profiles(store), workers=int(cfg["concurrency"]),
+                                 progress=progress)  # fmt: skip
         record(store)
-        return len(store.keys("assessment")) - before
+        return made
     finally:
         store.close()
