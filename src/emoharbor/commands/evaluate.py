@@ -35,6 +35,7 @@ def print_conversation(store: RunStore) -> None:
     """The first conversation of a run, with the user's inner state after each supporter message."""
     from ..report.calibration import health_lines
     from ..simulate.conversation import Conversation
+    from ..store.record import user_model
 
     first = next(store.items("conversation"), None)
     if first is None:
@@ -53,8 +54,7 @@ def print_conversation(store: RunStore) -> None:
     if counts:
         click.echo("# events in the whole run: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     cfg = store.config()
-    user = ((cfg.get("roles") or {}).get("user") or {}).get("model")
-    for line in health_lines(user, cfg.get("prompt_versions")):  # what is measured of this simulated user
+    for line in health_lines(user_model(cfg), cfg.get("prompt_versions")):  # what is measured of this simulated user
         click.echo(f"# {line}")
     click.echo("")
 

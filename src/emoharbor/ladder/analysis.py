@@ -24,6 +24,7 @@ import numpy as np
 from ..assess.dimensions import group_keys
 from ..sensitivity.bad import content_words
 from ..stats.bootstrap import TOO_SMALL
+from ..store.record import user_model
 from ..store.records import Assessment
 from ..store.run_store import RunStore
 from .figures import ladder_figures, mean_interval
@@ -142,7 +143,7 @@ def ladder_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[
         "rungs": rungs,
         "profiles": len(profiles),
         "complete_profiles": _complete(convs, profiles, rungs),
-        "user_model": (cfg.get("user") or {}).get("model"),
+        "user_model": user_model(cfg),
         "user_agent": (cfg.get("user_agent") or {}).get("agent"),
         "supporter_model": (cfg.get("supporter") or {}).get("model"),
         "judges": judges,

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..report.calibration import write
 from ..simulate.agents import user_agent
+from ..store.record import user_model
 from ..store.run_store import RunStore
 from .analysis import LIVED, ladder_table
 
@@ -64,7 +65,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
     """Write the record of the ladder run in ``store`` (open); its path, or None when no profile has every rung
     finished yet, the run has no user model, or the cache folder cannot be written."""
     cfg = store.config()
-    model = (cfg.get("user") or {}).get("model")
+    model = user_model(cfg)
     agent = (cfg.get("user_agent") or {}).get("agent", "chain")
     wanted = set(user_agent(agent).prompts)
     versions = {k: str(v) for k, v in (cfg.get("prompt_versions") or {}).items() if k in wanted}

@@ -19,6 +19,7 @@ import numpy as np
 from ..simulate.conversation import Conversation
 from ..simulate.text_checks import character_slip, repeats
 from ..stats.clusters import cluster_draws
+from ..store.record import user_model
 from ..store.run_store import RunStore
 from .cuts import Cut, Talk
 from .figures import Message, Table, estimate, talk_mean
@@ -184,7 +185,7 @@ def realism_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict
     cfg = store.config()
     return {
         "kind": "realism",
-        "user_model": (cfg.get("user") or {}).get("model"),
+        "user_model": user_model(cfg),
         "user_agent": agent_of(store),
         "next": next_table(store, seed=seed, n_boot=n_boot),
         "whole": whole_table(store, seed=seed, n_boot=n_boot),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..report.calibration import write
+from ..store.record import user_model
 from ..store.run_store import RunStore
 from .analysis import agent_of, next_table
 
@@ -51,7 +52,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
     """Write the record of the realism run in ``store`` (open); its path, or None when no cut is finished yet
     or the cache folder cannot be written."""
     cfg = store.config()
-    model = (cfg.get("user") or {}).get("model")
+    model = user_model(cfg)
     versions = {k: str(v) for k, v in (cfg.get("prompt_versions") or {}).items()}
     nxt = next_table(store, seed=seed, n_boot=n_boot)  # the whole talks are not in the record: not made
     if not model or not nxt["cuts"] or not nxt["rows"]:

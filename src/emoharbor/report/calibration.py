@@ -28,6 +28,7 @@ from typing import Any
 
 from ..models.cache import default_cache_dir
 from ..stats.bootstrap import TOO_SMALL
+from ..store.record import user_model
 from ..store.run_store import RunStore
 
 # what the chain's reaction reads (``simulate.chain_user.REACTION_PROMPTS``), named here so that a report
@@ -76,7 +77,7 @@ def user_of(store: RunStore) -> tuple[str, dict[str, str]] | None:
     """The simulated user's model of the run in ``store`` and the versions of its reaction prompts; None for a
     run without one (or whose user read no reactions)."""
     cfg = store.config()
-    model = (cfg.get("user") or {}).get("model")
+    model = user_model(cfg)
     versions = chain_versions(cfg.get("prompt_versions"))
     return None if not model or versions is None else (str(model), versions)
 

@@ -25,6 +25,7 @@ from ..reward.settings import RewardSettings
 from ..scoring.names import REAL, USER
 from ..scoring.values import record_values, scorer_usage
 from ..simulate.rules_user import content_words
+from ..store.record import user_model
 from ..store.run_store import RunStore
 from ..store.units import finished
 from .figures import Figures
@@ -113,7 +114,7 @@ def seekers_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, by_file
         "rows": rows,
         "by_source": by_source,
         "baselines": list(BASELINES),
-        "user_model": (cfg.get("user") or {}).get("model"),
+        "user_model": user_model(cfg),
         "wall_s": float(store.meta().get("wall_s", "0")),
         "n_boot": n_boot,
         "seed": seed,

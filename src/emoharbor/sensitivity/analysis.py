@@ -28,6 +28,7 @@ from ..scoring.names import REAL, USER
 from ..scoring.values import Values, record_values, scorer_usage
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
 from ..stats.clusters import cluster_mean_ci
+from ..store.record import user_model
 from ..store.run_store import RunStore
 from .bad import KINDS
 from .names import ALL
@@ -125,7 +126,7 @@ def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> 
         r["usage"] = usage.get(owner) if owner != "words" else None
     return {"kind": "sensitivity", "cases": len(cases), "unfinished": len(stored) - len(cases),
             "sources": dict(Counter(d["source"] for d in cases.values())), "kinds": kinds, "rows": rows,
-            "user_model": (cfg.get("user") or {}).get("model"), "suite": cfg.get("suite"),
+            "user_model": user_model(cfg), "suite": cfg.get("suite"),
             "wall_s": float(store.meta().get("wall_s", "0"))}  # fmt: skip
 
 

@@ -87,3 +87,11 @@ def read_run(folder: Path, *kinds: str) -> tuple[RunStore, dict[str, Any]]:
 
 def config_part(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in (PROMPTS, INPUTS)}
+
+
+def user_model(record: dict[str, Any]) -> str | None:
+    """The simulated user's model of any run, from its record: ``user`` in a suite's options (realism, sensitivity,
+    seekers, validate, ladder), ``roles.user`` in an EmoHarbor run's config; None for a run without one."""
+    spec = record.get("user") or (record.get("roles") or {}).get("user") or {}
+    model = spec.get("model") if isinstance(spec, dict) else None
+    return str(model) if model else None

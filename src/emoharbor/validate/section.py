@@ -13,6 +13,7 @@ from ..report.svg import Point, jitter, scatter
 from ..report.transcripts import transcripts_html
 from ..stats.bootstrap import too_small
 from ..stats.correlation import spearman
+from ..store.record import user_model
 from ..tables import num
 from .render import all_rows, is_difference, summary_lines
 from .replay import SUPPORTER
@@ -38,7 +39,7 @@ def load_view(store: RunStore, view: RunView, seed: int) -> None:
     view.data = {"table": validation_table(store, seed=seed), "scores": score_rows(store)}
     lived = [d["chain_prompts"] for d in records.values() if d.get("perceived") and d.get("chain_prompts")]
     if lived:  # replayed through the chain: the user whose reactions a sensitivity run measures
-        view.user_model = (store.config().get("user") or {}).get("model")
+        view.user_model = user_model(store.config())
         view.user_prompts = dict(lived[0])
 
 
