@@ -42,8 +42,8 @@ format_opt = click.option(
 concurrency_opt = click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256))
 
 
-CARDS_HELP = ("A judge card: a built-in name (user, profile_aware, third_party, third_party_overall) or a YAML file; "
-              "repeat for several.")  # fmt: skip
+CARDS_HELP = ("A judge card: a built-in name (user, user_overall, profile_aware, third_party, third_party_overall) or "
+              "a YAML file; repeat for several.")  # fmt: skip
 
 
 def run_dir_opt(default: str) -> Callable[[F], F]:
