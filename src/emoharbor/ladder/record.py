@@ -36,11 +36,12 @@ def line(rec: dict[str, Any]) -> str:
     """The run-health line of a ladder record."""
     rows = rec["rows"]
     user, third = rows.get("user") or {}, rows.get("third_party") or {}
+    judge = str(third.get("scorer", "third_party")).split(": ")[0]
     met = sum(1 for g in rec["verdicts"].values() if g == "met")
     scored = sum(1 for g in rec["verdicts"].values() if g != "n/a")
     return (f"Ladder of supporters of known quality (emoharbor ladder, {rec['user_agent']} user, {rec['size']} "
             f"profiles x {len(rec['rungs'])} rungs, {rec['date'][:10]}): default above dismissive by the user's "
-            f"rating in {_pct(user.get('default>dismissive'))} of profiles, by the third-party judge in "
+            f"rating in {_pct(user.get('default>dismissive'))} of profiles, by the third-party judge ({judge}) in "
             f"{_pct(third.get('default>dismissive'))}; mean tau against the known order: the user's rating "
             f"{_tau(rows, 'user')}, its final intensity {_tau(rows, LIVED)}, the third-party judge "
             f"{_tau(rows, 'third_party')}; {met} of {scored} goals met")  # fmt: skip
