@@ -489,3 +489,24 @@ async def test_a_supporter_reply_cut_at_max_tokens_is_kept_and_counted() -> None
     await converse(conv, ChainUser(model, PROFILE), supporter(model), max_turns=2, seed=1)
     assert conv.turns[1].text == "I hear"
     assert [k for k, _ in conv.events].count("supporter_truncated") == 2
+
+
+async def test_grounded_endings_leave_only_when_the_talk_gives_a_reason() -> None:
+    # the model wants to leave at every turn; held to the talk, the seeker stays while the replies fit
+    wants_out = ChainScript(decide=json.dumps({"decision": "disengage"}))
+    conv = await talk(wants_out, max_turns=4, min_turns=1, endings="grounded")
+    assert conv.termination == "max_turns"
+    assert [ev for ev, _ in conv.events].count("ending_overruled") == 4
+    # two poorly fitting replies in a row (the profile's patience: 2) and it goes
+    poor = json.dumps({"understood": "", "needs_met": [], "needs_missed": ["heard"], "about_me": False,
+                       "disliked": True, "fit": "poor", "crisis_referral": False})  # fmt: skip
+    gone = await talk(ChainScript(appraise=poor, decide=json.dumps({"decision": "disengage"}),
+                                  feel=json.dumps({"thought": "meh", "better": 4, "trust": 4})),
+                      max_turns=6, min_turns=1, endings="grounded")  # fmt: skip
+    assert gone.termination == "user_disengaged" and gone.states[-1].turn == 2
+    # satisfied only once relieved: each reply here takes 10 points off (75 -> 55 after two)
+    done = await talk(ChainScript(decide=json.dumps({"decision": "end_satisfied"})), max_turns=6, min_turns=1,
+                      endings="grounded")  # fmt: skip
+    assert done.termination == "user_ended_satisfied" and done.states[-1].turn == 2
+    # the model's own decision stands by default
+    assert (await talk(wants_out, max_turns=4, min_turns=1)).termination == "user_disengaged"

@@ -191,7 +191,8 @@ def test_the_old_spelling_is_read_into_the_block() -> None:
     assert cfg.user_agent.model_dump() == {"agent": "chain", "intensity_step": 10, "trust_step": 20,
                                            "initial_trust": 40, "min_turns": 1, "max_tokens": 200,
                                            "message_tokens": 0, "top_logprobs": 20, "readout": "written",
-                                           "examples": None, "examples_k": 4}  # fmt: skip
+                                           "endings": "model", "patience": 2, "examples": None,
+                                           "examples_k": 4}  # fmt: skip
     simple = RunConfig.model_validate({"user_agent": "simple", "intensity_step": 15, "trust_step": 20})
     # the steps given are not the simple user's: it never read them
     assert simple.user_agent.model_dump() == {"agent": "simple", "examples": None, "examples_k": 4, "max_tokens": 0}

@@ -99,10 +99,12 @@ def test_every_kind_in_the_table_of_run_kinds_loads_under_its_name() -> None:
                                   "execute"]  # fmt: skip
     assert parts["validate"] == [p for p in kinds.PARTS if p != "side_by_side"]
     assert parts["heart"] == ["html", "judges", "tidy", "check", "execute"]
-    assert kinds.with_part("judges") == ["emoharbor", "validate", "heart", "sensitivity", "seekers", "realism"]
+    assert kinds.with_part("judges") == ["emoharbor", "validate", "heart", "sensitivity", "seekers", "realism",
+                                         "ladder"]  # fmt: skip
     assert parts["realism"] == ["board", "view", "html", "judges", "export", "check", "execute"]
+    assert parts["ladder"] == [p for p in kinds.PARTS if p != "side_by_side"]
     assert parts["heart_strategy_check"] == parts["evolve_refine"] == []
-    assert kinds.with_part("rejudge") == ["emoharbor", "validate"]
+    assert kinds.with_part("rejudge") == ["emoharbor", "validate", "ladder"]
     assert (
         kinds.get("nobody") is None and not kinds.has("nobody", "board") and kinds.title("nobody") == "a 'nobody' run"
     )

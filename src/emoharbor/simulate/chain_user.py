@@ -55,6 +55,10 @@ class ChainSettings(ReactionSettings, VoiceSettings):
     message_tokens: int = Field(default=0, ge=0)  # per message; 0: from the profile's length (voice.message_tokens)
     top_logprobs: int = Field(default=20, ge=0, le=20)  # alternatives per token for the expected readouts (0: none)
     readout: Literal["written", "expected"] = "written"  # what moves the state: the written or expected step
+    # who decides that the talk ends: the model alone, or the model held to what the talk gave it (``grounded``:
+    # leave only after ``patience`` poorly fitting replies in a row or lost trust; end satisfied only once relieved)
+    endings: Literal["model", "grounded"] = "model"
+    patience: int = Field(default=2, ge=1)
 
 
 def clamp(x: int, lo: int, hi: int) -> int:
@@ -163,6 +167,7 @@ class ChainUser:
         self.voice = voice.system(self.prompts["user_voice"], profile, ending=examples)
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
+        self.fits: list[str] = []  # the Appraiser's fit of each supporter message so far
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """``system_prompt`` first, the same for both steps of a turn (a long shared prefix that llama.cpp and
@@ -273,9 +278,12 @@ class ChainUser:
         if not text:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)
         step.text = text
+        self.fits.append(str(fit or "mixed"))
         step.decision = (
             await self._decide(msgs, text, seed, step) if self.state.turn >= self.s.min_turns else "continue"
         )
+        if self.s.endings == "grounded":
+            step.decision = self._grounded(step.decision, step)
         step.inner = {**(step.inner or {}), "shared": may_share}
         self._check_text(step, earlier)
         return step
@@ -296,6 +304,28 @@ class ChainUser:
             return "continue"
         decision: Decision = r.data["decision"]
         return decision
+
+    def patience(self) -> int:
+        """Poorly fitting replies in a row before the seeker may leave: the setting, one more for an agreeable
+        person and one fewer for a neurotic one (at least one)."""
+        p = self.profile.personality
+        return max(1, self.s.patience + (p.agreeableness >= 0.67) - (p.neuroticism >= 0.67))
+
+    def _grounded(self, decision: Decision, step: UserStep) -> Decision:
+        """The model's decision held to the talk (``endings: grounded``): it disengages only after ``patience()``
+        poor replies in a row or trust fallen 20 points below where it started, and ends satisfied only once
+        its intensity has fallen 20 points or more; else it goes on, and an event says what was overruled."""
+        start = self.profile.emotional_state.intensity
+        if decision == "disengage":
+            tried = self.fits[-self.patience() :]
+            failed = len(tried) == self.patience() and set(tried) == {"poor"}
+            if failed or self.state.trust <= self.s.initial_trust - 20:
+                return decision
+        elif decision == "end_satisfied" and self.state.intensity <= start - 20:
+            return decision
+        if decision != "continue":
+            step.events.append(("ending_overruled", f"{decision}: the talk gave no reason yet"))
+        return "continue"
 
     async def _message(self, msgs: list[Message], seed: int, version: str, earlier: list[str],
                        step: UserStep) -> str:  # fmt: skip
