@@ -73,7 +73,7 @@ def test_scripted_rungs_match_the_default_replies_length_and_off_target_replays_
     for rung in ("generic", "dismissive"):
         text, _ = asyncio.run(R.ScriptedSupporter(rung, "p1", reference).reply(turns, seed=0))
         longest = max(R.words(t) for t in R.texts()[rung])
-        assert R.words(reference[0]) <= R.words(text) < R.words(reference[0]) + longest
+        assert abs(R.words(text) - R.words(reference[0])) <= longest / 2 + 1  # the nearest a sum of its texts gets
         assert "Darnell" not in text and "nineteen" not in text
     off, _ = asyncio.run(R.ScriptedSupporter("off_target", "p1", reference, donor).reply(turns, seed=0))
     assert off == donor[0]
@@ -84,6 +84,12 @@ def test_scripted_rungs_match_the_default_replies_length_and_off_target_replays_
     assert all(d[p.id] != p.id for p in profiles)
     by = {p.id: p for p in profiles}
     assert all(by[d[p.id]].situation.problem_type != p.situation.problem_type for p in profiles)
+
+
+def test_padding_is_as_often_shorter_than_the_default_reply_as_longer() -> None:
+    for rung in ("generic", "dismissive"):
+        diffs = [R.words(R.padded(rung, t, random.Random(t))) - t for t in range(10, 90)]
+        assert abs(float(np.mean(diffs))) < 3 and min(diffs) < 0 < max(diffs), rung
 
 
 def test_the_knows_rung_is_told_the_person_and_the_default_rung_is_not() -> None:
@@ -191,7 +197,7 @@ def test_the_command_orders_a_ladder_a_judge_knows_and_shows_it_everywhere(
         assert r["means"] == {"knows": 5.0, "default": 4.0, "generic": 3.0, "off_target": 2.0, "dismissive": 1.0}
     assert data["spread"]["user"]["distinct"] == 1  # this judge gives one score to every dimension
     words = rows[("baseline (no model)", "words per reply")]
-    assert words["means"]["generic"] >= words["means"]["default"]  # length-matched (padded up to it)
+    assert abs(words["means"]["generic"] - words["means"]["default"]) <= 10  # length-matched
     verdicts = {g["goal"].split(" in ")[0].split(" (mean")[0]: g["verdict"] for g in data["goals"]}
     assert list(verdicts.values()).count("met") >= 5, verdicts
 

@@ -81,7 +81,7 @@ class LadderOptions:
         """What the talks and their ratings depend on (the judges' cards are added by the plan)."""
         return {
             "profiles": self.profiles, "limit": self.limit, "sample": self.sample, "seed": self.seed,
-            "rungs": self.rungs, "own": self.own, "texts": R.texts_version(), "turns": self.turns,
+            "rungs": self.rungs, "own": self.own, "texts": R.texts_version(), "rules": R.RULES, "turns": self.turns,
             "repeats": self.repeats, "user": self.user.model_dump(mode="json"),
             "user_agent": self.user_agent.model_dump(mode="json"),
             "supporter": self.supporter_model.model_dump(mode="json"),

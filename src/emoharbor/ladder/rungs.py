@@ -11,7 +11,7 @@ Built in (``BUILT_IN``, in their known order), each a controlled step down from 
   by the same model, to another seeker's situation;
 - ``dismissive``: minimising, changing the subject, "others have it worse" (scripted, ``texts.yaml``).
 
-The scripted rungs are padded to the word count of the default rung's reply at the same turn of the same
+The scripted rungs are padded to the word count nearest the default rung's reply at the same turn of the same
 profile (its replies again from the first where its talk was shorter), and the off-target rung is the default rung's own
 replies, so no rung is told from another by length; they need no model and are the same whatever the
 supporter model, so ladders of different user models compare. A user's own rung is a system prompt on the
@@ -41,6 +41,7 @@ BUILT_IN = ("knows", "default", "generic", "off_target", "dismissive")
 SCRIPTED = ("generic", "off_target", "dismissive")  # made from the default rung's talks, no model
 REFERENCE = "default"  # the rung the scripted ones are length-matched to
 PROMPTS = ("supporter_default", "supporter_knows", "supporter_card")
+RULES = "ladder-rungs-2"  # the rules of the scripted rungs: bump when one changes what it makes (in every record)
 WORD = re.compile(r"\S+")
 
 
@@ -137,11 +138,14 @@ def at(replies: list[str], i: int) -> str:
 
 
 def padded(rung: str, target: int, rng: random.Random) -> str:
-    """``rung``'s texts in a shuffled order, joined until they have ``target`` words or more (one at least)."""
+    """``rung``'s texts in a shuffled order, as many as bring the words nearest ``target`` (one at least; the
+    fewer at a tie), so that the rung is as often a little shorter than the reply it matches as longer."""
     order = rng.sample(list(texts()[rung]), len(texts()[rung]))
     out: list[str] = []
     while not out or words(" ".join(out)) < target:
         out.append(order[len(out) % len(order)])
+    if len(out) > 1 and target - words(" ".join(out[:-1])) <= words(" ".join(out)) - target:
+        out.pop()
     return " ".join(out)
 
 
