@@ -15,16 +15,9 @@ from ..simulate.agents import user_agent
 from ..store.record import user_model
 from ..store.run_store import RunStore
 from .analysis import LIVED, ladder_table
+from .render import share
 
 SUITE = "ladder"
-
-
-def _pct(p: dict[str, Any] | None) -> str:
-    if not p or p.get("value") is None:
-        return "n/a"
-    if p.get("lo") is None:
-        return f"{100 * p['value']:.0f}%"
-    return f"{100 * p['value']:.0f}% [{100 * p['lo']:.0f}, {100 * p['hi']:.0f}]"
 
 
 def _tau(rows: dict[str, Any], name: str) -> str:
@@ -41,8 +34,9 @@ def line(rec: dict[str, Any]) -> str:
     scored = sum(1 for g in rec["verdicts"].values() if g != "n/a")
     return (f"Ladder of supporters of known quality (emoharbor ladder, {rec['user_agent']} user, {rec['size']} "
             f"profiles x {len(rec['rungs'])} rungs, {rec['date'][:10]}): default above dismissive by the user's "
-            f"rating in {_pct(user.get('default>dismissive'))} of profiles, by the third-party judge ({judge}) in "
-            f"{_pct(third.get('default>dismissive'))}; mean tau against the known order: the user's rating "
+            f"rating in {share(user.get('default>dismissive'), '%')} of profiles, by the third-party judge ({judge}) "
+            f"in "
+            f"{share(third.get('default>dismissive'), '%')}; mean tau against the known order: the user's rating "
             f"{_tau(rows, 'user')}, its final intensity {_tau(rows, LIVED)}, the third-party judge "
             f"{_tau(rows, 'third_party')}; {met} of {scored} goals met")  # fmt: skip
 
