@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,18 @@ def emoharbor(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+
+
+def killed_midway(args: list[str], env: dict[str, str], run_dir: Path, kind: str, at_least: int) -> dict[str, float]:
+    """``emoharbor ARGS`` in a child process, SIGKILLed once ``at_least`` results of ``kind`` are stored (120 s at
+    most): what it had written by then (``written``)."""
+    p = emoharbor(*args, env=env)
+    deadline = time.monotonic() + 120
+    while count(run_dir, kind) < at_least and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    return written(run_dir, kind)
 
 
 def count(run_dir: Path, kind: str) -> int:

@@ -73,9 +73,10 @@ def test_the_models_are_the_supporters_of_one_run_compared_pair_by_pair(
     assert [s.model for s in one.roles.supporter] == [f"hf:{f0.resolve()}", f"hf:{f1.resolve()}"]
     assert {s.system_prompt for s in one.roles.supporter} == {"Be kind."}  # the rest of the supporter is kept
     means = evaluate.dimension_means(tmp_path / "eval")
-    assert means["M0"]["user"]["warmth"] == {"mean": 2.875, "scored": 8.0, "unscored": 0.0}
-    assert means["M0"]["user"]["memory"]["unscored"] == 1.0 and means["M0"]["user"]["memory"]["scored"] == 7.0
-    assert "third_party:j" not in means["M0"] and means["M1"]["third_party:j"]["warmth"]["mean"] == 1.0
+    assert means["M0"]["user"]["warmth"] == pytest.approx({"mean": 2.875, "scored": 8.0, "unscored": 0.0})
+    assert means["M0"]["user"]["memory"]["unscored"] == pytest.approx(1.0)
+    assert means["M0"]["user"]["memory"]["scored"] == pytest.approx(7.0)
+    assert "third_party:j" not in means["M0"] and means["M1"]["third_party:j"]["warmth"]["mean"] == pytest.approx(1.0)
     # the paired difference: +1 warmth on every profile (an interval of [+1, +1], P(> 0) = 1); memory +1 on
     # average over the 7 profiles both scored
     assert "judge: user" in table and "judge: third_party:j" in table
@@ -91,7 +92,6 @@ def test_the_models_are_the_supporters_of_one_run_compared_pair_by_pair(
     assert board["baseline"] == "M0" and d["warmth"]["mean"] == pytest.approx(1.0)
     assert d["warmth"]["lo"] == pytest.approx(1.0) and d["warmth"]["p_above_0"] == pytest.approx(1.0)
     assert d["memory"]["n"] == 7 and d["memory"]["mean"] == pytest.approx(8 / 7)
-    assert d["warmth"]["p_holm"] >= d["warmth"]["p"]
 
 
 def test_eval_writes_each_models_deltas_into_its_model_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

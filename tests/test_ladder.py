@@ -11,15 +11,13 @@ import json
 import os
 import random
 import re
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from cli_helpers import count, emoharbor, run_main, written
+from cli_helpers import emoharbor, killed_midway, run_main, written
 from emoharbor.assess.dimensions import keys as dimension_keys
 from emoharbor.errors import ConfigError
 from emoharbor.ladder import rungs as R
@@ -94,14 +92,14 @@ def test_padding_is_as_often_shorter_than_the_default_reply_as_longer() -> None:
 
 def test_the_knows_rung_is_told_the_person_and_the_default_rung_is_not() -> None:
     [p] = resolve_profiles(["builtin:p001*"])
-    knows, default = (R.Rung(n, R.BUILT_IN_PROMPTS[n]).system_prompt(p) for n in ("knows", "default"))
+    knows, default = (R.RUNGS[n].system_prompt(p) for n in ("knows", "default"))
     assert p.name in knows.text and p.needs.hidden_need in knows.text and "$" not in knows.text
     assert p.name not in default.text and knows.text.startswith(default.text.strip().splitlines()[0])
 
 
 def test_the_empathy_lexicon_counts_words_and_stems() -> None:
     assert empathy_share("I'm so sorry, that sounds overwhelming") == pytest.approx(3 / 6)
-    assert empathy_share("Did you watch the game?") == 0
+    assert empathy_share("Did you watch the game?") == pytest.approx(0.0)
 
 
 @pytest.mark.parametrize(
@@ -194,8 +192,9 @@ def test_the_command_orders_a_ladder_a_judge_knows_and_shows_it_everywhere(
     for judge in ("user", "third_party:fake", "profile_aware:fake"):
         r = rows[(judge, "overall")]
         assert r["tau"]["value"] == pytest.approx(1.0) and r["resolution"]["gap"] == 1, judge
-        assert r["means"] == {"knows": 5.0, "default": 4.0, "generic": 3.0, "off_target": 2.0, "dismissive": 1.0}
-    assert data["spread"]["user"]["distinct"] == 1  # this judge gives one score to every dimension
+        assert r["means"] == pytest.approx({"knows": 5.0, "default": 4.0, "generic": 3.0, "off_target": 2.0,
+                                            "dismissive": 1.0})  # fmt: skip
+    assert data["spread"]["user"]["distinct"] == pytest.approx(1)  # this judge gives one score to every dimension
     words = rows[("baseline (no model)", "words per reply")]
     assert abs(words["means"]["generic"] - words["means"]["default"]) <= 10  # length-matched
     verdicts = {g["goal"].split(" in ")[0].split(" (mean")[0]: g["verdict"] for g in data["goals"]}
@@ -285,13 +284,7 @@ def test_a_killed_run_resumes_without_losing_or_redoing_a_talk(tmp_path: Path) -
     total = PROFILES * 5
     with FakeOpenAIServer(reply=make_reply("knows"), latency_s=0.02) as srv:
         args = [*command(run, srv.base_url, "--concurrency", "1")]
-        p = emoharbor(*args, env=env)
-        deadline = time.monotonic() + 120
-        while count(run, "conversation") < 4 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-        before = written(run, "conversation")
+        before = killed_midway(args, env, run, "conversation", 4)
         assert 4 <= len(before) < total, "the kill should land mid-run"
         again = emoharbor(*args, env=env)
         out, err = again.communicate(timeout=300)

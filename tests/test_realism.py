@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from cli_helpers import count, emoharbor, run_main, written
+from cli_helpers import emoharbor, killed_midway, run_main, written
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
 from emoharbor.realism.analysis import false_stops, reask
@@ -212,13 +210,7 @@ def test_a_killed_run_resumes_without_losing_or_redoing_a_message(tmp_path: Path
     env = {**os.environ, "EMOHARBOR_CACHE_DIR": str(tmp_path / "cache")}
     with FakeOpenAIServer(reply=chat_reply, latency_s=0.05) as srv:
         args = [*command(files, run, srv.base_url, "--concurrency", "1"), "--whole", "0"]
-        p = emoharbor(*args, env=env)
-        deadline = time.monotonic() + 120
-        while count(run, "next") < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-        before = written(run, "next")
+        before = killed_midway(args, env, run, "next", 3)
         assert 3 <= len(before) < CUTS, "the kill should land mid-run"
         again = emoharbor(*args, env=env)
         out, err = again.communicate(timeout=300)
@@ -309,6 +301,7 @@ def test_a_stop_where_the_real_seeker_went_on_is_a_false_stop(tmp_path: Path) ->
     said = ["continue", "end_satisfied", "continue", "disengage"] + ["continue"] * 8
     done = [(c, {"decision": d}) for c, d in zip(cuts, said, strict=True)]
     f = false_stops(done, seed=0, n_boot=200)
-    assert f["value"] == pytest.approx(2 / 12) and f["verdict"] == "not met" and f["lo"] <= f["value"] <= f["hi"]
+    s = f["sim"]
+    assert s["value"] == pytest.approx(2 / 12) and f["verdict"] == "not met" and s["lo"] <= s["value"] <= s["hi"]
     calm = false_stops([(c, {"decision": "continue"}) for c in cuts], seed=0, n_boot=200)
-    assert calm["value"] == 0 and calm["verdict"] == "met"
+    assert calm["sim"]["value"] == pytest.approx(0.0) and calm["verdict"] == "met"

@@ -60,7 +60,7 @@ def test_shipped_records_are_quoted_after_the_users_own(tmp_path: Path, monkeypa
     assert calibration.quoted("local:qwen1.5b", run) == [("realism", rec)]
     assert calibration.quoted("local:qwen1.5b", {**run, "user_voice": "user_voice@2"}) == []
     own = {**rec, "size": 4, "line": "my own line"}  # the user's own record comes first, however small
-    calibration.write("realism", "local:qwen1.5b", versions, "my-run", own)
+    calibration.write("realism", "local:qwen1.5b", versions, {**own, "run": "my-run"})
     assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", run)] == ["my own line"]
 
 
@@ -75,9 +75,9 @@ def test_the_demo_prints_what_is_measured_of_its_user(tmp_path: Path, monkeypatc
         conv = Conversation(id="c", profile_id="p", supporter="s", turns=[Turn(speaker="user", text="hi")])
         store.put("conversation", ("p", "s", "0"), {**conv.model_dump(mode="json"), "status": "ok"}, attempt="",
                   events=[])  # fmt: skip
-        calibration.write("realism", "local:qwen1.5b", {"user_voice": "user_voice@1"}, "r",
+        calibration.write("realism", "local:qwen1.5b", {"user_voice": "user_voice@1"},
                           {"user_model": "local:qwen1.5b", "prompt_versions": {"user_voice": "user_voice@1"},
-                           "size": 60, "line": "Simulated user's measured realism (...)"})  # fmt: skip
+                           "size": 60, "line": "Simulated user's measured realism (...)", "run": "r"})  # fmt: skip
         print_conversation(store)
     finally:
         store.close()

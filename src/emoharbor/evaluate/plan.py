@@ -6,7 +6,6 @@ profiles; the report, export and leaderboard read them back from the store, not 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from ..config import RunConfig
 from ..errors import ConfigError, DataError
 from ..models.spec import ModelSpec
 from ..preflight import check_run_models
-from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
+from ..profiles.loader import profile_inputs, resolve_profiles
 from ..profiles.schema import PERSONA, Profile
 from ..simulate.agents import user_agent
 from ..simulate.supporter import supporter_prompt
@@ -35,9 +34,7 @@ def run_prompts(cfg: RunConfig) -> list[str]:
 
 def run_inputs(cfg: RunConfig) -> list[Path]:
     """The files a run reads: profile files and folders (the built-in bank too), supporter prompt files."""
-    paths = [Path(p) for p in cfg.profiles if not p.startswith("builtin:")]
-    if any(p.startswith("builtin:") for p in cfg.profiles):
-        paths.append(Path(str(resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER))))
+    paths = profile_inputs(cfg.profiles)
     files = [s.system_prompt for s in cfg.roles.supporter if s.system_prompt and s.system_prompt.startswith("@")]
     paths += [Path(f[1:]) for f in files]
     return paths

@@ -19,7 +19,7 @@ from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..simulate.agents import make_user, user_agent
 from ..simulate.conversation import Conversation
-from ..simulate.loop import converse
+from ..simulate.loop import converse, talk_seed
 from ..simulate.supporter import make_supporter
 from ..store.keys import Key
 from ..store.record import config_part, open_record
@@ -46,11 +46,6 @@ def conversation_id(key: Key) -> str:
     """A conversation's name in transcripts and records ("profile|supporter|repeat"): shown, never taken apart
     (the store's key holds the parts)."""
     return "|".join(key)
-
-
-def _seed(cfg: RunConfig, profile_idx: int, repeat: int) -> int:
-    # the same profile and repeat get the same seed for every supporter: a paired comparison
-    return cfg.seed + 1_000_003 * repeat + 7919 * profile_idx
 
 
 def refuse_old_spelling(run_dir: Path) -> None:
@@ -104,7 +99,7 @@ async def run_evaluation(
 
                 async def work() -> tuple[dict[str, Any], Events]:
                     conv = Conversation(id=conversation_id(key), profile_id=profile.id, supporter=spec.name,
-                                        repeat=repeat, seed=_seed(cfg, i, repeat))  # fmt: skip
+                                        repeat=repeat, seed=talk_seed(cfg.seed, i, repeat))  # fmt: skip
                     user = make_user(user_model, profile, cfg.user_agent)
                     supporter = make_supporter(sup_models[spec.name], spec)
                     await converse(conv, user, supporter, max_turns=cfg.max_turns, seed=conv.seed)

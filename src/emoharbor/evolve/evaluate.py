@@ -101,13 +101,10 @@ def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out
     ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's)."""
     run_evaluation = _evaluator()
     plan = plan if isinstance(plan, Plan) else Plan.of(load_config(plan), str(plan))
-    names = [name for name, _ in models]
     for name, folder in models:  # every model and name checked before the run folder is made
         if "|" in name or not name:
             raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
         resolve_hf(str(folder))
-    if len(set(names)) < len(names):
-        raise EmoharborError(f"model names {names}: give each model its own name (NAME=FOLDER)")
     log(f"eval: {', '.join(f'{n} ({f})' for n, f in models)} as the supporters of one run -> {out}")
     asyncio.run(run_evaluation(plan.with_config(models_config(plan.cfg, models)), out, progress=progress))
     release_memory()

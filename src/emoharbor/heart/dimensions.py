@@ -99,7 +99,9 @@ def load_lexicon(path: Path | None) -> Lexicon:
     return parse_lexicon(raw, str(path))
 
 
-def _pattern(word: str) -> re.Pattern[str]:
+def keyword_pattern(word: str) -> re.Pattern[str]:
+    """A lexicon's keyword as a pattern on lower-cased text: "word*" matches any word starting with "word", a phrase
+    its words separated by any whitespace."""
     stem = word.endswith("*")
     body = r"\s+".join(re.escape(part) for part in word.rstrip("*").split())
     return re.compile(rf"\b{body}" + (r"\w*" if stem else r"\b"))
@@ -107,7 +109,7 @@ def _pattern(word: str) -> re.Pattern[str]:
 
 @cache
 def _compiled(items: tuple[tuple[str, tuple[str, ...]], ...]) -> list[tuple[str, list[re.Pattern[str]]]]:
-    return [(key, [_pattern(w) for w in words]) for key, words in items]
+    return [(key, [keyword_pattern(w) for w in words]) for key, words in items]
 
 
 def tag_dimensions(text: str, lexicon: Lexicon) -> list[str]:

@@ -22,12 +22,13 @@ from typing import Any
 import numpy as np
 
 from ..assess.dimensions import group_keys
+from ..heart.dimensions import keyword_pattern
 from ..sensitivity.bad import content_words
-from ..stats.bootstrap import TOO_SMALL
+from ..stats.bootstrap import TOO_SMALL, bootstrap_ci, shown
 from ..store.record import user_model
 from ..store.records import Assessment
 from ..store.run_store import RunStore
-from .figures import ladder_figures, mean_interval
+from .figures import ladder_figures
 from .rungs import texts, words
 
 LIVED = "lived"
@@ -36,19 +37,13 @@ WORD = re.compile(r"[a-z']+")
 
 
 @cache
-def _empathy() -> re.Pattern[str]:
-    stems = str(texts()["empathy_words"]).split()
-    alts = [re.escape(w[:-1]) + "[a-z']*" if w.endswith("*") else re.escape(w) for w in stems]
-    return re.compile(r"\b(?:" + "|".join(alts) + r")\b")
+def _empathy() -> list[re.Pattern[str]]:
+    return [keyword_pattern(w) for w in str(texts()["empathy_words"]).split()]
 
 
 def empathy_share(text: str) -> float:
     low = text.lower()
-    return len(_empathy().findall(low)) / max(len(WORD.findall(low)), 1)
-
-
-def content(text: str) -> set[str]:
-    return set(content_words(text))
+    return sum(len(p.findall(low)) for p in _empathy()) / max(len(WORD.findall(low)), 1)
 
 
 def talk_scores(conv: dict[str, Any]) -> dict[tuple[str, str], float]:
@@ -62,11 +57,12 @@ def talk_scores(conv: dict[str, Any]) -> dict[tuple[str, str], float]:
         out[(LIVED, "final trust")] = float(last["trust"])
         out[(LIVED, "needs met")] = float(len({n for s in states[1:] for n in s.get("needs_met") or []}))
     replies = [t["text"] for t in conv["turns"] if t["speaker"] == "supporter"]
-    seeker = set().union(*(content(t["text"]) for t in conv["turns"] if t["speaker"] == "user"))
+    seeker = {w for t in conv["turns"] if t["speaker"] == "user" for w in content_words(t["text"])}
     if replies:
         out[(BASELINE, "words per reply")] = float(np.mean([words(r) for r in replies]))
         out[(BASELINE, "empathy words")] = float(np.mean([empathy_share(r) for r in replies]))
-        picked = [len(content(r) & seeker) / max(len(content(r)), 1) for r in replies]
+        mine = [set(content_words(r)) for r in replies]
+        picked = [len(m & seeker) / max(len(m), 1) for m in mine]
         out[(BASELINE, "the seeker's words picked up")] = float(np.mean(picked))
     return out
 
@@ -157,7 +153,7 @@ def ladder_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[
             for j, v in spreads.items()
         },
         "gaps": [
-            {"judge": j, "rung": r, **mean_interval([float(np.mean(x)) for x in by.values()], seed=seed)}
+            {"judge": j, "rung": r, **shown(bootstrap_ci([float(np.mean(x)) for x in by.values()], seed=seed))}
             for (j, r), by in sorted(gaps.items(), key=lambda kv: (kv[0][0], rungs.index(kv[0][1])))
         ],
         "rows": rows,

@@ -83,10 +83,3 @@ def ladder_figures(scores: np.ndarray, rungs: list[str], *, seed: int = 0, n_boo
     resolution = None if closest is None else {"above": closest["above"], "below": closest["below"],
                                                 "gap": closest["gap"]}  # fmt: skip
     return {"pairs": pair_rows, "tau": mean_tau, "resolution": resolution, "profiles": int((~np.isnan(tau)).sum())}
-
-
-def mean_interval(values: list[float], *, seed: int = 0, n_boot: int = N_BOOT) -> dict[str, Any]:
-    """A mean over profiles with its bootstrap interval (the generic-minus-personal gap of a rung)."""
-    x = np.asarray(values, dtype=float)
-    idx = np.random.default_rng(seed).integers(0, x.size, size=(n_boot, x.size)) if x.size else None
-    return _interval(x, x[idx] if idx is not None else np.empty((0, 0)))

@@ -6,11 +6,10 @@ quote."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ..report.calibration import write
+from ..report.calibration import stamp, write
 from ..simulate.agents import user_agent
 from ..store.record import user_model
 from ..store.run_store import RunStore
@@ -67,7 +66,6 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
     data = ladder_table(store, seed=seed, n_boot=n_boot)
     if not model or not data["complete_profiles"]:
         return None
-    run = str(store.folder.resolve())
     rec: dict[str, Any] = {
         "suite": SUITE,
         "user_model": model,
@@ -78,9 +76,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
         "rungs": data["rungs"],
         "rows": summary(data),
         "verdicts": {g["goal"]: g["verdict"] for g in data["goals"]},
-        "run": run,
-        "config_hash": store.meta().get("config_hash", ""),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **stamp(store),
     }
     rec["line"] = line(rec)
-    return write(SUITE, model, versions, run, rec)
+    return write(SUITE, model, versions, rec)

@@ -71,7 +71,7 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
     if spread:
         lines += ["", "How far each judge's ratings spread over the dimensions of one talk:",
                   text_table(["judge", "distinct values (median)", "SD (mean)", "ratings"], spread, md=md)]  # fmt: skip
-    gaps = [[g["judge"], g["rung"], interval(g["value"], g["lo"], g["hi"], signed=True)] for g in data["gaps"]]
+    gaps = [[g["judge"], g["rung"], interval(g["mean"], g["lo"], g["hi"], signed=True)] for g in data["gaps"]]
     if gaps:
         lines += ["", "Generic minus personal score, by rung (generic empathy should show the largest gap):",
                   text_table(["judge", "rung", "generic - personal"], gaps, md=md)]  # fmt: skip

@@ -13,22 +13,30 @@ them. A scripted talk whose default talk ended in error waits for the next run o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..assess.cards import CardEntry
-from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, rate_stored, unassessed
+from ..assess.stage import (
+    Judge,
+    assess_all,
+    check_judges,
+    judge_models,
+    judges_record,
+    make_judges,
+    rate_stored,
+    unassessed,
+)
 from ..data.selection import check_selection, select
 from ..errors import ConfigError, DataError
 from ..kinds import Summary
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
-from ..profiles.loader import BANK_FOLDER, BANK_PACKAGE, resolve_profiles
+from ..profiles.loader import profile_inputs, resolve_profiles
 from ..profiles.schema import PERSONA, Profile
 from ..simulate.agents import UserBlock, UserSettings, make_user, user_agent, user_settings
 from ..simulate.conversation import Conversation
-from ..simulate.loop import converse
+from ..simulate.loop import converse, talk_seed
 from ..simulate.supporter import Replier, Supporter
 from ..store.keys import Key
 from ..store.record import open_record, run_record
@@ -113,11 +121,8 @@ class LadderPlan:
         if not judges and not user_agent(opts.user_agent.agent).perceives:
             raise ConfigError("--judge none with a user that keeps no inner state: nothing would score the talks")
         prompts = [*user_agent(opts.user_agent.agent).prompts, PERSONA, *R.PROMPTS]
-        files = [Path(p) for p in opts.profiles if not p.startswith("builtin:")]
-        if any(p.startswith("builtin:") for p in opts.profiles):
-            files.append(Path(str(resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER))))
-        files += [Path(s[1:]) for s in opts.own.values() if s.startswith("@")]
-        resolved = {**opts.resolved(), "judge_cards": {j.name: j.card.record(j.model) for j in judges}}
+        files = [*profile_inputs(opts.profiles), *(Path(s[1:]) for s in opts.own.values() if s.startswith("@"))]
+        resolved = {**opts.resolved(), "judge_cards": judges_record(judges)}
         return cls(opts, profiles, rungs, judges, run_record(resolved, sorted(set(prompts)), files))
 
     def keys(self, scripted: bool) -> list[Key]:
@@ -125,11 +130,6 @@ class LadderPlan:
         on the supporter model or (``scripted``) the scripted ones."""
         return [(p.id, r.name, str(rep)) for rep in range(self.opts.repeats) for p in self.profiles
                 for r in self.rungs if r.scripted == scripted]  # fmt: skip
-
-
-def talk_seed(seed: int, profile_index: int, repeat: int) -> int:
-    # the same for every rung of a profile and repeat: the user opens alike, the rungs are compared in pairs
-    return seed + 1_000_003 * repeat + 7919 * profile_index
 
 
 def talk_work(key: Key, profile: Profile, index: int, supporter: Replier, model: Any, settings: UserSettings,
@@ -144,13 +144,12 @@ def talk_work(key: Key, profile: Profile, index: int, supporter: Replier, model:
     return work
 
 
-def references(store: RunStore) -> dict[tuple[str, str], list[str]]:
-    """The default rung's replies of each finished talk, by (profile, repeat)."""
-    out = {}
-    for (pid, rung, rep), d in store.items("conversation"):
-        if rung == R.REFERENCE and d.get("status") == "ok" and (replies := R.default_replies(d["turns"])):
-            out[(pid, rep)] = replies
-    return out
+def reference(store: RunStore, profile_id: str, repeat: str) -> list[str] | None:
+    """The default rung's replies in its finished talk with ``profile_id`` (None while it has none)."""
+    d = store.get("conversation", (profile_id, R.REFERENCE, repeat))
+    if d is None or d.get("status") != "ok":
+        return None
+    return R.default_replies(d["turns"]) or None
 
 
 async def run_ladder(plan: LadderPlan | LadderOptions, run_dir: Path, *, progress: bool = True,
@@ -215,12 +214,14 @@ async def _talks(store: RunStore, plan: LadderPlan, more: Any, progress: bool, c
                          for k in plan.keys(False) if k[0] in chunk]  # fmt: skip
                 await run_stage(store, "conversation", units, workers=opts.concurrency, progress=progress,
                                 label="talks (model rungs)", then=assess, more=more)  # fmt: skip
-            refs = references(store)
             scripted = []
             for k in plan.keys(True):
                 pid, rung, rep = k
-                mine, theirs = refs.get((pid, rep)), refs.get((donor.get(pid, ""), rep))
-                if pid in chunk and mine and (rung != "off_target" or theirs):
+                if pid not in chunk:
+                    continue
+                mine = reference(store, pid, rep)
+                theirs = reference(store, donor[pid], rep) if rung == "off_target" and pid in donor else None
+                if mine and (rung != "off_target" or theirs):
                     scripted.append(unit(k, R.ScriptedSupporter(rung, pid, mine, theirs)))
             await run_stage(store, "conversation", scripted, workers=opts.concurrency, progress=progress,
                             label="talks (scripted rungs)", then=assess, more=more)  # fmt: skip

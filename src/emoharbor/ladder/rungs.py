@@ -1,6 +1,6 @@
 """The rungs of the ladder: supporters whose order is known by construction, best first.
 
-Built in (``BUILT_IN``, in their known order), each a controlled step down from the one above:
+Built in (``RUNGS``, in their known order), each a controlled step down from the one above:
 
 - ``knows``: the supporter model told who it talks to (the default prompt and the profile's card,
   ``prompts/supporter_knows.txt``): the upper anchor, it can personalise because it is told the person;
@@ -12,8 +12,8 @@ Built in (``BUILT_IN``, in their known order), each a controlled step down from 
 - ``dismissive``: minimising, changing the subject, "others have it worse" (scripted, ``texts.yaml``).
 
 The scripted rungs are padded to the word count nearest the default rung's reply at the same turn of the same
-profile (its replies again from the first where its talk was shorter), and the off-target rung is the default rung's own
-replies, so no rung is told from another by length; they need no model and are the same whatever the
+profile (its replies again from the first where its talk was shorter), and the off-target rung is the default
+rung's own replies, so no rung is told from another by length; they need no model and are the same whatever the
 supporter model, so ladders of different user models compare. A user's own rung is a system prompt on the
 supporter model (``builtin:NAME``, ``@FILE`` or the text), placed in the order the user gives.
 """
@@ -37,8 +37,6 @@ from ..prompts import Prompt, load_prompt
 from ..simulate.conversation import Turn
 from ..simulate.supporter import supporter_prompt
 
-BUILT_IN = ("knows", "default", "generic", "off_target", "dismissive")
-SCRIPTED = ("generic", "off_target", "dismissive")  # made from the default rung's talks, no model
 REFERENCE = "default"  # the rung the scripted ones are length-matched to
 PROMPTS = ("supporter_default", "supporter_knows", "supporter_card")
 RULES = "ladder-rungs-2"  # the rules of the scripted rungs: bump when one changes what it makes (in every record)
@@ -61,23 +59,29 @@ def words(text: str) -> int:
 
 @dataclass(frozen=True)
 class Rung:
-    """One rung: its name, and the system prompt of a rung on the supporter model (None: a scripted rung)."""
+    """One rung: its name, the system prompt of a rung on the supporter model (None: a scripted rung), and
+    whether that prompt is followed by the profile's card (``told``: the rung knows who it talks to)."""
 
     name: str
-    prompt: str | None = None  # builtin:NAME, @FILE or the text; "knows" is rendered per profile
+    prompt: str | None = None  # builtin:NAME, @FILE or the text
+    told: bool = False
 
     @property
     def scripted(self) -> bool:
         return self.prompt is None
 
     def system_prompt(self, profile: Profile) -> Prompt:
-        if self.name == "knows" and self.prompt == "builtin:knows":
-            text = load_prompt("supporter_knows").render(card=profile_card(profile))
-            return Prompt("supporter_knows", text)
-        return supporter_prompt(self.prompt)
+        base = supporter_prompt(self.prompt)
+        if not self.told:
+            return base
+        told = load_prompt("supporter_knows").render(card=profile_card(profile))
+        return Prompt("supporter_knows", f"{base.text}\n{told}")
 
 
-BUILT_IN_PROMPTS = {"knows": "builtin:knows", "default": "builtin:default"}
+# the built-in rungs, best first
+RUNGS = {r.name: r for r in (Rung("knows", "builtin:default", told=True), Rung("default", "builtin:default"),
+                             Rung("generic"), Rung("off_target"), Rung("dismissive"))}  # fmt: skip
+BUILT_IN = tuple(RUNGS)
 
 
 def rungs_of(order: list[str], own: dict[str, str]) -> list[Rung]:
@@ -99,7 +103,7 @@ def rungs_of(order: list[str], own: dict[str, str]) -> list[Rung]:
                 raise ConfigError(f"--rung {name}: {e}") from None
             out.append(Rung(name, own[name]))
         elif name in BUILT_IN:
-            out.append(Rung(name, BUILT_IN_PROMPTS.get(name)))
+            out.append(RUNGS[name])
         else:
             raise ConfigError(f"--rungs: no rung {name!r}: built-in {', '.join(BUILT_IN)}, or give it with "
                               f"--rung {name}=PROMPT")  # fmt: skip
@@ -107,8 +111,11 @@ def rungs_of(order: list[str], own: dict[str, str]) -> list[Rung]:
     if unused:
         raise ConfigError(f"--rung {unused[0]}: not in --rungs, so its place in the order is unknown")
     if any(r.scripted for r in out) and REFERENCE not in order:
-        raise ConfigError(f"--rungs: the scripted rungs ({', '.join(SCRIPTED)}) are matched to the default rung's "
-                          "replies: put default in the ladder too")  # fmt: skip
+        scripted = ", ".join(r for r in BUILT_IN if RUNGS[r].scripted)
+        raise ConfigError(
+            f"--rungs: the scripted rungs ({scripted}) are matched to the default rung's replies: "
+            "put default in the ladder too"
+        )
     return out
 
 

@@ -98,3 +98,12 @@ def resolve_profiles(specs: list[str]) -> list[Profile]:
             else:
                 out.extend((p, spec) for p in load_profile_file(path))
     return _unique(out, "the run's profiles")
+
+
+def profile_inputs(specs: list[str]) -> list[Path]:
+    """The files a run reading the profiles ``specs`` depends on (their hashes go in its record): each file or
+    folder named, and the built-in bank's folder where ``builtin:`` is named."""
+    paths = [Path(p) for p in specs if not p.startswith("builtin:")]
+    if any(p.startswith("builtin:") for p in specs):
+        paths.append(Path(str(resources.files(BANK_PACKAGE).joinpath(BANK_FOLDER))))
+    return paths

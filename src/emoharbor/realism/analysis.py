@@ -29,6 +29,7 @@ RETRIED = ("user_broke_character_retried", "user_repetition_retried")
 GOODBYE = re.compile(GRATITUDE.pattern + r"|\b(?:bye|goodbye|good night|take care)\b", re.IGNORECASE)
 POINTS_PER_RATING = 20  # a step of the survey's 1-5 intensity on the simulated 0-100 scale (profiles' mapping)
 FALSE_STOPS_GOAL = 0.10  # at most this share of cuts where the simulated seeker would have ended the talk
+CHECKS = ("discriminator", "similarity", "false_stops")  # the next-message figures beside the rows, each with a goal
 
 
 def embeddings(texts: list[str]) -> np.ndarray | None:
@@ -76,15 +77,15 @@ def next_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any]:
 
 def false_stops(done: list[tuple[Cut, dict[str, Any]]], *, seed: int, n_boot: int) -> dict[str, Any]:
     """The share of cuts at which the simulated seeker decided to end the talk (satisfied or disengaged) where the
-    real seeker went on by construction (a cut is never at a talk's last message): a false stop. Its interval
-    resamples talks."""
+    real seeker went on by construction (a cut is never at a talk's last message): a false stop (``sim``; people
+    make none). Its interval resamples talks."""
     names = sorted({c.talk for c, _ in done})
     index = {t: i for i, t in enumerate(names)}
     talk = np.asarray([index[c.talk] for c, _ in done], dtype=int)
     stopped = np.asarray([str(d.get("decision", "continue")) != "continue" for _, d in done], dtype=float)
     est = estimate(*talk_mean(talk, stopped, len(names), cluster_draws(len(names), n_boot, seed)), len(names), n_boot)
     value = est["value"]
-    return {**est, "goal": f"at most {100 * FALSE_STOPS_GOAL:.0f}% of cuts",
+    return {"sim": est, "goal": f"at most {100 * FALSE_STOPS_GOAL:.0f}% of cuts",
             "verdict": "n/a" if value is None else "met" if value <= FALSE_STOPS_GOAL else "not met"}  # fmt: skip
 
 

@@ -60,13 +60,13 @@ class RealismKind(RunKind):
     def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
         """The simulated user's row ("user"): how far its messages are told apart from people's, the goals met."""
         from ..report.judges_table import add
-        from .analysis import agent_of, next_table
+        from .analysis import CHECKS, agent_of, next_table
         from .render import shown
 
         n = next_table(store, seed=0, n_boot=500)  # the whole talks are not in this column: not made
         if not n["rows"] or n["cuts"] <= rows.get(("user", "argmax"), {}).get("realism_n", -1):
             return
-        checks = [n[k] for k in ("discriminator", "similarity", "false_stops") if n.get(k)]
+        checks = [n[k] for k in CHECKS if n.get(k)]
         verdicts = [r["verdict"] for r in [*n["rows"], *checks]]
         auroc = shown((n.get("discriminator") or {}).get("sim_vs_real"))
         met = f"{verdicts.count('met')} of {len(verdicts)} goals met"

@@ -8,14 +8,13 @@ figures and the line an EmoHarbor run's health (and the demo) quotes.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ..report.calibration import write
+from ..report.calibration import stamp, write
 from ..store.record import user_model
 from ..store.run_store import RunStore
-from .analysis import agent_of, next_table
+from .analysis import CHECKS, agent_of, next_table
 
 SUITE = "realism"
 
@@ -37,8 +36,8 @@ def line(rec: dict[str, Any]) -> str:
         f"narrates its inner state {_pct(rows['narrates']['sim'])}",
     ]
     stops = rec.get("false_stops")
-    if stops and stops.get("value") is not None:
-        parts.append(f"ends the talk at {100 * stops['value']:.0f}% of cuts where the real seeker went on")
+    if stops and stops["sim"]["value"] is not None:
+        parts.append(f"ends the talk at {100 * stops['sim']['value']:.0f}% of cuts where the real seeker went on")
     if auroc.get("value") is not None:
         real = f"; real against real {floor['value']:.2f}" if floor.get("value") is not None else ""
         parts.append(f"told apart from people at AUROC {auroc['value']:.2f}{real}")
@@ -59,8 +58,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
         return None
     disc = nxt.get("discriminator") or {}
     verdicts = {r["figure"]: r["verdict"] for r in nxt["rows"]}
-    verdicts |= {k: nxt[k]["verdict"] for k in ("discriminator", "similarity", "false_stops") if nxt.get(k)}
-    run = str(store.folder.resolve())
+    verdicts |= {k: nxt[k]["verdict"] for k in CHECKS if nxt.get(k)}
     rec: dict[str, Any] = {
         "suite": SUITE,
         "user_model": model,
@@ -73,9 +71,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 1000) -> Path | None
         "auroc_floor": disc.get("real_vs_real"),
         "false_stops": nxt.get("false_stops"),
         "verdicts": verdicts,
-        "run": run,
-        "config_hash": store.meta().get("config_hash", ""),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **stamp(store),
     }
     rec["line"] = line(rec)
-    return write(SUITE, model, versions, run, rec)
+    return write(SUITE, model, versions, rec)

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..stats.bootstrap import TOO_SMALL
 from ..tables import RESUME, interval, nothing_measured, render_data, text_table
+from .analysis import CHECKS
 
 PERCENT = ("gratitude", "question", "voice", "narrates", "repeat", "false_stops")
 
@@ -49,7 +50,7 @@ def next_rows(n: dict[str, Any]) -> list[list[str]]:
                      "talk's)", shown(sim["difference"], signed=True), sim["goal"], sim["verdict"]])  # fmt: skip
     stops = n.get("false_stops")
     if stops:
-        rows.append(["ends the talk where the real seeker went on", shown(stops, "false_stops"), "0%", "",
+        rows.append(["ends the talk where the real seeker went on", shown(stops["sim"], "false_stops"), "0%", "",
                      stops["goal"], stops["verdict"]])  # fmt: skip
     return rows
 
@@ -114,9 +115,7 @@ def csv_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     parts = [(view, r["figure"], r, ["sim", "real", "vs_real"]) for view in ("next", "whole")
              for r in (data.get(view) or {}).get("rows", [])]  # fmt: skip
     parts += [("next", name, n[name], [k for k, e in n[name].items() if isinstance(e, dict)])
-              for name in ("discriminator", "similarity") if n.get(name)]  # fmt: skip
-    if n.get("false_stops"):
-        parts.append(("next", "false_stops", {"sim": n["false_stops"], **n["false_stops"]}, ["sim"]))
+              for name in CHECKS if n.get(name)]  # fmt: skip
     return [{"view": view, "figure": figure, "side": side, "value": p[side]["value"], "lo": p[side]["lo"],
              "hi": p[side]["hi"], "goal": p["goal"], "verdict": p["verdict"]}
             for view, figure, p, sides in parts for side in sides]  # fmt: skip

@@ -102,7 +102,6 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
     headline = next((h for h in HEADLINES if h in rows), None)
     if headline is None:
         return None
-    run = str(store.folder.resolve())
     rec = {
         "user_model": model,
         "prompt_versions": versions,
@@ -114,17 +113,21 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
         "reward": cfg.get("reward"),
         "headline": headline,
         "rows": rows,
-        "run": run,
-        "config_hash": store.meta().get("config_hash", ""),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **stamp(store),
     }
-    return write(FOLDER, model, versions, run, rec)
+    return write(FOLDER, model, versions, rec)
 
 
-def write(suite: str, model: str, versions: dict[str, str], run: str, rec: dict[str, Any]) -> Path | None:
-    """Write ``rec`` as the record of the run folder ``run`` in ``suite``'s folder of the cache (one file per
-    run, replaced whole); its path, or None when the folder cannot be written."""
-    run_hash = hashlib.sha256(run.encode()).hexdigest()[:8]
+def stamp(store: RunStore) -> dict[str, str]:
+    """What every measured record says of the run it comes from: its folder, its config hash, when it was written."""
+    return {"run": str(store.folder.resolve()), "config_hash": store.meta().get("config_hash", ""),
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}  # fmt: skip
+
+
+def write(suite: str, model: str, versions: dict[str, str], rec: dict[str, Any]) -> Path | None:
+    """Write ``rec`` (stamped with its run: ``stamp``) as the record of its run folder in ``suite``'s folder of the
+    cache (one file per run, replaced whole); its path, or None when the folder cannot be written."""
+    run_hash = hashlib.sha256(str(rec["run"]).encode()).hexdigest()[:8]
     path = default_cache_dir() / suite / f"{key_prefix(model, versions)}-{run_hash}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

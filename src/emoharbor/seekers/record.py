@@ -10,11 +10,10 @@ EmoHarbor or validate run's health quotes for the same model and prompts.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ..report.calibration import HEADLINES, user_of, write
+from ..report.calibration import HEADLINES, stamp, user_of, write
 from ..store.run_store import RunStore
 from ..tables import interval, num
 from .analysis import seekers_table
@@ -56,7 +55,6 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None
     if not data["points"] or headline is None:
         return None
     keep = ("rho", "pairs", "rho_margin", "pairs_margin", "rho_best", "pairs_best", "rho_beats", "pairs_beats")
-    run = str(store.folder.resolve())
     rec: dict[str, Any] = {
         "suite": SUITE,
         "user_model": model,
@@ -67,9 +65,7 @@ def record(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> Path | None
         "sources": data["sources"],
         "headline": headline,
         "row": {k: rows[headline][k] for k in keep},
-        "run": run,
-        "config_hash": store.meta().get("config_hash", ""),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **stamp(store),
     }
     rec["line"] = line(rec)
-    return write(SUITE, model, versions, run, rec)
+    return write(SUITE, model, versions, rec)

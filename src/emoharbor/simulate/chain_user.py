@@ -167,7 +167,7 @@ class ChainUser:
         self.voice = voice.system(self.prompts["user_voice"], profile, ending=examples)
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
-        self.fits: list[str] = []  # the Appraiser's fit of each supporter message so far
+        self.fits: list[str | None] = []  # the Appraiser's fit of each supporter message so far (None: not said)
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """``system_prompt`` first, the same for both steps of a turn (a long shared prefix that llama.cpp and
@@ -278,7 +278,7 @@ class ChainUser:
         if not text:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)
         step.text = text
-        self.fits.append(str(fit or "mixed"))
+        self.fits.append(fit)
         step.decision = (
             await self._decide(msgs, text, seed, step) if self.state.turn >= self.s.min_turns else "continue"
         )

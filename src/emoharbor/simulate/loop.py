@@ -11,6 +11,12 @@ from .supporter import Replier
 from .user_agent import UserAgent, UserSimulationError, UserStep
 
 
+def talk_seed(seed: int, profile_index: int, repeat: int) -> int:
+    """A talk's seed: the same for every supporter of one profile and repeat (the user opens alike, so supporters
+    are compared in pairs)."""
+    return seed + 1_000_003 * repeat + 7919 * profile_index
+
+
 def _user_turn(step: UserStep) -> Turn:
     inner = dict(step.inner or {})
     if step.state is not None:
