@@ -496,7 +496,10 @@ async def test_grounded_endings_leave_only_when_the_talk_gives_a_reason() -> Non
     wants_out = ChainScript(decide=json.dumps({"decision": "disengage"}))
     conv = await talk(wants_out, max_turns=4, min_turns=1, endings="grounded")
     assert conv.termination == "max_turns"
-    assert [ev for ev, _ in conv.events].count("ending_overruled") == 4
+    # not asked after the first reply (no reason to end yet); from the second, relieved 20 points, it may end
+    # satisfied, so it is asked, and its wish to disengage is overruled
+    assert wants_out.count["decide"] == 3
+    assert [ev for ev, _ in conv.events].count("ending_overruled") == 3
     # two poorly fitting replies in a row (the profile's patience: 2) and it goes
     poor = json.dumps({"understood": "", "needs_met": [], "needs_missed": ["heard"], "about_me": False,
                        "disliked": True, "fit": "poor", "crisis_referral": False})  # fmt: skip

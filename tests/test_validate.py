@@ -264,3 +264,32 @@ def test_a_killed_validate_run_keeps_its_wall_time_and_resumes(tmp_path: Path) -
         flat = list(csv.DictReader(f))
     assert len(flat) == 24 and {r["judge"] for r in flat} == {"user", "profile_aware:fake", "third_party:fake"}
     assert "validate_scores.csv" in out
+
+
+async def test_the_pace_of_relief_and_the_step_that_matches_people(tmp_path: Path) -> None:
+    # three supporter turns each; the Feeler answers 7 (+15 at step 15: its whole bound) to the first, which says
+    # "zest", and 3 (-5: a third of it the other way) to the other two; the seekers fell (e-1) survey steps
+    path = dialogs(tmp_path, [2, 3, 4, 5, 5])
+    opts = ValidateOptions(esconv=[path], judges=["user"], max_supporter_turns=0)
+    model = ScriptedModel(ValidateScript())
+    store = RunStore.create_or_resume(tmp_path / "run", "validate", opts.resolved(), "h")
+    judges = opts.make_judges()
+    for r in load_esconv(path):
+        assert await replay_and_assess(store, r, opts, model, judges, {j.name: model for j in judges})
+    data = validation_table(store, n_boot=300)
+    store.close()
+    p = data["pace"]
+    assert p["talks"] == 5 and p["intensity_step"] == 15
+    assert p["people"]["value"] == pytest.approx((1 + 2 + 3 + 4 + 4) * 20 / 3 / 5)
+    assert p["simulated"]["value"] == pytest.approx((15 - 5 - 5) / 3)
+    assert p["share"]["value"] == pytest.approx((1 - 1 / 3 - 1 / 3) / 3)
+    assert p["fitted_step"]["value"] == pytest.approx(p["people"]["value"] / p["share"]["value"])
+    assert p["fitted_step"]["lo"] <= p["fitted_step"]["value"] <= p["fitted_step"]["hi"]
+    assert "the intensity_step that matches them: 168.0 [" in render_validation(data, "text")
+    # replayed only up to a cap, a talk is not whole: no pace from it
+    capped = ValidateOptions(esconv=[path], judges=["user"], max_supporter_turns=2)
+    store = RunStore.create_or_resume(tmp_path / "capped", "validate", capped.resolved(), "h")
+    for r in load_esconv(path):
+        assert await replay_and_assess(store, r, capped, model, judges, {j.name: model for j in judges})
+    assert validation_table(store, n_boot=300)["pace"]["talks"] == 0
+    store.close()

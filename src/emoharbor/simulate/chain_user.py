@@ -56,7 +56,8 @@ class ChainSettings(ReactionSettings, VoiceSettings):
     top_logprobs: int = Field(default=20, ge=0, le=20)  # alternatives per token for the expected readouts (0: none)
     readout: Literal["written", "expected"] = "written"  # what moves the state: the written or expected step
     # who decides that the talk ends: the model alone, or the model held to what the talk gave it (``grounded``:
-    # leave only after ``patience`` poorly fitting replies in a row or lost trust; end satisfied only once relieved)
+    # leave only after ``patience`` poorly fitting replies in a row or lost trust; end satisfied only once
+    # relieved; asked only then: ``ChainUser.grounds``)
     endings: Literal["model", "grounded"] = "model"
     patience: int = Field(default=2, ge=1)
 
@@ -279,11 +280,14 @@ class ChainUser:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)
         step.text = text
         self.fits.append(fit)
-        step.decision = (
-            await self._decide(msgs, text, seed, step) if self.state.turn >= self.s.min_turns else "continue"
-        )
-        if self.s.endings == "grounded":
-            step.decision = self._grounded(step.decision, step)
+        step.decision = "continue"
+        if self.state.turn >= self.s.min_turns:
+            allowed = self.grounds()
+            if allowed:  # asked only where the talk gives a reason to end (always, with ``endings: model``)
+                step.decision = await self._decide(msgs, text, seed, step)
+            if step.decision not in ("continue", *allowed):
+                step.events.append(("ending_overruled", f"{step.decision}: the talk gave no reason yet"))
+                step.decision = "continue"
         step.inner = {**(step.inner or {}), "shared": may_share}
         self._check_text(step, earlier)
         return step
@@ -311,21 +315,18 @@ class ChainUser:
         p = self.profile.personality
         return max(1, self.s.patience + (p.agreeableness >= 0.67) - (p.neuroticism >= 0.67))
 
-    def _grounded(self, decision: Decision, step: UserStep) -> Decision:
-        """The model's decision held to the talk (``endings: grounded``): it disengages only after ``patience()``
-        poor replies in a row or trust fallen 20 points below where it started, and ends satisfied only once
-        its intensity has fallen 20 points or more; else it goes on, and an event says what was overruled."""
-        start = self.profile.emotional_state.intensity
-        if decision == "disengage":
-            tried = self.fits[-self.patience() :]
-            failed = len(tried) == self.patience() and set(tried) == {"poor"}
-            if failed or self.state.trust <= self.s.initial_trust - 20:
-                return decision
-        elif decision == "end_satisfied" and self.state.intensity <= start - 20:
-            return decision
-        if decision != "continue":
-            step.events.append(("ending_overruled", f"{decision}: the talk gave no reason yet"))
-        return "continue"
+    def grounds(self) -> tuple[Decision, ...]:
+        """The endings the talk gives this seeker a reason for. ``endings: model``: both, always (the model alone
+        decides). ``grounded``: it may disengage after ``patience()`` poorly fitting replies in a row or trust
+        fallen 20 points below where it started, and end satisfied once its intensity has fallen 20 points or
+        more; with neither, it goes on without being asked."""
+        if self.s.endings == "model":
+            return ("end_satisfied", "disengage")
+        tried = self.fits[-self.patience() :]
+        failed = len(tried) == self.patience() and set(tried) == {"poor"}
+        leave = failed or self.state.trust <= self.s.initial_trust - 20
+        relieved = self.state.intensity <= self.profile.emotional_state.intensity - 20
+        return (*(("end_satisfied",) if relieved else ()), *(("disengage",) if leave else ()))
 
     async def _message(self, msgs: list[Message], seed: int, version: str, earlier: list[str],
                        step: UserStep) -> str:  # fmt: skip

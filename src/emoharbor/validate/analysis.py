@@ -57,6 +57,7 @@ from ..store import records
 from ..store.records import Assessment
 from ..store.run_store import RunStore
 from .baselines import FEATURES, Features, baseline_features, views_used
+from .pace import pace
 
 TARGETS = ["empathy", "relevance", "intensity_drop", "not_failed"]
 TARGET_LABELS = {
@@ -207,6 +208,7 @@ def validation_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000, embe
         "length_labels": LENGTH_LABELS,
         "differences": _difference_rows(by_judge, ok, judges, seed, n_boot),
         "counts": _counts(replays, ok, by_judge, judges, views, usable, notes),
+        "pace": pace(ok, store.config(), seed=seed, n_boot=n_boot),
         "events": store.event_counts(),
         "usage_by_role": store.usage_by_role(),
         "config": store.config(),

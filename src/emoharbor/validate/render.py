@@ -8,6 +8,7 @@ from typing import Any
 from ..stats.bootstrap import TOO_SMALL, too_small
 from ..tables import RESUME, csv_table, interval, num, text_table
 from .analysis import LENGTH_KEYS
+from .pace import pace_lines
 
 CELL_FIELDS = ("value", "lo", "hi", "n")
 VIEW_WORDS = {"replayed": "replayed turns", "all": "whole dialog"}
@@ -90,6 +91,7 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             "logistic regression on words and the judge's score minus that on words alone (stratified 5-fold, "
             "leave-one-out up to 20 conversations, redone in every resample); 0 = nothing beyond length"
         )
+    lines += pace_lines(data.get("pace") or {})
     lines += [f"note: {x}" for x in c.get("notes", [])]
     judge = cfg.get("judge", {}).get("model")  # runs from before judge cards name one third-party judge
     lines.append(
