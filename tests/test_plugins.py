@@ -96,7 +96,9 @@ OWN_KIND_PROMPT = "Read only what a supporter said, and rate it.\n\n$replies\n\n
 
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Agents and judge kinds registered by a test stay in the test."""
+    """Agents and judge kinds registered by a test stay in the test. The built-in ones are registered first: a
+    built-in module imported while the copy stands would register into it, and be gone with it."""
+    agents.user_agent(agents.DEFAULT), judge_kinds.judge_kind("reply")
     monkeypatch.setattr(agents, "AGENTS", dict(agents.AGENTS))
     monkeypatch.setattr(judge_kinds, "KINDS", dict(judge_kinds.KINDS))
 
@@ -192,10 +194,11 @@ def test_the_old_spelling_is_read_into_the_block() -> None:
                                            "initial_trust": 40, "min_turns": 1, "max_tokens": 200,
                                            "message_tokens": 0, "top_logprobs": 20, "readout": "written",
                                            "endings": "model", "patience": 2, "examples": None,
-                                           "examples_k": 4}  # fmt: skip
+                                           "examples_k": 4, "window": 0}  # fmt: skip
     simple = RunConfig.model_validate({"user_agent": "simple", "intensity_step": 15, "trust_step": 20})
     # the steps given are not the simple user's: it never read them
-    assert simple.user_agent.model_dump() == {"agent": "simple", "examples": None, "examples_k": 4, "max_tokens": 0}
+    assert simple.user_agent.model_dump() == {"agent": "simple", "examples": None, "examples_k": 4, "window": 0,
+                                            "max_tokens": 0}
     reward = RewardSettings.model_validate({"intensity_step": 12, "max_tokens": 64, "relief": 1.0})
     assert reward.user_agent.model_dump()["max_tokens"] == 64
     assert (reward.user_agent.intensity_step, reward.relief) == (12, 1.0)

@@ -29,6 +29,11 @@ def test_the_note_goes_just_before_the_supporters_last_message() -> None:
     assert msgs[2]["content"] == "(note)" and msgs[-1]["content"] == "Hello, what's up?"
     assert voice.chat(head, [], "(open)")[-1] == {"role": "system", "content": "(open)"}  # the opening's note
     assert voice.chat(head, turns) == [head, msgs[1], msgs[3]]  # the simple user: no note
+    # a window of the talk: the last two supporter turns and what the seeker said between them
+    talk = [Turn(speaker="user" if i % 2 == 0 else "supporter", text=f"m{i}") for i in range(6)]
+    shown = voice.chat(head, talk, "(note)", window=2)
+    assert shown[0] == head and [m["content"] for m in shown[1:]] == ["m3", "m4", "(note)", "m5"]
+    assert voice.chat(head, talk, window=9) == voice.chat(head, talk)  # fewer turns than the window: all
 
 
 def test_a_written_message_is_trimmed_as_sent() -> None:

@@ -48,10 +48,14 @@ class ReactionSettings(UserSettings):
 
 class VoiceSettings(UserSettings):
     """The settings of a user that writes in its own voice (``voice.py``): real seekers' messages as examples
-    (``examples``: an ESConv file, ``examples_k`` of its talks nearest the profile's story; off by default)."""
+    (``examples``: an ESConv file, ``examples_k`` of its talks nearest the profile's story; off by default) and
+    how much of the talk its chat shows (``window``)."""
 
     examples: str | None = None
     examples_k: int = Field(default=4, ge=0, le=20)
+    # the supporter turns its chat shows (with its own messages between them) when it writes; 0: the whole talk.
+    # Fewer of its own earlier messages in view, fewer to drift from (the repeat check still reads them all)
+    window: int = Field(default=0, ge=0)
 
 
 S = TypeVar("S", bound=UserSettings)

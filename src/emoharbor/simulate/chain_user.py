@@ -274,7 +274,7 @@ class ChainUser:
                              landed=voice.landed(fit), may_share=may_share, keep_back=keep_back,
                              words=self.words)  # fmt: skip
         earlier = [t.text for t in turns if t.speaker == "user"]
-        msgs = voice.chat(self.voice, turns, note)
+        msgs = voice.chat(self.voice, turns, note, self.s.window)
         text = await self._message(msgs, seed, p_note.version, earlier, step)
         if not text:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)

@@ -44,12 +44,21 @@ def system(prompt: Prompt, profile: Profile, ending: str = "") -> Message:
     return {"role": "system", "content": text}
 
 
-def chat(head: Message, turns: list[Turn], note: str | None = None) -> list[Message]:
-    """The seeker's chat: its system message, every turn from its side (its own as ``assistant``), and the
-    private ``note`` (when there is one) just before the supporter's last message, so that the message the
-    model answers is the supporter's (a note after it made the 1.5B model answer the note: the supporter's
-    phrases, thanks and relief)."""
-    msgs = [{"role": "assistant" if t.speaker == "user" else "user", "content": t.text} for t in turns]
+def recent(turns: list[Turn], window: int) -> list[Turn]:
+    """The talk from the ``window``-th last supporter turn on (0: all of it): what a seeker's chat shows."""
+    if window <= 0:
+        return turns
+    starts = [i for i, t in enumerate(turns) if t.speaker == "supporter"]
+    return turns[starts[-window] :] if len(starts) > window else turns
+
+
+def chat(head: Message, turns: list[Turn], note: str | None = None, window: int = 0) -> list[Message]:
+    """The seeker's chat: its system message, the turns from its side (its own as ``assistant``; the last
+    ``window`` supporter turns and the seeker's messages between them, or all with 0), and the private ``note``
+    (when there is one) just before the supporter's last message, so that the message the model answers is the
+    supporter's (a note after it made the 1.5B model answer the note: the supporter's phrases, thanks and
+    relief)."""
+    msgs = [{"role": "assistant" if t.speaker == "user" else "user", "content": t.text} for t in recent(turns, window)]
     at = len(msgs) - 1 if msgs and msgs[-1]["role"] == "user" else len(msgs)
     if note:
         msgs.insert(at, {"role": "system", "content": note.strip()})
