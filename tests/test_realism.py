@@ -173,6 +173,10 @@ def test_the_command_runs_against_an_endpoint_and_shows_it_everywhere(
     assert data["next"]["discriminator"]["real_vs_real"]["value"] is not None
     whole = data["whole"]
     assert whole["talks"] == 2 and whole["seeker_turns"]["sim"]["value"] == pytest.approx(3)
+    # people's five seeker turns, cut where the simulated talks stop (two supporter turns): three, as the simulated
+    turns = whole["seeker_turns"]
+    assert turns["real"]["value"] == pytest.approx(5) and turns["real_at_cap"]["value"] == pytest.approx(3)
+    assert turns["verdict"] == "n/a"  # two talks: no interval to be within
     assert whole["relief"]["real"]["value"] == pytest.approx((2 * 20 / 5 + 1 * 20 / 5) / 2)  # survey 4->2, 3->2
     # a finished run is reprinted with no model: the server is gone
     code, out, err = run_main(command(files, run, srv.base_url, "--format", "md"), capsys)

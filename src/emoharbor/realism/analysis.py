@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,7 @@ def whole_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any] | 
     table = Table([m for ms in sim_msgs for m in ms], [m for ms in real_msgs for m in ms], n_boot=n_boot, seed=seed)
     draws = cluster_draws(len(names), n_boot, seed)
 
-    def mean(values: list[float | None]) -> dict[str, Any]:  # one value a talk
+    def mean(values: Sequence[float | None]) -> dict[str, Any]:  # one value a talk
         v = np.asarray([np.nan if x is None else x for x in values], dtype=float)
         return estimate(*talk_mean(np.arange(len(v)), v, len(v), draws), int(np.isfinite(v).sum()), n_boot)
 
@@ -136,17 +137,26 @@ def whole_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any] | 
     s, lo, hi = relief["sim"]["value"], relief["real"]["lo"], relief["real"]["hi"]
     relief["goal"] = "within the real talks' interval"
     relief["verdict"] = "n/a" if s is None or lo is None else "met" if lo <= s <= hi else "not met"
+    cap = store.config().get("turns")
+    lengths = {"sim": [float(len(m)) for m in sim_msgs], "real": [float(len(m)) for m in real_msgs]}
+    turns: dict[str, Any] = {side: mean(v) for side, v in lengths.items()}
+    # people's talks cut where the simulated ones are (the opening and one message a supporter turn at most): a
+    # simulated talk that reached the cap went on as far as it could
+    turns["real_at_cap"] = mean([min(n, cap + 1) if cap else n for n in lengths["real"]])
+    s, lo, hi = turns["sim"]["value"], turns["real_at_cap"]["lo"], turns["real_at_cap"]["hi"]
+    turns["goal"] = "within people's interval, their talks cut at the same cap"
+    turns["verdict"] = "n/a" if s is None or lo is None else "met" if lo <= s <= hi else "not met"
     depth = max(len(m) for m in sim_msgs)
     out.update(
         rows=table.rows(),
-        seeker_turns={"sim": mean([float(len(m)) for m in sim_msgs]), "real": mean([float(len(m)) for m in real_msgs])},
+        seeker_turns=turns,
         words_by_turn=[{"turn": k + 1, "sim": _median([m[k].text for m in sim_msgs if k < len(m)]),
                         "real": _median([m[k].text for m in real_msgs if k < len(m)])} for k in range(depth)],
         relief=relief,
         endings=dict(Counter(convs[t].termination for t in names)),
         last_thanks_or_bye={"sim": mean([_goodbye(m) for m in sim_msgs]),
                             "real": mean([_goodbye(m) for m in real_msgs])},
-        turns_cap=store.config().get("turns"),
+        turns_cap=cap,
     )  # fmt: skip
     return out
 

@@ -83,7 +83,8 @@ def whole_text(w: dict[str, Any] | None, md: bool) -> list[str]:
     cap = w.get("turns_cap")
     st, rel, bye = w["seeker_turns"], w["relief"], w["last_thanks_or_bye"]
     shape = [
-        ["seeker turns", shown(st["sim"]), shown(st["real"]), f"the simulated talk stops after {cap} supporter turns"],
+        ["seeker turns", shown(st["sim"]), shown(st["real"]), f"the simulated talk stops after {cap} supporter "
+         f"turns; people's cut there: {shown(st['real_at_cap'])}; {st['goal']}: {st['verdict']}"],
         ["relief per supporter turn (intensity points)", shown(rel["sim"]), shown(rel["real"]),
          f"{rel['goal']}: {rel['verdict']}"],
         ["last message thanks or says goodbye", shown(bye["sim"]), shown(bye["real"]), ""],
