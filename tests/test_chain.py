@@ -216,7 +216,7 @@ async def test_intensity_follows_from_feeling_better_or_worse() -> None:
 async def test_termination_reasons(decision: str, reason: str) -> None:
     # whether to go on is asked apart, and only once the talk may end: before min_turns it goes on unasked
     script = ChainScript(decide=json.dumps({"decision": decision}))
-    conv = await talk(script, max_turns=6, min_turns=2)
+    conv = await talk(script, max_turns=6, min_turns=2, endings="model")
     assert conv.termination == reason
     assert conv.states[-1].turn == 2 and script.count["decide"] == 1 and script.count["express"] == 2
     assert [(t.inner or {}).get("decision") for t in conv.turns[2::2]] == ["continue", decision]
@@ -227,7 +227,7 @@ async def test_termination_reasons(decision: str, reason: str) -> None:
 async def test_the_decision_is_asked_in_the_expressers_chat_after_the_message_it_wrote() -> None:
     model = ScriptedModel(ChainScript())
     conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"),
-                          ChainUser(model, PROFILE, ChainSettings(min_turns=1)), supporter(model),
+                          ChainUser(model, PROFILE, ChainSettings(min_turns=1, endings="model")), supporter(model),
                           max_turns=2, seed=1)  # fmt: skip
     express = [c for c in model.calls if role_of(c) == "express"]
     decide = [c for c in model.calls if role_of(c) == "decide"]
@@ -239,7 +239,7 @@ async def test_the_decision_is_asked_in_the_expressers_chat_after_the_message_it
 
 
 async def test_a_decision_that_does_not_parse_goes_on_and_is_counted() -> None:
-    conv = await talk(ChainScript(decide="garbage"), max_turns=3, min_turns=1)
+    conv = await talk(ChainScript(decide="garbage"), max_turns=3, min_turns=1, endings="model")
     assert conv.termination == "max_turns" and len(conv.turns) == 7
     assert [ev for ev, _ in conv.events].count("parse_failure:decide") == 3
 
@@ -496,10 +496,10 @@ async def test_grounded_endings_leave_only_when_the_talk_gives_a_reason() -> Non
     wants_out = ChainScript(decide=json.dumps({"decision": "disengage"}))
     conv = await talk(wants_out, max_turns=4, min_turns=1, endings="grounded")
     assert conv.termination == "max_turns"
-    # not asked after the first reply (no reason to end yet); from the second, relieved 20 points, it may end
+    # not asked while it has no reason to end; at the fourth, relieved 40 points (75 -> 35), it may end
     # satisfied, so it is asked, and its wish to disengage is overruled
-    assert wants_out.count["decide"] == 3
-    assert [ev for ev, _ in conv.events].count("ending_overruled") == 3
+    assert wants_out.count["decide"] == 1
+    assert [ev for ev, _ in conv.events].count("ending_overruled") == 1
     # two poorly fitting replies in a row (the profile's patience: 2) and it goes
     poor = json.dumps({"understood": "", "needs_met": [], "needs_missed": ["heard"], "about_me": False,
                        "disliked": True, "fit": "poor", "crisis_referral": False})  # fmt: skip
@@ -507,9 +507,13 @@ async def test_grounded_endings_leave_only_when_the_talk_gives_a_reason() -> Non
                                   feel=json.dumps({"thought": "meh", "better": 4, "trust": 4})),
                       max_turns=6, min_turns=1, endings="grounded")  # fmt: skip
     assert gone.termination == "user_disengaged" and gone.states[-1].turn == 2
-    # satisfied only once relieved: each reply here takes 10 points off (75 -> 55 after two)
+    # satisfied only once relieved 40 points: each reply here takes 10 off (75 -> 35 after four)
     done = await talk(ChainScript(decide=json.dumps({"decision": "end_satisfied"})), max_turns=6, min_turns=1,
                       endings="grounded")  # fmt: skip
-    assert done.termination == "user_ended_satisfied" and done.states[-1].turn == 2
-    # the model's own decision stands by default
-    assert (await talk(wants_out, max_turns=4, min_turns=1)).termination == "user_disengaged"
+    assert done.termination == "user_ended_satisfied" and done.states[-1].turn == 4
+    # poorly fitting replies that still bring relief are no reason to leave: it stays to the end
+    helped = await talk(ChainScript(appraise=poor, decide=json.dumps({"decision": "disengage"})), max_turns=4,
+                        min_turns=1, endings="grounded")  # fmt: skip
+    assert helped.termination == "max_turns" and [s.intensity for s in helped.states] == [75, 65, 55, 45, 35]
+    # held to nothing (endings: model), the model's own decision stands
+    assert (await talk(wants_out, max_turns=4, min_turns=1, endings="model")).termination == "user_disengaged"

@@ -193,12 +193,12 @@ def test_the_old_spelling_is_read_into_the_block() -> None:
     assert cfg.user_agent.model_dump() == {"agent": "chain", "intensity_step": 10, "trust_step": 20,
                                            "initial_trust": 40, "min_turns": 1, "max_tokens": 200,
                                            "message_tokens": 0, "top_logprobs": 20, "readout": "written",
-                                           "endings": "model", "patience": 2, "examples": None,
+                                           "endings": "grounded", "patience": 2, "relief_to_end": 40, "examples": None,
                                            "examples_k": 4, "window": 0}  # fmt: skip
     simple = RunConfig.model_validate({"user_agent": "simple", "intensity_step": 15, "trust_step": 20})
     # the steps given are not the simple user's: it never read them
-    assert simple.user_agent.model_dump() == {"agent": "simple", "examples": None, "examples_k": 4, "window": 0,
-                                            "max_tokens": 0}
+    said = {"agent": "simple", "examples": None, "examples_k": 4, "window": 0, "max_tokens": 0}
+    assert simple.user_agent.model_dump() == said
     reward = RewardSettings.model_validate({"intensity_step": 12, "max_tokens": 64, "relief": 1.0})
     assert reward.user_agent.model_dump()["max_tokens"] == 64
     assert (reward.user_agent.intensity_step, reward.relief) == (12, 1.0)

@@ -69,6 +69,24 @@ def test_shipped_records_are_quoted_after_the_users_own(tmp_path: Path, monkeypa
     assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", run)] == ["my own line"]
 
 
+def test_a_record_is_quoted_only_for_the_settings_it_was_measured_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none")
+    versions = {"user_voice": "user_voice@1"}
+    grounded = {"agent": "chain", "endings": "grounded", "intensity_step": 6}
+    rec = {"user_model": "local:qwen1.5b", "prompt_versions": versions, "size": 40, "line": "measured grounded",
+           "user_settings": grounded}  # fmt: skip
+    calibration.write("realism", "local:qwen1.5b", versions, {**rec, "run": "r"})
+    assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", versions, grounded)] == ["measured grounded"]
+    assert calibration.quoted("local:qwen1.5b", versions, {**grounded, "endings": "model"}) == []
+    # a run that does not say its settings, or a record that does not, is matched on the model and prompts alone
+    assert len(calibration.quoted("local:qwen1.5b", versions)) == 1
+    calibration.write("realism", "local:qwen1.5b", versions, {**rec, "user_settings": None, "run": "old", "size": 60})
+    assert [r["run"] for _, r in calibration.quoted("local:qwen1.5b", versions, {"agent": "simple"})] == ["old"]
+
+
 def test_the_demo_prints_what_is_measured_of_its_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))

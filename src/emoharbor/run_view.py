@@ -30,6 +30,7 @@ class RunView:
     data: Any = None  # the kind's own: what its section reads (``RunKind.view`` fills it)
     user_model: str | None = None  # the simulated user's model, where its reactions were read (health)
     user_prompts: dict[str, str] = field(default_factory=dict)  # the versions of the prompts it read
+    user_settings: dict[str, Any] | None = None  # its ``user_agent:`` block, as the run stored it
 
     @property
     def label(self) -> str:

@@ -54,7 +54,8 @@ def print_conversation(store: RunStore) -> None:
     if counts:
         click.echo("# events in the whole run: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     cfg = store.config()
-    for line in health_lines(user_model(cfg), cfg.get("prompt_versions")):  # what is measured of this simulated user
+    # what is measured of this simulated user, with these prompts and settings
+    for line in health_lines(user_model(cfg), cfg.get("prompt_versions"), cfg.get("user_agent")):
         click.echo(f"# {line}")
     click.echo("")
 

@@ -32,6 +32,7 @@ def load_view(store: RunStore, view: RunView, seed: int) -> None:
     if user_agent(cfg.user_agent.agent).reactions:  # the user whose reactions a sensitivity run measures
         view.user_model = cfg.roles.user.model
         view.user_prompts = dict(store.config().get("prompt_versions") or {})
+        view.user_settings = store.config().get("user_agent")
     view.profiles = stored_profiles(store)
     if not view.profiles:
         view.notes.append("this run was made before runs kept their profiles, so there are no breakdowns by profile")

@@ -118,10 +118,12 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
     return write(FOLDER, model, versions, rec)
 
 
-def stamp(store: RunStore) -> dict[str, str]:
-    """What every measured record says of the run it comes from: its folder, its config hash, when it was written."""
+def stamp(store: RunStore) -> dict[str, Any]:
+    """What every measured record says of the run it comes from: its folder, its config hash, when it was written,
+    and its simulated user's settings (``matches`` compares them with a run's, where both say them)."""
     return {"run": str(store.folder.resolve()), "config_hash": store.meta().get("config_hash", ""),
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}  # fmt: skip
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "user_settings": store.config().get("user_agent")}  # fmt: skip
 
 
 def write(suite: str, model: str, versions: dict[str, str], rec: dict[str, Any]) -> Path | None:
@@ -139,15 +141,19 @@ def write(suite: str, model: str, versions: dict[str, str], rec: dict[str, Any])
     return path
 
 
-def matches(rec: Any, model_name: str, prompt_versions: dict[str, Any]) -> bool:
-    """Whether ``rec`` was measured on ``model_name`` with every prompt it names at the version the run read."""
+def matches(rec: Any, model_name: str, prompt_versions: dict[str, Any], settings: dict[str, Any] | None = None) -> bool:
+    """Whether ``rec`` was measured on ``model_name`` with every prompt it names at the version the run read, and,
+    where both say them, with the run's simulated user's settings (``user_settings``: its ``user_agent:`` block;
+    how a seeker talks and when it ends depend on them)."""
     versions = rec.get("prompt_versions") if isinstance(rec, dict) else None
+    said = rec.get("user_settings") if isinstance(rec, dict) else None
     return (isinstance(versions, dict) and bool(versions) and rec.get("user_model") == model_name
-            and all(prompt_versions.get(k) == v for k, v in versions.items()))  # fmt: skip
+            and all(prompt_versions.get(k) == v for k, v in versions.items())
+            and (settings is None or not isinstance(said, dict) or said == settings))  # fmt: skip
 
 
-def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None,
-           suite: str = FOLDER) -> dict[str, Any] | None:  # fmt: skip
+def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None, suite: str = FOLDER,
+           settings: dict[str, Any] | None = None) -> dict[str, Any] | None:  # fmt: skip
     """The record of ``suite`` with the most cases (``size``; the newest among equals) of ``model_name`` whose
     prompts the run (``prompt_versions``, which may name more) read at the same versions: the user's reaction
     prompts for the sensitivity and seekers suites, every prompt of its user for the realism suite; None if
@@ -162,14 +168,15 @@ def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None,
                 rec = json.loads(p.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            if matches(rec, model_name, prompt_versions):
+            if matches(rec, model_name, prompt_versions, settings):
                 found.append(rec)
         if found:
             return max(found, key=lambda r: (int(r.get(size) or 0), str(r.get("date", ""))))
     return None
 
 
-def quoted(model_name: str | None, prompt_versions: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+def quoted(model_name: str | None, prompt_versions: dict[str, Any] | None,
+           settings: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
     """(suite, record) of every suite besides the sensitivity's with a record for this user model and these
     prompts (its best, ``lookup``) that has a ``line`` to quote, by suite name."""
     if not model_name:
@@ -177,20 +184,21 @@ def quoted(model_name: str | None, prompt_versions: dict[str, Any] | None) -> li
     suites = {p.name for root in (default_cache_dir(), SHIPPED) if root.is_dir() for p in root.iterdir() if p.is_dir()}
     out = []
     for suite in sorted(suites - {FOLDER}):
-        rec = lookup(model_name, prompt_versions, suite)
+        rec = lookup(model_name, prompt_versions, suite, settings)
         if rec is not None and isinstance(rec.get("line"), str):
             out.append((suite, rec))
     return out
 
 
-def health_lines(model_name: str | None, prompt_versions: dict[str, Any] | None) -> list[str]:
+def health_lines(model_name: str | None, prompt_versions: dict[str, Any] | None,
+                 settings: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
     """What a run's health says of its simulated user in text: its measured sensitivity (or how to measure it,
     for a user whose reactions are read), then every other suite's line."""
     if not model_name:
         return []
     rec = lookup(model_name, prompt_versions)
     out = [sentence(rec) if rec else not_measured(model_name)] if chain_versions(prompt_versions) else []
-    return out + [r["line"] for _, r in quoted(model_name, prompt_versions)]
+    return out + [r["line"] for _, r in quoted(model_name, prompt_versions, settings)]
 
 
 def pct(x: float | None) -> str:

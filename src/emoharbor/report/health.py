@@ -114,7 +114,7 @@ def agreement_lines(view: RunView) -> str:
     from .calibration import quoted
 
     return "".join(f'<p class="agreement {esc(suite)}" title="{esc(rec.get("run", ""))}">{esc(rec["line"])}.</p>'
-                   for suite, rec in quoted(view.user_model, view.user_prompts))  # fmt: skip
+                   for suite, rec in quoted(view.user_model, view.user_prompts, view.user_settings))  # fmt: skip
 
 
 def units_health(view: RunView) -> str:

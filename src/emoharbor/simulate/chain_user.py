@@ -56,10 +56,13 @@ class ChainSettings(ReactionSettings, VoiceSettings):
     top_logprobs: int = Field(default=20, ge=0, le=20)  # alternatives per token for the expected readouts (0: none)
     readout: Literal["written", "expected"] = "written"  # what moves the state: the written or expected step
     # who decides that the talk ends: the model alone, or the model held to what the talk gave it (``grounded``:
-    # leave only after ``patience`` poorly fitting replies in a row or lost trust; end satisfied only once
-    # relieved; asked only then: ``ChainUser.grounds``)
-    endings: Literal["model", "grounded"] = "model"
+    # leave only after ``patience`` poorly fitting replies in a row that brought no relief, or lost trust; end
+    # satisfied only once relieved ``relief_to_end`` points; asked only then: ``ChainUser.grounds``)
+    endings: Literal["model", "grounded"] = "grounded"
     patience: int = Field(default=2, ge=1)
+    # intensity points fallen before a grounded seeker may end satisfied: ESConv's train seekers fell 40 on
+    # average over a talk (two steps of their 1-5 survey; 12 supporter turns)
+    relief_to_end: int = Field(default=40, ge=1, le=100)
 
 
 def clamp(x: int, lo: int, hi: int) -> int:
@@ -169,6 +172,7 @@ class ChainUser:
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
         self.fits: list[str | None] = []  # the Appraiser's fit of each supporter message so far (None: not said)
+        self.felt: list[int] = []  # the intensity after each supporter message so far
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """``system_prompt`` first, the same for both steps of a turn (a long shared prefix that llama.cpp and
@@ -280,6 +284,7 @@ class ChainUser:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)
         step.text = text
         self.fits.append(fit)
+        self.felt.append(self.state.intensity)
         step.decision = "continue"
         if self.state.turn >= self.s.min_turns:
             allowed = self.grounds()
@@ -317,15 +322,17 @@ class ChainUser:
 
     def grounds(self) -> tuple[Decision, ...]:
         """The endings the talk gives this seeker a reason for. ``endings: model``: both, always (the model alone
-        decides). ``grounded``: it may disengage after ``patience()`` poorly fitting replies in a row or trust
-        fallen 20 points below where it started, and end satisfied once its intensity has fallen 20 points or
-        more; with neither, it goes on without being asked."""
+        decides). ``grounded``: it may disengage after ``patience()`` poorly fitting replies in a row that brought
+        it no relief (its intensity no lower than before them), or with its trust fallen 20 points below where it
+        started; it may end satisfied once its intensity has fallen ``relief_to_end`` points; with neither, it
+        goes on without being asked."""
         if self.s.endings == "model":
             return ("end_satisfied", "disengage")
-        tried = self.fits[-self.patience() :]
-        failed = len(tried) == self.patience() and set(tried) == {"poor"}
+        start, n = self.profile.emotional_state.intensity, self.patience()
+        tried = len(self.fits) >= n and set(self.fits[-n:]) == {"poor"}
+        failed = tried and self.state.intensity >= [start, *self.felt][-n - 1]  # no relief through them
         leave = failed or self.state.trust <= self.s.initial_trust - 20
-        relieved = self.state.intensity <= self.profile.emotional_state.intensity - 20
+        relieved = self.state.intensity <= start - self.s.relief_to_end
         return (*(("end_satisfied",) if relieved else ()), *(("disengage",) if leave else ()))
 
     async def _message(self, msgs: list[Message], seed: int, version: str, earlier: list[str],
