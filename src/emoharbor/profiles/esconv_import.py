@@ -39,7 +39,18 @@ from ..prompts import load_prompt
 from .schema import CommunicationStyle, HiddenNeed, Needs, Personality, Profile
 from .stats import TRAITS
 
-INTENSITY_BY_RATING = {r: 20 * r - 10 for r in range(1, 6)}
+POINTS_PER_RATING = 20  # a step of the survey's 1-5 intensity on the simulated 0-100 scale
+INTENSITY_BY_RATING = {r: POINTS_PER_RATING * r - 10 for r in range(1, 6)}
+
+
+def seeker_relief(initial: int | None, final: int | None, supporter_turns: int) -> float | None:
+    """A real seeker's intensity fallen per supporter turn (its survey's initial minus final, on the simulated
+    0-100 scale); None where the survey or the turns are missing."""
+    if initial is None or final is None or not supporter_turns:
+        return None
+    return (initial - final) * POINTS_PER_RATING / supporter_turns
+
+
 MISSING_INTENSITY = 50
 DEFAULT_AGE = 30
 PROBLEM_ALIASES = {"conflict with parents": "issues with parents"}

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..profiles.esconv_import import seeker_relief
 from ..simulate.conversation import Conversation
 from ..simulate.text_checks import character_slip, repeats
 from ..stats.clusters import cluster_draws
@@ -28,7 +29,6 @@ from .text import GRATITUDE, words
 
 RETRIED = ("user_broke_character_retried", "user_repetition_retried")
 GOODBYE = re.compile(GRATITUDE.pattern + r"|\b(?:bye|goodbye|good night|take care)\b", re.IGNORECASE)
-POINTS_PER_RATING = 20  # a step of the survey's 1-5 intensity on the simulated 0-100 scale (profiles' mapping)
 FALSE_STOPS_GOAL = 0.10  # at most this share of cuts where the simulated seeker would have ended the talk
 CHECKS = ("discriminator", "similarity", "false_stops")  # the next-message figures beside the rows, each with a goal
 
@@ -132,7 +132,7 @@ def whole_table(store: RunStore, *, seed: int, n_boot: int) -> dict[str, Any] | 
         return estimate(*talk_mean(np.arange(len(v)), v, len(v), draws), int(np.isfinite(v).sum()), n_boot)
 
     sim_relief = [_sim_relief(convs[t]) for t in names]
-    real_relief = [_real_relief(talks[t]) for t in names]
+    real_relief = [seeker_relief(talks[t].initial, talks[t].final, talks[t].supporter_turns) for t in names]
     relief: dict[str, Any] = {"sim": mean(sim_relief), "real": mean(real_relief)}
     s, lo, hi = relief["sim"]["value"], relief["real"]["lo"], relief["real"]["hi"]
     relief["goal"] = "within the real talks' interval"
@@ -179,12 +179,6 @@ def _sim_relief(conv: Conversation) -> float | None:
     if len(conv.states) < 2 or not replies:
         return None
     return (conv.states[0].intensity - conv.states[-1].intensity) / replies
-
-
-def _real_relief(talk: Talk) -> float | None:
-    if talk.initial is None or talk.final is None or not talk.supporter_turns:
-        return None
-    return (talk.initial - talk.final) * POINTS_PER_RATING / talk.supporter_turns
 
 
 def agent_of(store: RunStore) -> str:

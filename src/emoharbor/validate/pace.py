@@ -3,8 +3,8 @@ real seeker's fell, and the ``intensity_step`` that would make the two meet (a c
 
 Per replayed talk that was replayed whole (no cap) and whose seeker gave an initial and a final intensity:
 
-- people: the seeker's own intensity drop (1-5) at ``POINTS_PER_RATING`` points a step of the simulated 0-100
-  scale (the profiles' mapping), over the talk's supporter turns;
+- people: the seeker's own intensity drop (1-5) on the simulated 0-100 scale, over the talk's supporter turns
+  (``profiles.esconv_import.seeker_relief``);
 - the simulated user: its intensity fallen per supporter turn heard, at the run's ``intensity_step``;
 - the Feeler's step per supporter turn as a share of its bound (``feel_better / intensity_step``, -1..1): what
   the relief would be at any other step, before the 0-100 bounds clip it.
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from ..profiles.esconv_import import seeker_relief
 from ..simulate.agents import default_user, user_settings
 from ..stats.clusters import cluster_draws, ratio_rows
 from ..stats.correlation import percentile
 from ..tables import interval
 
-POINTS_PER_RATING = 20  # a step of the survey's 1-5 intensity on the simulated 0-100 scale (profiles' mapping)
 MIN_TALKS = 5  # fewer: values without intervals
 
 
@@ -34,20 +34,13 @@ def intensity_step(config: dict[str, Any]) -> int:
     return int(getattr(user_settings(config.get("user_agent") or default_user()), "intensity_step", 0))
 
 
-def people_relief(initial: int | None, final: int | None, supporter_turns: int) -> float | None:
-    """The real seeker's intensity fallen per supporter turn, on the simulated 0-100 scale."""
-    if initial is None or final is None or not supporter_turns:
-        return None
-    return (initial - final) * POINTS_PER_RATING / supporter_turns
-
-
 def _talk(replay: dict[str, Any], step: int) -> tuple[float, float, float] | None:
     """(people's relief a turn, the simulated relief a turn, the Feeler's share a turn) of one replay."""
     facts = replay.get("esconv") or {}
     survey = facts.get("survey") or {}
     if facts.get("truncated") or replay.get("termination") == "error":
         return None
-    people = people_relief(survey.get("initial_emotion_intensity"), survey.get("final_emotion_intensity"),
+    people = seeker_relief(survey.get("initial_emotion_intensity"), survey.get("final_emotion_intensity"),
                            int(facts.get("supporter_turns_total") or 0))  # fmt: skip
     feels = [((t.get("inner") or {}).get("feeling") or {}) for t in replay["turns"] if t["speaker"] == "supporter"]
     heard = [f["feel_better"] for f in feels if f.get("feel_better") is not None]
