@@ -197,6 +197,11 @@ def default_user() -> ReactionSettings:
     return reaction_settings(DEFAULT)
 
 
+def stored_settings(config: dict[str, Any]) -> UserSettings:
+    """The simulated user's settings a run stored (its ``user_agent:`` block; the default where it kept none)."""
+    return user_settings(config.get("user_agent") or default_user())
+
+
 def make_user(model: ChatModel | None, profile: Profile, settings: UserSettings) -> UserAgent:
     return user_agent(settings.agent).make(model, profile, settings)
 

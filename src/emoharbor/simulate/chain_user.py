@@ -171,8 +171,8 @@ class ChainUser:
         self.voice = voice.system(self.prompts["user_voice"], profile, ending=examples)
         self.words = voice.words_target(profile)
         self.message_tokens = voice.message_tokens(profile, self.s.message_tokens)
-        self.fits: list[str | None] = []  # the Appraiser's fit of each supporter message so far (None: not said)
-        self.felt: list[int] = []  # the intensity after each supporter message so far
+        # each supporter message so far: the Appraiser's fit (None: not said) and the intensity after it
+        self.heard: list[tuple[str | None, int]] = []
 
     def messages(self, turns: list[Turn], task: str) -> list[Message]:
         """``system_prompt`` first, the same for both steps of a turn (a long shared prefix that llama.cpp and
@@ -283,8 +283,7 @@ class ChainUser:
         if not text:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)
         step.text = text
-        self.fits.append(fit)
-        self.felt.append(self.state.intensity)
+        self.heard.append((fit, self.state.intensity))
         step.decision = "continue"
         if self.state.turn >= self.s.min_turns:
             allowed = self.grounds()
@@ -329,8 +328,9 @@ class ChainUser:
         if self.s.endings == "model":
             return ("end_satisfied", "disengage")
         start, n = self.profile.emotional_state.intensity, self.patience()
-        tried = len(self.fits) >= n and set(self.fits[-n:]) == {"poor"}
-        failed = tried and self.state.intensity >= [start, *self.felt][-n - 1]  # no relief through them
+        felt = [start, *(i for _, i in self.heard)]  # the intensity before the first reply and after each
+        poor = len(self.heard) >= n and all(f == "poor" for f, _ in self.heard[-n:])
+        failed = poor and self.state.intensity >= felt[-n - 1]  # and no relief through them
         leave = failed or self.state.trust <= self.s.initial_trust - 20
         relieved = self.state.intensity <= start - self.s.relief_to_end
         return (*(("end_satisfied",) if relieved else ()), *(("disengage",) if leave else ()))

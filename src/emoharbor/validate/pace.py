@@ -21,17 +21,11 @@ from typing import Any
 import numpy as np
 
 from ..profiles.esconv_import import seeker_relief
-from ..simulate.agents import default_user, user_settings
+from ..simulate.agents import stored_settings
+from ..stats.bootstrap import MIN_N
 from ..stats.clusters import cluster_draws, ratio_rows
 from ..stats.correlation import percentile
 from ..tables import interval
-
-MIN_TALKS = 5  # fewer: values without intervals
-
-
-def intensity_step(config: dict[str, Any]) -> int:
-    """The ``intensity_step`` of a run's simulated user (its stored ``user_agent:`` block, else the default)."""
-    return int(getattr(user_settings(config.get("user_agent") or default_user()), "intensity_step", 0))
 
 
 def _talk(replay: dict[str, Any], step: int) -> tuple[float, float, float] | None:
@@ -54,7 +48,7 @@ def _talk(replay: dict[str, Any], step: int) -> tuple[float, float, float] | Non
 def _estimate(value: float | None, boots: np.ndarray, n: int, n_boot: int) -> dict[str, Any]:
     if value is None or not np.isfinite(value):
         return {"value": None, "lo": None, "hi": None, "n": n}
-    if n < MIN_TALKS:
+    if n < MIN_N:
         return {"value": float(value), "lo": None, "hi": None, "n": n}
     e = percentile(float(value), boots, n, n_boot, 0.95)
     return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": n}
@@ -64,7 +58,7 @@ def pace(replays: dict[str, dict[str, Any]], config: dict[str, Any], *, seed: in
          n_boot: int = 2000) -> dict[str, Any]:  # fmt: skip
     """The pace of relief of a validate run's replays (by dialog id) that the simulated user lived, at the
     ``intensity_step`` of the run's user (its ``config``)."""
-    step = intensity_step(config)
+    step = int(getattr(stored_settings(config), "intensity_step", 0))
     rows = [r for d in replays.values() if step and d.get("perceived") and (r := _talk(d, step)) is not None]
     out: dict[str, Any] = {"talks": len(rows), "intensity_step": step}
     if not rows:

@@ -30,7 +30,15 @@ from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
-from ..simulate.agents import UserBlock, UserSettings, default_user, perceiving_user, require, user_settings
+from ..simulate.agents import (
+    UserBlock,
+    UserSettings,
+    default_user,
+    perceiving_user,
+    require,
+    stored_settings,
+    user_settings,
+)
 from ..simulate.conversation import Conversation, Turn
 from ..store.keys import Key
 from ..store.record import open_record, read_run, run_record
@@ -270,7 +278,7 @@ def options_of(run_dir: Path) -> ValidateOptions:
         user=user,
         judge=user,
         max_supporter_turns=cfg["max_supporter_turns"],
-        user_agent=user_settings(cfg.get("user_agent") or default_user()),
+        user_agent=stored_settings(cfg),
     )
 
 
