@@ -34,6 +34,10 @@ def test_the_note_goes_just_before_the_supporters_last_message() -> None:
     shown = voice.chat(head, talk, "(note)", window=2)
     assert shown[0] == head and [m["content"] for m in shown[1:]] == ["m3", "m4", "(note)", "m5"]
     assert voice.chat(head, talk, window=9) == voice.chat(head, talk)  # fewer turns than the window: all
+    # framed: each supporter message marked as the listener's words, the seeker's own and the note as they are
+    framed = voice.chat(head, turns, "(note)", framing="quoted")
+    assert framed[-1] == {"role": "user", "content": "The listener wrote: Hello, what's up?"}
+    assert framed[:3] == msgs[:3]
 
 
 def test_a_written_message_is_trimmed_as_sent() -> None:
@@ -81,6 +85,11 @@ def test_a_record_is_quoted_only_for_the_settings_it_was_measured_with(
     calibration.write("realism", "local:qwen1.5b", versions, {**rec, "run": "r"})
     assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", versions, grounded)] == ["measured grounded"]
     assert calibration.quoted("local:qwen1.5b", versions, {**grounded, "endings": "model"}) == []
+    # a setting added after the record was written reads there as its default: the same user at the default,
+    # another one when the run sets it otherwise
+    now = {**grounded, "framing": "chat", "window": 0}
+    assert len(calibration.quoted("local:qwen1.5b", versions, now)) == 1
+    assert calibration.quoted("local:qwen1.5b", versions, {**now, "framing": "quoted"}) == []
     # a run that does not say its settings, or a record that does not, is matched on the model and prompts alone
     assert len(calibration.quoted("local:qwen1.5b", versions)) == 1
     calibration.write("realism", "local:qwen1.5b", versions, {**rec, "user_settings": None, "run": "old", "size": 60})

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models.cache import default_cache_dir
+from ..simulate.agents import same_user
 from ..stats.bootstrap import TOO_SMALL
 from ..store.record import user_model
 from ..store.run_store import RunStore
@@ -149,7 +150,7 @@ def matches(rec: Any, model_name: str, prompt_versions: dict[str, Any], settings
     said = rec.get("user_settings") if isinstance(rec, dict) else None
     return (isinstance(versions, dict) and bool(versions) and rec.get("user_model") == model_name
             and all(prompt_versions.get(k) == v for k, v in versions.items())
-            and (settings is None or not isinstance(said, dict) or said == settings))  # fmt: skip
+            and (settings is None or not isinstance(said, dict) or same_user(said, settings)))  # fmt: skip
 
 
 def lookup(model_name: str | None, prompt_versions: dict[str, Any] | None, suite: str = FOLDER,

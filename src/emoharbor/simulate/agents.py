@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError
 
@@ -56,6 +56,10 @@ class VoiceSettings(UserSettings):
     # the supporter turns its chat shows (with its own messages between them) when it writes; 0: the whole talk.
     # Fewer of its own earlier messages in view, fewer to drift from (the repeat check still reads them all)
     window: int = Field(default=0, ge=0)
+    # how its chat shows the supporter's messages: as the other side's turns (``chat``), or each marked as the
+    # listener's words (``quoted``: the frame in ``voice.FRAMES``), so a model writing as the seeker is told
+    # whose words it is answering
+    framing: Literal["chat", "quoted"] = "chat"
 
 
 S = TypeVar("S", bound=UserSettings)
@@ -200,6 +204,15 @@ def default_user() -> ReactionSettings:
 def stored_settings(config: dict[str, Any]) -> UserSettings:
     """The simulated user's settings a run stored (its ``user_agent:`` block; the default where it kept none)."""
     return user_settings(config.get("user_agent") or default_user())
+
+
+def same_user(a: Any, b: Any) -> bool:
+    """Whether two stored ``user_agent:`` blocks are the same simulated user: each read by its agent's class, so
+    a setting added after one was written reads there as its default (what the user did before it existed)."""
+    try:
+        return user_settings(a).model_dump(mode="json") == user_settings(b).model_dump(mode="json")
+    except (ValueError, ConfigError):
+        return a == b
 
 
 def make_user(model: ChatModel | None, profile: Profile, settings: UserSettings) -> UserAgent:

@@ -42,7 +42,7 @@ from .user_agent import UserSimulationError, UserStep
 OWN_PROMPTS = ("user_system", "user_appraise", "user_feel", "user_feel_scale", "user_voice", "user_voice_open",
                "user_voice_note", "user_decide")  # fmt: skip
 # what the chain reads (its run record): its own, the examples' and the voice's (the note's words, the re-asks)
-CHAIN_PROMPTS = (PERSONA, *OWN_PROMPTS, "user_voice_examples", voice.NOTE_WORDS, *voice.NUDGES)
+CHAIN_PROMPTS = (PERSONA, *OWN_PROMPTS, "user_voice_examples", voice.NOTE_WORDS, voice.FRAMES, *voice.NUDGES)
 REACTION_PROMPTS = ("user_system", "user_appraise", "user_feel", "user_feel_scale", PERSONA)  # what ``perceive`` reads
 
 
@@ -278,7 +278,7 @@ class ChainUser:
                              landed=voice.landed(fit), may_share=may_share, keep_back=keep_back,
                              words=self.words)  # fmt: skip
         earlier = [t.text for t in turns if t.speaker == "user"]
-        msgs = voice.chat(self.voice, turns, note, self.s.window)
+        msgs = voice.chat(self.voice, turns, note, self.s.window, self.s.framing)
         text = await self._message(msgs, seed, p_note.version, earlier, step)
         if not text:
             raise UserSimulationError("the Expresser wrote an empty message", step.events)

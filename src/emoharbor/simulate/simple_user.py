@@ -35,13 +35,13 @@ class SimpleUser:
         self.head = voice.system(voice_prompt, profile, ending="\n\n".join(e for e in ending if e))
         self.max_tokens = voice.message_tokens(profile, s.max_tokens)
         self.opening_cue = load_prompt("user_simple_open").render().strip()  # after the head, before a message
-        self.window = s.window
+        self.window, self.framing = s.window, s.framing
 
     def initial_state(self) -> UserState | None:
         return None
 
     async def _step(self, turns: list[Turn], seed: int) -> UserStep:
-        msgs = voice.chat(self.head, turns, None if turns else self.opening_cue, self.window)
+        msgs = voice.chat(self.head, turns, None if turns else self.opening_cue, self.window, self.framing)
         earlier = [t.text for t in turns if t.speaker == "user"]
         events: list[tuple[str, str]] = []
         text = await voice.checked(self.model, msgs, seed=seed, version=self.version, max_tokens=self.max_tokens,
@@ -64,4 +64,4 @@ class SimpleUser:
 register_agent("simple", SimpleSettings,
                lambda model, profile, s: SimpleUser(needs(model, "simple"), profile, s),
                prompts=(PERSONA, "user_voice", "user_simple", "user_simple_open", "user_voice_examples",
-                        *voice.NUDGES))  # fmt: skip
+                        voice.FRAMES, *voice.NUDGES))  # fmt: skip

@@ -28,6 +28,7 @@ SENTENCE_END = re.compile(r"[.!?…)](?=\s|$)")
 
 NUDGES = ("user_nudge_repeat", "user_nudge_voice", "user_nudge_narrates")  # the re-ask's prompts
 NOTE_WORDS = "user_voice_words"  # the note's words: how the reply landed, how the person feels and trusts
+FRAMES = "user_voice_frames"  # how the chat shows a supporter's message, by ``framing`` (``chat``: as it is)
 
 
 def words_target(profile: Profile) -> int:
@@ -52,13 +53,22 @@ def recent(turns: list[Turn], window: int) -> list[Turn]:
     return turns[starts[-window] :] if len(starts) > window else turns
 
 
-def chat(head: Message, turns: list[Turn], note: str | None = None, window: int = 0) -> list[Message]:
-    """The seeker's chat: its system message, the turns from its side (its own as ``assistant``; the last
-    ``window`` supporter turns and the seeker's messages between them, or all with 0), and the private ``note``
-    (when there is one) just before the supporter's last message, so that the message the model answers is the
-    supporter's (a note after it made the 1.5B model answer the note: the supporter's phrases, thanks and
-    relief)."""
-    msgs = [{"role": "assistant" if t.speaker == "user" else "user", "content": t.text} for t in recent(turns, window)]
+def shown(turn: Turn, framing: str) -> Message:
+    """A turn as the seeker's chat shows it: its own as ``assistant``; the supporter's as ``user``, its words as
+    they are (``chat``) or in the frame ``framing`` names (``quoted``: marked as the listener's words)."""
+    if turn.speaker == "user":
+        return {"role": "assistant", "content": turn.text}
+    text = turn.text if framing == "chat" else load_prompt(FRAMES).entries()[framing].render(text=turn.text)
+    return {"role": "user", "content": text}
+
+
+def chat(head: Message, turns: list[Turn], note: str | None = None, window: int = 0,
+         framing: str = "chat") -> list[Message]:  # fmt: skip
+    """The seeker's chat: its system message, the turns from its side (``shown``: the last ``window`` supporter
+    turns and the seeker's messages between them, or all with 0), and the private ``note`` (when there is one)
+    just before the supporter's last message, so that the message the model answers is the supporter's (a note
+    after it made the 1.5B model answer the note: the supporter's phrases, thanks and relief)."""
+    msgs = [shown(t, framing) for t in recent(turns, window)]
     at = len(msgs) - 1 if msgs and msgs[-1]["role"] == "user" else len(msgs)
     if note:
         msgs.insert(at, {"role": "system", "content": note.strip()})
