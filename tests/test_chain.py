@@ -369,6 +369,22 @@ async def test_a_second_answer_no_better_is_kept_and_marked() -> None:
     assert names.count("user_broke_character_retried") == 1 and names.count("user_broke_character") == 1
 
 
+async def test_more_reasks_ask_until_a_message_is_in_the_seekers_own_voice() -> None:
+    script = ChainScript(express=lambda n: SLIP if n < 2 else OWN)
+    model = ScriptedModel(script)
+    user = ChainUser(model, PROFILE, ChainSettings(reasks=3))
+    conv = await converse(Conversation(id="c", profile_id=PROFILE.id, supporter="s"), user, supporter(model),
+                          max_turns=1, seed=1)  # fmt: skip
+    assert conv.turns[-1].text == OWN
+    assert [d for ev, d in conv.events if ev == "user_broke_character_retried"] == [f"{SLIP} => {SLIP}",
+                                                                                     f"{SLIP} => {OWN}"]  # fmt: skip
+    first, second, third = [m for m in model.calls if role_of(m) == "express"]  # none asked once it is in voice
+    assert second[:-1] == first and third[:-1] == first  # each re-ask: the same chat and one nudge after it
+    none = await talk(ChainScript(express=SLIP), max_turns=1, reasks=0)
+    assert "user_broke_character_retried" not in [ev for ev, _ in none.events]
+    assert "user_broke_character" in [ev for ev, _ in none.events]  # kept, and marked
+
+
 async def test_a_message_that_narrates_about_the_supporter_gets_its_own_nudge() -> None:
     told = "I feel a little better and trust the supporter more after the message."
     script = ChainScript(express=lambda n: told if n == 0 else OWN)

@@ -60,6 +60,8 @@ class VoiceSettings(UserSettings):
     # listener's words (``quoted``: the frame in ``voice.FRAMES``), so a model writing as the seeker is told
     # whose words it is answering
     framing: Literal["chat", "quoted"] = "chat"
+    # times a message that repeats an earlier one or slips out of the seeker's voice is asked for again
+    reasks: int = Field(default=1, ge=0, le=4)
 
 
 S = TypeVar("S", bound=UserSettings)

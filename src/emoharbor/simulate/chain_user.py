@@ -338,7 +338,7 @@ class ChainUser:
     async def _message(self, msgs: list[Message], seed: int, version: str, earlier: list[str],
                        step: UserStep) -> str:  # fmt: skip
         return await voice.checked(self.model, msgs, seed=seed, version=version, max_tokens=self.message_tokens,
-                                   earlier=earlier, events=step.events)  # fmt: skip
+                                   earlier=earlier, events=step.events, reasks=self.s.reasks)  # fmt: skip
 
     def _check_text(self, step: UserStep, earlier: list[str]) -> None:
         step.events.extend(user_text_events(step.text, earlier, self.profile.name))

@@ -35,7 +35,7 @@ class SimpleUser:
         self.head = voice.system(voice_prompt, profile, ending="\n\n".join(e for e in ending if e))
         self.max_tokens = voice.message_tokens(profile, s.max_tokens)
         self.opening_cue = load_prompt("user_simple_open").render().strip()  # after the head, before a message
-        self.window, self.framing = s.window, s.framing
+        self.window, self.framing, self.reasks = s.window, s.framing, s.reasks
 
     def initial_state(self) -> UserState | None:
         return None
@@ -45,7 +45,7 @@ class SimpleUser:
         earlier = [t.text for t in turns if t.speaker == "user"]
         events: list[tuple[str, str]] = []
         text = await voice.checked(self.model, msgs, seed=seed, version=self.version, max_tokens=self.max_tokens,
-                                   earlier=earlier, events=events)  # fmt: skip
+                                   earlier=earlier, events=events, reasks=self.reasks)  # fmt: skip
         decision: Decision = "continue"
         if END_MARK in text:
             text = " ".join(text.replace(END_MARK, " ").split())

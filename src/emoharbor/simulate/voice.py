@@ -127,23 +127,33 @@ async def write(model: ChatModel, msgs: list[Message], *, seed: int, version: st
     return trim(r.text, r.finish_reason == "length")
 
 
+def flaw(text: str, earlier: list[str]) -> tuple[str, str] | None:
+    """(the event, the nudge) for a message that repeats one of the ``earlier`` or slips out of the seeker's
+    voice; None for one that does neither."""
+    slip = character_slip(text)
+    if text and repeats(text, earlier):
+        return "user_repetition_retried", load_prompt("user_nudge_repeat").render()
+    if slip is not None:
+        return "user_broke_character_retried", load_prompt(f"user_nudge_{slip}").render()
+    return None
+
+
 async def checked(model: ChatModel, msgs: list[Message], *, seed: int, version: str, max_tokens: int,
-                  earlier: list[str], events: list[tuple[str, str]]) -> str:  # fmt: skip
-    """A message ("" when the model wrote none), asked for once more when it repeats one of the ``earlier``
-    messages, speaks as the supporter ("glad you're feeling better", "let me know if you need anything") or
-    reports on "the supporter": a short nudge after the chat (which does not quote the slip: a small model
-    copies what it is shown), the event in ``events`` keeping both texts. The second answer is kept unless it
-    is empty: if it is no better, the message's own checks mark it. Measured on 60 ESConv cuts (docs/realism.md):
-    the first answer slipped at 10, the kept one at 1."""
-    first = await write(model, msgs, seed=seed, version=version, max_tokens=max_tokens)
-    slip = character_slip(first)
-    if first and repeats(first, earlier):
-        event, nudge = "user_repetition_retried", load_prompt("user_nudge_repeat").render()
-    elif slip is not None:
-        event, nudge = "user_broke_character_retried", load_prompt(f"user_nudge_{slip}").render()
-    else:
-        return first
-    asked = [*msgs, {"role": "system", "content": nudge.strip()}]
-    again = await write(model, asked, seed=seed + 100, version=version, max_tokens=max_tokens)
-    events.append((event, f"{first[:240]} => {again[:240] or '(empty: the first stands)'}"))
-    return again or first
+                  earlier: list[str], events: list[tuple[str, str]], reasks: int = 1) -> str:  # fmt: skip
+    """A message ("" when the model wrote none), asked for again (up to ``reasks`` times) while it repeats one
+    of the ``earlier`` messages, speaks as the supporter ("glad you're feeling better", "let me know if you need
+    anything") or reports on "the supporter": a short nudge after the chat (which does not quote the slip: a
+    small model copies what it is shown), each event in ``events`` keeping both texts. A new answer replaces the
+    last unless it is empty; the one kept is marked by the message's own checks if it is no better. Measured on
+    60 ESConv cuts with one re-ask (docs/realism.md): the first answer slipped at 10, the kept one at 1."""
+    text = await write(model, msgs, seed=seed, version=version, max_tokens=max_tokens)
+    for n in range(1, reasks + 1):
+        found = flaw(text, earlier)
+        if found is None:
+            break
+        event, nudge = found
+        asked = [*msgs, {"role": "system", "content": nudge.strip()}]
+        again = await write(model, asked, seed=seed + 100 * n, version=version, max_tokens=max_tokens)
+        events.append((event, f"{text[:240]} => {again[:240] or '(empty: the first stands)'}"))
+        text = again or text
+    return text
