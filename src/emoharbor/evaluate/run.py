@@ -17,10 +17,11 @@ from ..errors import EmoharborError
 from ..kinds import Summary
 from ..models.pool import ModelPool, conversations_at_once
 from ..models.spec import ModelSpec
-from ..simulate.agents import make_user, user_agent
+from ..simulate.agents import make_user
 from ..simulate.conversation import Conversation
 from ..simulate.loop import converse, talk_seed
 from ..simulate.supporter import make_supporter
+from ..simulate.voice_model import user_chat_model
 from ..store.keys import Key
 from ..store.record import config_part, open_record
 from ..store.records import PROFILE, stored_profiles
@@ -87,8 +88,7 @@ async def run_evaluation(
             store.set_meta("status", "complete")
             return Summary(UNIT, len(jobs), 0, ended_in_error(store, "conversation", by_key))
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-            agent = user_agent(cfg.user_agent.agent)
-            user_model = await pool.get(cfg.roles.user, "user") if agent.needs_model else None
+            user_model = await user_chat_model(pool, cfg.roles.user, cfg.user_agent)
             models = await judge_models(pool, judges)
             sup_models = {s.name: await pool.get(s, "supporter") for s in cfg.roles.supporter}
             profile_of = {p.id: p for p in profiles}

@@ -62,6 +62,9 @@ class SftSettings(TrainSettings):
     general_data: str | None = None  # JSONL of general instructions, to keep general ability
     general_share: float = Field(default=0.0, ge=0, lt=1)  # share of the mixed set that is general data
     max_length: int = Field(default=512, ge=32)  # tokens; the oldest turns go first when a context is longer
+    # whose messages the model learns to write: the supporter's (the policy), or the seeker's, as the simulated
+    # user's voice (``user_agent.voice_model``; evolve/voice_data.py)
+    role: Literal["supporter", "user"] = "supporter"
 
     @model_validator(mode="after")
     def _check(self) -> SftSettings:

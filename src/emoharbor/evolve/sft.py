@@ -32,6 +32,7 @@ from .trainer import (
     stage_settings,
     training_args,
 )
+from .voice_data import seeker_examples
 
 
 def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -49,7 +50,10 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         begin_stage(out, stage_settings(cfg, "sft"), "sft")
     system = supporter_prompt(cfg.system_prompt).text.strip()
     guard = load_guard(cfg.holdout)
-    es, held_out = esconv_examples(cfg.data_of("sft"), system, guard)
+    if cfg.sft.role == "user":
+        es, held_out = seeker_examples(cfg.data_of("sft"), guard)
+    else:
+        es, held_out = esconv_examples(cfg.data_of("sft"), system, guard)
     general = general_examples(cfg.sft.general_data) if cfg.sft.general_data and cfg.sft.general_share > 0 else []
     examples = mix_examples(es, general, share=cfg.sft.general_share, max_examples=cfg.sft.max_examples, seed=cfg.seed)
     say(f"sft: {len(es)} ESConv examples ({held_out} dialogues held out), {len(examples)} in the mix "
@@ -75,7 +79,8 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
     }  # fmt: skip
-    card = {"base_model": cfg.base_model, "base": src.identity, **summary, "parent": None, "config": cfg.resolved()}
+    card = {"base_model": cfg.base_model, "base": src.identity, "role": cfg.sft.role, **summary, "parent": None,
+            "config": cfg.resolved()}  # fmt: skip
     save_stage(trainer, out, card)
     if hold is not None:
         hold.update(model=trainer.model, tokenizer=tok)

@@ -31,6 +31,7 @@ from ..simulate.examples import same_talks
 from ..simulate.loop import converse
 from ..simulate.supporter import Supporter, supporter_prompt
 from ..simulate.user_agent import PerceivingUser, UserSimulationError
+from ..simulate.voice_model import user_chat_model
 from ..store.keys import Key
 from ..store.record import open_record, run_record
 from ..store.run_store import RunStore, call_sink
@@ -206,8 +207,7 @@ async def _simulate(store: RunStore, plan: RealismPlan, todo: dict[str, set[Key]
     opts = plan.opts
     clock = WallTime(store)
     async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-        needs = user_agent(opts.user_agent.agent).needs_model
-        model = await pool.get(opts.user, "user") if needs else None
+        model = await user_chat_model(pool, opts.user, opts.user_agent)
         units: list[tuple[Key, Work]] = [
             (c.key, next_work(c, model, opts.user_agent, unit_seed(opts.seed, c.key))) for c in plan.cuts
         ]

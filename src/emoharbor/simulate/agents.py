@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsA
 
 from ..errors import ConfigError
 from ..models.base import ChatModel
+from ..models.spec import ModelSpec, spec_input
 from ..profiles.schema import Profile
 from ..registry import add, caller, lookup
 from .user_agent import PerceivingUser, UserAgent
@@ -62,6 +63,8 @@ class VoiceSettings(UserSettings):
     framing: Literal["chat", "quoted"] = "chat"
     # times a message that repeats an earlier one or slips out of the seeker's voice is asked for again
     reasks: int = Field(default=1, ge=0, le=4)
+    # a model that writes its messages in place of the user's model (``voice_model.py``); None: the user's own
+    voice_model: Annotated[ModelSpec | None, BeforeValidator(spec_input)] = None
 
 
 S = TypeVar("S", bound=UserSettings)
@@ -214,7 +217,7 @@ def same_user(a: Any, b: Any) -> bool:
     try:
         return user_settings(a).model_dump(mode="json") == user_settings(b).model_dump(mode="json")
     except (ValueError, ConfigError):
-        return a == b
+        return bool(a == b)
 
 
 def make_user(model: ChatModel | None, profile: Profile, settings: UserSettings) -> UserAgent:
