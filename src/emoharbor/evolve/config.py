@@ -14,6 +14,7 @@ from .. import userfiles
 from ..episodes.settings import EpisodeSettings
 from ..errors import ConfigError
 from ..heart.config import HistorySource
+from ..models.hf import built_in_gguf
 from ..models.spec import ModelSpec
 from ..overrides import validated
 from ..reward.settings import RewardSettings
@@ -165,7 +166,8 @@ class GrpoSettings(TrainSettings):
 
 
 class EvolveConfig(_Strict):
-    base_model: str = "smollm2"  # 'smollm2', a Hugging Face model folder, or a .gguf file
+    # a built-in model (qwen0.5b, qwen1.5b, smollm2; local:NAME too), a Hub id, a model folder, or a .gguf file
+    base_model: str = "smollm2"
     device: Literal["auto", "cpu", "cuda"] = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on cuda, fp32 on cpu
     system_prompt: str | None = None  # as a supporter's: None (default), builtin:NAME, @FILE or text
@@ -217,7 +219,7 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
     cfg.refine.principles = cfg.refine.principles and fix(cfg.refine.principles)
     if cfg.system_prompt and cfg.system_prompt.startswith("@"):
         cfg.system_prompt = "@" + fix(cfg.system_prompt[1:])
-    if cfg.base_model != "smollm2":
+    if built_in_gguf(cfg.base_model) is None:
         local = base / Path(cfg.base_model).expanduser()
         if local.exists():
             cfg.base_model = str(local.resolve())
