@@ -1,4 +1,4 @@
-"""``emoharbor evolve sft|refine|dpo|run|grpo|pairs|eval``: self-evolution toward the user's implicit
+"""``emoharbor evolve sft|refine|dpo|run|control|grpo|pairs|eval``: self-evolution toward the user's implicit
 preferences. Training needs the ``train`` extra; ``pairs`` does not."""
 
 from __future__ import annotations
@@ -120,6 +120,23 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
     check_machine(cfg)  # before any stage starts
     summary = run_all(cfg, out, log=_log, progress=not no_progress)
     _echo_main(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
+
+
+@evolve.command("control")
+@config_opts
+@click.option("--out", type=OUT_FOLDER, required=True,
+              help="the run folder of `evolve run` (its m0/ and rounds); the control is written to OUT/control")  # fmt: skip
+def control(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
+    """The control: DPO from M0 on the rounds' pairs with chosen and rejected swapped at random, for the rounds'
+    steps together; resumable, skipped once whole."""
+    _needs_train()
+    from ..evolve.control import run_control
+
+    cfg = _config(config_path, sets)
+    summary = run_control(cfg, out, log=_log)
+    c = summary["control"]
+    _echo_main(f"control: {c['swapped']} of {c['pairs']} pairs swapped, {summary['train']['steps']} steps: "
+               f"{out / 'control'}")  # fmt: skip
 
 
 @evolve.command("grpo")

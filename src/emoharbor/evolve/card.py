@@ -39,14 +39,27 @@ def _losses(logs: list[dict[str, Any]]) -> str:
     return out
 
 
+def shown_line(shown: dict[str, Any], items: str) -> str:
+    """What the training prompts showed of the seeker (``personal.shown_record``)."""
+    n = int(shown.get("with_situation", 0))
+    total = n + int(shown.get("talk_only", 0))
+    if not n:
+        return f"Shown: the talk alone in all {total} {items} (no seeker's situation in a system prompt)"
+    return (f"Shown: the seeker's emotion, problem and situation in the system prompt of {n} of {total} {items} "
+            f"(share {shown.get('share')}, prompt `{shown.get('prompt')}`); the talk alone in the rest, as an "
+            "evaluation shows it")  # fmt: skip
+
+
 def card_markdown(card: dict[str, Any]) -> str:
     stage, train = str(card.get("stage", "?")), card.get("train") or {}
     lora = (card.get("config") or {}).get("lora") or {}
     modules = ", ".join(lora.get("target_modules") or [])
     top = f", top {lora['top_layers']} layers" if lora.get("top_layers") else ""
     items = "pairs" if stage == "dpo" else "examples"
+    control = card.get("control")
+    title = "the control (DPO on pairs swapped at random)" if control else f"{stage.upper()} round {card.get('round')}"
     lines = [
-        f"# {Path(str(card.get('out', ''))).name or 'emoharbor adapter'}: {stage.upper()} round {card.get('round')}",
+        f"# {Path(str(card.get('out', ''))).name or 'emoharbor adapter'}: {title}",
         "",
         "A LoRA adapter trained by emoharbor's self-evolution (`emoharbor evolve`), for emotional-support replies.",
         "",
@@ -59,6 +72,14 @@ def card_markdown(card: dict[str, Any]) -> str:
     data = card.get("examples") or card.get("pairs")
     if isinstance(data, dict):
         lines.append("- Data: " + ", ".join(f"{k} {v}" for k, v in data.items()))
+    if isinstance(control, dict):
+        lines.append(f"- Control: trained from M0 on the {control.get('pairs')} pairs of the run's "
+                     f"{control.get('rounds')} round(s) with {control.get('swapped')} of them swapped at random "
+                     f"(chosen for rejected; seed {control.get('seed')}), for {control.get('steps')} optimizer steps, "
+                     "the rounds' together: a gain of a round's model over it is its preferences', not more training")
+    shown = card.get("shown")
+    if isinstance(shown, dict):
+        lines.append(f"- {shown_line(shown, items)}")
     lines.append(f"- Wall time: {num(card.get('wall_s'), 0)} s")
     ev = card.get("evaluation")
     if ev:

@@ -63,6 +63,8 @@ class SftSettings(TrainSettings):
     general_data: str | None = None  # JSONL of general instructions, to keep general ability
     general_share: float = Field(default=0.0, ge=0, lt=1)  # share of the mixed set that is general data
     max_length: int = Field(default=512, ge=32)  # tokens; the oldest turns go first when a context is longer
+    # the share of the ESConv examples whose system prompt holds the seeker's emotion, problem and situation
+    personal_share: float = Field(default=0.0, ge=0, le=1)
 
     @model_validator(mode="after")
     def _check(self) -> SftSettings:
@@ -75,6 +77,7 @@ class RefineSettings(_Strict):
     data: list[str] = Field(default_factory=list)  # ESConv files the contexts come from (no default)
     contexts: int = Field(default=64, ge=1)  # contexts per round, one per dialogue, a new sample each round
     principles: str | None = None  # a principles file; None: the built-in one
+    personal_share: float = Field(default=0.0, ge=0, le=1)  # contexts shown the seeker's situation (as sft's)
     max_new_tokens: int = Field(default=128, ge=8)
     reflection_max_tokens: int = Field(default=256, ge=16)
     temperature: float = Field(default=0.7, ge=0)

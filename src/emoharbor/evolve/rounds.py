@@ -32,6 +32,8 @@ from ..store.units import Work, run_stage
 from .config import EvolveConfig
 from .data import ChatExample, esconv_contexts
 from .guard import load_guard
+from .personal import PROMPT as PERSONAL_PROMPT
+from .personal import Personal, shown_record
 from .pairs import PreferencePair, write_pairs
 from .reflect import PairJudge, load_principles, refine_context
 from .trainer import Log, main_log, peak_rss_mb, placement, processes, release_memory
@@ -57,7 +59,8 @@ def refine_contexts(cfg: EvolveConfig, round_no: int) -> list[ChatExample]:
     guard = load_guard(cfg.holdout)
     r = cfg.refine
     data = cfg.data_of("refine")
-    return esconv_contexts(data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard)
+    return esconv_contexts(data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard,
+                           Personal(r.personal_share, cfg.seed))  # fmt: skip
 
 
 async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: EvolveConfig, folder: Path, *,
@@ -73,7 +76,8 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
     me = processes()  # under accelerate launch, each process refines its share of the contexts
     if not me.main:
         barrier()  # the main process writes the run record first
-    store = open_run(folder, KIND, resolved, prompts=PROMPTS, inputs=files)
+    prompts = (*PROMPTS, PERSONAL_PROMPT) if r.personal_share > 0 else PROMPTS
+    store = open_run(folder, KIND, resolved, prompts=prompts, inputs=files)
     if me.main:
         barrier()
     started = time.monotonic()
@@ -98,14 +102,17 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
             barrier()  # the main process writes the pairs
             return dict(store.get("stage", ("summary",)) or {})
         records = [r for _, r in store.items(KIND)]
+        personal = {c.id for c in contexts if c.personal}  # contexts shown the seeker's situation
         reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
         pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
                                 "self_refine", {"round": round_no, "model": model_id, "context": r["id"],
-                                                "principles": r["principles"], "reflection": r["reflection"]})
+                                                "principles": r["principles"], "reflection": r["reflection"],
+                                                "personal": r["id"] in personal})
                  for r in records if r["status"] == "ok"]  # fmt: skip
         write_pairs(folder.parent / "pairs.jsonl", pairs)
         summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
+                   "shown": shown_record(cfg.refine.personal_share, [c.personal for c in contexts]),
                    "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
         store.put("stage", ("summary",), summary)
         barrier()
