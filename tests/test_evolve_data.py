@@ -137,7 +137,8 @@ def test_the_seekers_situation_is_shown_to_a_seeded_share_of_the_examples() -> N
     shown = dialog_examples(d, "Be kind.", personal=Personal(1.0, 0))
     system = shown[0].messages[0]["content"]
     assert system.startswith("Be kind.\n") and all(e.personal for e in shown)
-    assert "What they feel: sadness. What it is about: academic pressure. In their words: I failed the exam again." in system
+    said = "What they feel: sadness. What it is about: academic pressure. In their words: I failed the exam again."
+    assert said in system
     assert [m for m in shown[0].messages[1:]] == dialog_examples(d, "Be kind.")[0].messages[1:]  # the talk unchanged
     assert not any(e.personal for e in dialog_examples(d, "Be kind.", personal=Personal(0.0, 0)))
     told_nothing = EsconvDialog("train:6", "train.jsonl", 6, "", " ", "", "", {}, d.turns)

@@ -25,7 +25,12 @@ def write_card(folder: Path, card: dict[str, Any]) -> None:
 
 def add_evaluation(folder: Path, evaluation: dict[str, Any]) -> None:
     """Record what ``evolve eval`` measured in a model's card (and its README)."""
-    write_card(folder, {**read_model_card(folder), "evaluation": evaluation})
+    add_to_card(folder, "evaluation", evaluation)
+
+
+def add_to_card(folder: Path, key: str, value: dict[str, Any]) -> None:
+    """``value`` under ``key`` in a model's card (and its README)."""
+    write_card(folder, {**read_model_card(folder), key: value})
 
 
 def _losses(logs: list[dict[str, Any]]) -> str:
@@ -48,6 +53,23 @@ def shown_line(shown: dict[str, Any], items: str) -> str:
     return (f"Shown: the seeker's emotion, problem and situation in the system prompt of {n} of {total} {items} "
             f"(share {shown.get('share')}, prompt `{shown.get('prompt')}`); the talk alone in the rest, as an "
             "evaluation shows it")  # fmt: skip
+
+
+def _reply_card(r: dict[str, Any] | None) -> list[str]:
+    """The reply card's row of this model (``evolve eval --contexts N``), as lines of the README."""
+    if not isinstance(r, dict):
+        return []
+    ci = f" [{num(r.get('lo'))}, {num(r.get('hi'))}]" if r.get("lo") is not None else ""
+    line = (f"- {r.get('judge')}: {num(r.get('mean'))}{ci} over {r.get('scored')} replies ({r.get('unscored')} "
+            f"unscored, {r.get('no_reply')} without a reply), {num(r.get('words'), 1)} words a reply")  # fmt: skip
+    d = r.get("minus_first")
+    if isinstance(d, dict):
+        di = f" [{num(d.get('lo'), signed=True)}, {num(d.get('hi'), signed=True)}]" if d.get("lo") is not None else ""
+        line += (
+            f"; minus {r.get('reference')} on the same {d.get('n')} contexts: {num(d.get('mean'), signed=True)}"
+            f"{di}, P(> 0) {num(d.get('p_above_0'))}, words {num(r.get('words_minus_first'), 1, signed=True)}"
+        )
+    return ["", f"## Reply card ({r.get('contexts')} held-out ESConv contexts, `emoharbor evolve eval`)", "", line]
 
 
 def card_markdown(card: dict[str, Any]) -> str:
@@ -73,10 +95,12 @@ def card_markdown(card: dict[str, Any]) -> str:
     if isinstance(data, dict):
         lines.append("- Data: " + ", ".join(f"{k} {v}" for k, v in data.items()))
     if isinstance(control, dict):
-        lines.append(f"- Control: trained from M0 on the {control.get('pairs')} pairs of the run's "
-                     f"{control.get('rounds')} round(s) with {control.get('swapped')} of them swapped at random "
-                     f"(chosen for rejected; seed {control.get('seed')}), for {control.get('steps')} optimizer steps, "
-                     "the rounds' together: a gain of a round's model over it is its preferences', not more training")
+        lines.append(
+            f"- Control: trained from M0 on the {control.get('pairs')} pairs of the run's "
+            f"{control.get('rounds')} round(s) with {control.get('swapped')} of them swapped at random "
+            f"(chosen for rejected; seed {control.get('seed')}), for {control.get('steps')} optimizer steps, "
+            "the rounds' together: a gain of a round's model over it is its preferences', not more training"
+        )
     shown = card.get("shown")
     if isinstance(shown, dict):
         lines.append(f"- {shown_line(shown, items)}")
@@ -93,5 +117,6 @@ def card_markdown(card: dict[str, Any]) -> str:
         lines.append(md_table(["judge", "dimension", "mean", f"minus {ev.get('reference')}", "scored"], rows, unrated))
     else:
         lines += ["", "Not evaluated yet: `emoharbor evolve eval` adds the per-dimension deltas here."]
+    lines += _reply_card(card.get("reply_card"))
     lines += ["", "The full record, with every setting and logged step, is `evolve_model.json` beside this file."]
     return "\n".join(lines).rstrip() + "\n"

@@ -32,9 +32,9 @@ from ..store.units import Work, run_stage
 from .config import EvolveConfig
 from .data import ChatExample, esconv_contexts
 from .guard import load_guard
+from .pairs import PreferencePair, write_pairs
 from .personal import PROMPT as PERSONAL_PROMPT
 from .personal import Personal, shown_record
-from .pairs import PreferencePair, write_pairs
 from .reflect import PairJudge, load_principles, refine_context
 from .trainer import Log, main_log, peak_rss_mb, placement, processes, release_memory
 
