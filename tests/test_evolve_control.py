@@ -23,9 +23,11 @@ SEED = 7
 
 
 def pairs(tag: str, n: int) -> list[PreferencePair]:
+    """``n`` pairs; those of round 1 were refined from a teacher's reflections (``refine.reflector``)."""
+    teacher = {"reflector": "teacher-7b"} if tag == "r1-" else {}
     return [PreferencePair([{"role": "user", "content": f"I feel low about {tag} number {i}."}],
-                           f"That sounds heavy; what about {tag} {i} weighs most?", f"ok {i}", f"{tag}{i}", "test")
-            for i in range(n)]  # fmt: skip
+                           f"That sounds heavy; what about {tag} {i} weighs most?", f"ok {i}", f"{tag}{i}", "test",
+                           teacher) for i in range(n)]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +89,7 @@ def test_the_control_swaps_a_seeded_half_and_trains_the_rounds_steps(run: Path, 
     assert card["parent"] == str(run / "m0")
     readme = (run / "control" / "README.md").read_text()
     assert "the control (DPO on pairs swapped at random)" in readme and f"{c['swapped']} of them swapped" in readme
+    assert card["teachers"] == {"reflector": ["teacher-7b"]} and "Teacher (reflector): `teacher-7b`" in readme
     assert f"{c['swapped']} of 12 pairs swapped, 5 steps" in capsys.readouterr().out
     main(["evolve", "control", "--config", cfg, "--out", str(run)])  # whole: skipped
     assert "is there, skipped" in capsys.readouterr().err

@@ -101,6 +101,9 @@ def card_markdown(card: dict[str, Any]) -> str:
             f"(chosen for rejected; seed {control.get('seed')}), for {control.get('steps')} optimizer steps, "
             "the rounds' together: a gain of a round's model over it is its preferences', not more training"
         )
+    for role, models in (card.get("teachers") or {}).items():
+        lines.append(f"- Teacher ({role}): {', '.join(f'`{m}`' for m in models)} wrote the reflections the chosen "
+                     "replies were written from; the replies themselves are the policy's own")  # fmt: skip
     shown = card.get("shown")
     if isinstance(shown, dict):
         lines.append(f"- {shown_line(shown, items)}")

@@ -94,6 +94,9 @@ class RefineSettings(_Strict):
     # None: M(t) generates in this process (hf backend, batched). Or a vLLM or SGLang server of the base model,
     # started with --enable-lora: each round's adapter is loaded into it (load_adapter; see docs/evolve.md)
     generator: ModelSpec | None = None
+    # None: the policy reflects on its own reply. Or a teacher (any model spec) writes the reflection, and the
+    # policy writes the refined reply from it
+    reflector: ModelSpec | None = None
     load_adapter: bool = True  # load each round's adapter into the generator's server (vLLM, SGLang) first
     # a pair is kept only if this judge (a HEART pairwise card) prefers the refined reply in both orders
     judge_check: bool = True

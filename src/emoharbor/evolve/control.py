@@ -25,7 +25,7 @@ PAIRS = "control-pairs.jsonl"
 
 def round_cards(run: Path) -> list[dict[str, Any]]:
     """The cards of the run's trained rounds, M1, M2, ... in order (up to the first missing one)."""
-    cards = []
+    cards: list[dict[str, Any]] = []
     while (run / f"m{len(cards) + 1}" / MODEL_CARD).is_file():
         cards.append(read_model_card(run / f"m{len(cards) + 1}"))
     return cards

@@ -46,6 +46,13 @@ def encode_pairs(tok: Any, pairs: list[PreferencePair], system: str, max_length:
                                max_length) for p in pairs)  # fmt: skip
 
 
+def teachers(pairs: list[PreferencePair]) -> dict[str, list[str]]:
+    """The models other than the policy that wrote part of the pairs: the reflectors (``refine.reflector``) that
+    wrote the reflections the chosen replies were written from."""
+    found = sorted({str(p.provenance["reflector"]) for p in pairs if p.provenance.get("reflector")})
+    return {"reflector": found} if found else {}
+
+
 def _trainer_class() -> Any:
     from trl.trainer.dpo_trainer import DPOTrainer
 
@@ -108,6 +115,7 @@ def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Pat
         "pairs": {"read": len(pairs), "encoded": len(encoded), "too_long": counts["too_long"],
                   "history_truncated": counts["history_truncated"], "files": [str(f) for f in pair_files]},
         "shown": shown_record(cfg.refine.personal_share, [bool(p.provenance.get("personal")) for p in pairs]),
+        "teachers": teachers(pairs),
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
         **({"control": control} if control is not None else {}),
