@@ -126,3 +126,41 @@ def test_pair_records_are_what_trl_reads() -> None:
     assert got["prompt"] == prompt_text(tok, msgs)
     assert got["chosen"].rstrip() == reply_text(tok, msgs, "That must feel heavy.")
     assert got["rejected"].rstrip() == reply_text(tok, msgs, "Cheer up.")
+
+
+def test_the_seekers_situation_is_shown_to_a_seeded_share_of_the_examples() -> None:
+    from emoharbor.evolve.personal import Personal, shown_record
+    from emoharbor.prompts import load_prompt
+
+    d = dialog()
+    d.situation = "I failed  the exam\nagain."
+    shown = dialog_examples(d, "Be kind.", personal=Personal(1.0, 0))
+    system = shown[0].messages[0]["content"]
+    assert system.startswith("Be kind.\n") and all(e.personal for e in shown)
+    said = "What they feel: sadness. What it is about: academic pressure. In their words: I failed the exam again."
+    assert said in system
+    assert [m for m in shown[0].messages[1:]] == dialog_examples(d, "Be kind.")[0].messages[1:]  # the talk unchanged
+    assert not any(e.personal for e in dialog_examples(d, "Be kind.", personal=Personal(0.0, 0)))
+    told_nothing = EsconvDialog("train:6", "train.jsonl", 6, "", " ", "", "", {}, d.turns)
+    assert not any(e.personal for e in dialog_examples(told_nothing, "Be kind.", personal=Personal(1.0, 0)))
+    # half of the shared data's examples, drawn by id: the same ones whatever the order, others with another seed
+    path = [str(esconv_file())]
+    half, _ = esconv_examples(path, "S", personal=Personal(0.5, 3))
+    again, _ = esconv_examples(path, "S", personal=Personal(0.5, 3))
+    other, _ = esconv_examples(path, "S", personal=Personal(0.5, 4))
+    ids = {e.id for e in half if e.personal}
+    assert len(half) > 1000 and abs(len(ids) / len(half) - 0.5) < 0.03
+    assert ids == {e.id for e in again if e.personal} and ids != {e.id for e in other if e.personal}
+    assert all(("What they feel:" in e.messages[0]["content"]) == e.personal for e in half)
+    record = shown_record(0.5, [e.personal for e in half])
+    assert record == {"share": 0.5, "prompt": load_prompt("evolve_personal").version, "with_situation": len(ids),
+                      "talk_only": len(half) - len(ids)}  # fmt: skip
+    contexts = esconv_contexts(path, "S", 40, 1, 8, personal=Personal(0.5, 3))
+    assert 0 < sum(c.personal for c in contexts) < 40  # refine's contexts take the same draw
+
+
+def test_personal_share_is_a_share(tmp_path: Path) -> None:
+    cfg = load_evolve_config(None, {"sft.personal_share": 0.5, "refine.personal_share": 1})
+    assert (cfg.sft.personal_share, cfg.refine.personal_share) == (0.5, 1.0)
+    with pytest.raises(ConfigError, match="personal_share"):
+        load_evolve_config(None, {"sft.personal_share": 1.5})

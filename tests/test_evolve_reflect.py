@@ -146,3 +146,44 @@ async def test_a_pair_is_kept_only_if_the_judge_prefers_the_chosen_reply_in_both
     assert (rec["status"], rec["reason"]) == (status, reason)
     assert rec["judge"]["verdict"] == (reason or "prefers_chosen")
     assert (f"dropped_{reason}", EX.id) in events if reason else not any(e.startswith("dropped") for e, _ in events)
+
+
+def test_a_teacher_reflects_and_the_policy_writes_both_replies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:  # fmt: skip
+    """``refine.reflector`` on the fake server writes the reflection; the policy (scripted) is asked for no JSON and
+    writes the plain and the refined reply; the round's pairs and summary name the teacher."""
+    import asyncio
+
+    from emoharbor.evolve.config import EvolveConfig
+    from emoharbor.evolve.pairs import read_pairs
+    from emoharbor.evolve.rounds import build_pairs
+    from emoharbor.testing.fake_server import FakeOpenAIServer
+
+    monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
+    teacher = dict(REFLECTION, needs="the teacher says: to be heard about the dog first")
+
+    def teacher_reply(messages: list[dict[str, Any]], schema: dict[str, Any] | None) -> str:
+        assert schema is not None and "reviewing your own reply" in messages[-1]["content"]
+        return json.dumps(teacher)
+
+    def policy_reply(messages: list[Message], schema: dict[str, Any] | None) -> str:
+        assert schema is None, "the policy is not asked to reflect"
+        return REFINED if "Improve your reply" in messages[-1]["content"] else PLAIN
+
+    policy = ScriptedModel(policy_reply)
+    with FakeOpenAIServer(reply=teacher_reply) as srv:
+        cfg = EvolveConfig.model_validate({"refine": {
+            "judge_check": False, "reflector": {"model": "teacher-7b", "base_url": srv.base_url}}})  # fmt: skip
+        summary = asyncio.run(build_pairs(policy, [EX], cfg, tmp_path / "round1" / "refine", round_no=1,
+                                          model_id="m0", progress=False))  # fmt: skip
+        assert srv.requests == 1  # the reflection only
+    assert summary["kept"] == 1 and summary["reflector"] == "teacher-7b"
+    assert len(policy.calls) == 2 and "the teacher says: to be heard" in policy.calls[1][0]["content"]
+    [pair] = read_pairs(tmp_path / "round1" / "pairs.jsonl")
+    assert (pair.chosen, pair.rejected) == (REFINED, PLAIN)
+    assert pair.provenance["reflector"] == "teacher-7b" and pair.provenance["reflection"]["needs"] == teacher["needs"]
+    # without a reflector the policy reflects, as before, and no teacher is named
+    own = asyncio.run(build_pairs(script(), [EX], EvolveConfig.model_validate({"refine": {"judge_check": False}}),
+                                  tmp_path / "own" / "refine", round_no=1, model_id="m0", progress=False))  # fmt: skip
+    assert own["kept"] == 1 and own["reflector"] is None
+    assert read_pairs(tmp_path / "own" / "pairs.jsonl")[0].provenance["reflector"] is None

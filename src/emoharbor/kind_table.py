@@ -18,6 +18,7 @@ BUILT_IN = {
     "ladder": "emoharbor.ladder.kind:LadderKind",
     "heart_strategy_check": "emoharbor.heart.kind:StrategyCheckKind",
     "evolve_refine": "emoharbor.evolve.kind:RefineKind",
+    "evolve_replies": "emoharbor.evolve.kind:RepliesKind",
 }
 
 for _name, _where in BUILT_IN.items():

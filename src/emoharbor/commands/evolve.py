@@ -1,4 +1,4 @@
-"""``emoharbor evolve sft|refine|dpo|run|grpo|pairs|eval``: self-evolution toward the user's implicit
+"""``emoharbor evolve sft|refine|dpo|run|control|grpo|pairs|eval``: self-evolution toward the user's implicit
 preferences. Training needs the ``train`` extra; ``pairs`` does not."""
 
 from __future__ import annotations
@@ -122,6 +122,27 @@ def run(config_path: Path | None, sets: tuple[str, ...], out: Path, no_progress:
     _echo_main(f"done in {summary['wall_s']:.0f}s, peak RSS {summary['peak_rss_mb']:.0f} MB: {out / 'summary.json'}")
 
 
+@evolve.command("control")
+@config_opts
+@click.option(
+    "--out",
+    type=OUT_FOLDER,
+    required=True,
+    help="the run folder of `evolve run` (its m0/ and rounds); the control goes to OUT/control",
+)
+def control(config_path: Path | None, sets: tuple[str, ...], out: Path) -> None:
+    """The control: DPO from M0 on the rounds' pairs with chosen and rejected swapped at random, for the rounds'
+    steps together; resumable, skipped once whole."""
+    _needs_train()
+    from ..evolve.control import run_control
+
+    cfg = _config(config_path, sets)
+    summary = run_control(cfg, out, log=_log)
+    c = summary["control"]
+    _echo_main(f"control: {c['swapped']} of {c['pairs']} pairs swapped, {summary['train']['steps']} steps: "
+               f"{out / 'control'}")  # fmt: skip
+
+
 @evolve.command("grpo")
 @config_opts
 @click.option("--model", "model_dir", type=DIR, default=None,
@@ -186,17 +207,44 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
               help="an EmoHarbor run config: its profiles, user and judge are used for every model")  # fmt: skip
 @click.argument("models", nargs=-1, required=True)
 @click.option("--out", type=OUT_FOLDER, required=True, help="the folder of the one evaluation run (resumable)")
+@click.option(
+    "--contexts",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="the reply card: each model's reply to this many held-out ESConv contexts, scored by a judge of "
+    "one reply (0: none)",
+)
+@click.option(
+    "--esconv",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="ESConv file(s) the reply card's contexts come from (dialogues the models trained on are held "
+    "out); repeatable",
+)
+@click.option(
+    "--reply-judge",
+    "reply_judge",
+    default="third_party_reply",
+    show_default=True,
+    help="the reply card's judge: a card of kind reply, on the run's judge model unless it names its own",
+)
 @progress_opt
-def eval_(run_config: Path, models: tuple[str, ...], out: Path, no_progress: bool) -> None:
+def eval_(run_config: Path, models: tuple[str, ...], out: Path, contexts: int, esconv: tuple[Path, ...],
+          reply_judge: str, no_progress: bool) -> None:  # fmt: skip
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) as the supporters of one run and print, per judge, each
-    model's means and its paired difference from the first (interval, P(difference > 0), Holm's p)."""
+    model's means and its paired difference from the first (interval, P(difference > 0), Holm's p); with
+    --contexts N, the reply card of each model beside it."""
     from ..config import load_config
     from ..evaluate.plan import Plan, check_plan
-    from ..evolve.evaluate import evaluate_models
+    from ..evolve.evaluate import ReplyCardOptions, evaluate_models
 
+    if contexts and not esconv:
+        raise ConfigError("--contexts needs --esconv FILE: the ESConv file(s) the held-out contexts come from")
     plan = Plan.of(load_config(run_config), str(run_config))  # its files, cards too
     check_plan(plan, models=False, reach=False)
-    click.echo(evaluate_models(plan, _named(models), out, log=_log, progress=not no_progress))
+    replies = ReplyCardOptions(contexts, [str(p) for p in esconv], reply_judge)
+    click.echo(evaluate_models(plan, _named(models), out, log=_log, progress=not no_progress, replies=replies))
 
 
 COMMANDS = [evolve]

@@ -25,7 +25,12 @@ def write_card(folder: Path, card: dict[str, Any]) -> None:
 
 def add_evaluation(folder: Path, evaluation: dict[str, Any]) -> None:
     """Record what ``evolve eval`` measured in a model's card (and its README)."""
-    write_card(folder, {**read_model_card(folder), "evaluation": evaluation})
+    add_to_card(folder, "evaluation", evaluation)
+
+
+def add_to_card(folder: Path, key: str, value: dict[str, Any]) -> None:
+    """``value`` under ``key`` in a model's card (and its README)."""
+    write_card(folder, {**read_model_card(folder), key: value})
 
 
 def _losses(logs: list[dict[str, Any]]) -> str:
@@ -39,14 +44,44 @@ def _losses(logs: list[dict[str, Any]]) -> str:
     return out
 
 
+def shown_line(shown: dict[str, Any], items: str) -> str:
+    """What the training prompts showed of the seeker (``personal.shown_record``)."""
+    n = int(shown.get("with_situation", 0))
+    total = n + int(shown.get("talk_only", 0))
+    if not n:
+        return f"Shown: the talk alone in all {total} {items} (no seeker's situation in a system prompt)"
+    return (f"Shown: the seeker's emotion, problem and situation in the system prompt of {n} of {total} {items} "
+            f"(share {shown.get('share')}, prompt `{shown.get('prompt')}`); the talk alone in the rest, as an "
+            "evaluation shows it")  # fmt: skip
+
+
+def _reply_card(r: dict[str, Any] | None) -> list[str]:
+    """The reply card's row of this model (``evolve eval --contexts N``), as lines of the README."""
+    if not isinstance(r, dict):
+        return []
+    ci = f" [{num(r.get('lo'))}, {num(r.get('hi'))}]" if r.get("lo") is not None else ""
+    line = (f"- {r.get('judge')}: {num(r.get('mean'))}{ci} over {r.get('scored')} replies ({r.get('unscored')} "
+            f"unscored, {r.get('no_reply')} without a reply), {num(r.get('words'), 1)} words a reply")  # fmt: skip
+    d = r.get("minus_first")
+    if isinstance(d, dict):
+        di = f" [{num(d.get('lo'), signed=True)}, {num(d.get('hi'), signed=True)}]" if d.get("lo") is not None else ""
+        line += (
+            f"; minus {r.get('reference')} on the same {d.get('n')} contexts: {num(d.get('mean'), signed=True)}"
+            f"{di}, P(> 0) {num(d.get('p_above_0'))}, words {num(r.get('words_minus_first'), 1, signed=True)}"
+        )
+    return ["", f"## Reply card ({r.get('contexts')} held-out ESConv contexts, `emoharbor evolve eval`)", "", line]
+
+
 def card_markdown(card: dict[str, Any]) -> str:
     stage, train = str(card.get("stage", "?")), card.get("train") or {}
     lora = (card.get("config") or {}).get("lora") or {}
     modules = ", ".join(lora.get("target_modules") or [])
     top = f", top {lora['top_layers']} layers" if lora.get("top_layers") else ""
     items = "pairs" if stage == "dpo" else "examples"
+    control = card.get("control")
+    title = "the control (DPO on pairs swapped at random)" if control else f"{stage.upper()} round {card.get('round')}"
     lines = [
-        f"# {Path(str(card.get('out', ''))).name or 'emoharbor adapter'}: {stage.upper()} round {card.get('round')}",
+        f"# {Path(str(card.get('out', ''))).name or 'emoharbor adapter'}: {title}",
         "",
         "A LoRA adapter trained by emoharbor's self-evolution (`emoharbor evolve`), for emotional-support replies.",
         "",
@@ -59,6 +94,19 @@ def card_markdown(card: dict[str, Any]) -> str:
     data = card.get("examples") or card.get("pairs")
     if isinstance(data, dict):
         lines.append("- Data: " + ", ".join(f"{k} {v}" for k, v in data.items()))
+    if isinstance(control, dict):
+        lines.append(
+            f"- Control: trained from M0 on the {control.get('pairs')} pairs of the run's "
+            f"{control.get('rounds')} round(s) with {control.get('swapped')} of them swapped at random "
+            f"(chosen for rejected; seed {control.get('seed')}), for {control.get('steps')} optimizer steps, "
+            "the rounds' together: a gain of a round's model over it is its preferences', not more training"
+        )
+    for role, models in (card.get("teachers") or {}).items():
+        lines.append(f"- Teacher ({role}): {', '.join(f'`{m}`' for m in models)} wrote the reflections the chosen "
+                     "replies were written from; the replies themselves are the policy's own")  # fmt: skip
+    shown = card.get("shown")
+    if isinstance(shown, dict):
+        lines.append(f"- {shown_line(shown, items)}")
     lines.append(f"- Wall time: {num(card.get('wall_s'), 0)} s")
     ev = card.get("evaluation")
     if ev:
@@ -72,5 +120,6 @@ def card_markdown(card: dict[str, Any]) -> str:
         lines.append(md_table(["judge", "dimension", "mean", f"minus {ev.get('reference')}", "scored"], rows, unrated))
     else:
         lines += ["", "Not evaluated yet: `emoharbor evolve eval` adds the per-dimension deltas here."]
+    lines += _reply_card(card.get("reply_card"))
     lines += ["", "The full record, with every setting and logged step, is `evolve_model.json` beside this file."]
     return "\n".join(lines).rstrip() + "\n"

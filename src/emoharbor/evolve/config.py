@@ -14,6 +14,7 @@ from .. import userfiles
 from ..episodes.settings import EpisodeSettings
 from ..errors import ConfigError
 from ..heart.config import HistorySource
+from ..models.hf import built_in_gguf
 from ..models.spec import ModelSpec
 from ..overrides import validated
 from ..reward.settings import RewardSettings
@@ -65,6 +66,8 @@ class SftSettings(TrainSettings):
     # whose messages the model learns to write: the supporter's (the policy), or the seeker's, as the simulated
     # user's voice (``user_agent.voice_model``; evolve/voice_data.py)
     role: Literal["supporter", "user"] = "supporter"
+    # the share of the ESConv examples whose system prompt holds the seeker's emotion, problem and situation
+    personal_share: float = Field(default=0.0, ge=0, le=1)
 
     @model_validator(mode="after")
     def _check(self) -> SftSettings:
@@ -77,6 +80,7 @@ class RefineSettings(_Strict):
     data: list[str] = Field(default_factory=list)  # ESConv files the contexts come from (no default)
     contexts: int = Field(default=64, ge=1)  # contexts per round, one per dialogue, a new sample each round
     principles: str | None = None  # a principles file; None: the built-in one
+    personal_share: float = Field(default=0.0, ge=0, le=1)  # contexts shown the seeker's situation (as sft's)
     max_new_tokens: int = Field(default=128, ge=8)
     reflection_max_tokens: int = Field(default=256, ge=16)
     temperature: float = Field(default=0.7, ge=0)
@@ -93,6 +97,9 @@ class RefineSettings(_Strict):
     # None: M(t) generates in this process (hf backend, batched). Or a vLLM or SGLang server of the base model,
     # started with --enable-lora: each round's adapter is loaded into it (load_adapter; see docs/evolve.md)
     generator: ModelSpec | None = None
+    # None: the policy reflects on its own reply. Or a teacher (any model spec) writes the reflection, and the
+    # policy writes the refined reply from it
+    reflector: ModelSpec | None = None
     load_adapter: bool = True  # load each round's adapter into the generator's server (vLLM, SGLang) first
     # a pair is kept only if this judge (a HEART pairwise card) prefers the refined reply in both orders
     judge_check: bool = True
@@ -168,7 +175,8 @@ class GrpoSettings(TrainSettings):
 
 
 class EvolveConfig(_Strict):
-    base_model: str = "smollm2"  # 'smollm2', a Hugging Face model folder, or a .gguf file
+    # a built-in model (qwen0.5b, qwen1.5b, smollm2; local:NAME too), a Hub id, a model folder, or a .gguf file
+    base_model: str = "smollm2"
     device: Literal["auto", "cpu", "cuda"] = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on cuda, fp32 on cpu
     system_prompt: str | None = None  # as a supporter's: None (default), builtin:NAME, @FILE or text
@@ -220,7 +228,7 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
     cfg.refine.principles = cfg.refine.principles and fix(cfg.refine.principles)
     if cfg.system_prompt and cfg.system_prompt.startswith("@"):
         cfg.system_prompt = "@" + fix(cfg.system_prompt[1:])
-    if cfg.base_model != "smollm2":
+    if built_in_gguf(cfg.base_model) is None:
         local = base / Path(cfg.base_model).expanduser()
         if local.exists():
             cfg.base_model = str(local.resolve())

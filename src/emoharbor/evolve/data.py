@@ -26,6 +26,7 @@ from ..models.base import Message
 from ..models.hf import stop_token_ids
 from .guard import EvalGuard
 from .pairs import is_messages
+from .personal import Personal, personal_system, told
 
 IGNORE = -100  # the label of a token that carries no loss
 Enc = TypeVar("Enc", "Encoded", "EncodedPair")
@@ -37,10 +38,13 @@ class ChatExample:
     messages: list[Message]  # system + history, ending on the user's (seeker's) turn
     reply: str
     source: str = "esconv"  # "esconv" | "general"
+    personal: bool = False  # its system prompt holds what the seeker said of themselves before the talk
 
 
-def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None = None) -> list[ChatExample]:
-    """One example per supporter turn that follows at least one seeker turn."""
+def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None = None,
+                    personal: Personal | None = None) -> list[ChatExample]:  # fmt: skip
+    """One example per supporter turn that follows at least one seeker turn; with ``personal``, the examples it
+    draws are shown the seeker's emotion, problem and situation in the system prompt."""
     turns = d.merged_turns()
     out: list[ChatExample] = []
     for i, t in enumerate(turns):
@@ -48,14 +52,17 @@ def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None =
             continue
         history = turns[:i][-max_turns:] if max_turns is not None else turns[:i]
         history = list(dropwhile(lambda h: h.speaker != "seeker", history))  # a chat starts with the user
-        msgs: list[Message] = [{"role": "system", "content": system_prompt}]
+        ident = f"{d.id}#{i}"
+        shown = personal is not None and told(d) and personal.shown(ident)
+        msgs: list[Message] = [{"role": "system", "content": personal_system(system_prompt, d) if shown
+                                else system_prompt}]  # fmt: skip
         msgs += [{"role": "user" if h.speaker == "seeker" else "assistant", "content": h.text} for h in history]
-        out.append(ChatExample(f"{d.id}#{i}", msgs, t.text))
+        out.append(ChatExample(ident, msgs, t.text, personal=shown))
     return out
 
 
-def esconv_examples(paths: list[str], system_prompt: str, guard: EvalGuard | None = None) -> tuple[
-        list[ChatExample], int]:  # fmt: skip
+def esconv_examples(paths: list[str], system_prompt: str, guard: EvalGuard | None = None,
+                    personal: Personal | None = None) -> tuple[list[ChatExample], int]:  # fmt: skip
     """All examples of the files, and how many dialogues the guard kept out."""
     out: list[ChatExample] = []
     held_out = 0
@@ -64,19 +71,19 @@ def esconv_examples(paths: list[str], system_prompt: str, guard: EvalGuard | Non
             if guard is not None and guard.blocks_dialog(d):
                 held_out += 1
                 continue
-            out.extend(dialog_examples(d, system_prompt))
+            out.extend(dialog_examples(d, system_prompt, personal=personal))
     return out, held_out
 
 
 def esconv_contexts(paths: list[str], system_prompt: str, n: int, seed: int, max_turns: int,
-                    guard: EvalGuard | None = None) -> list[ChatExample]:  # fmt: skip
+                    guard: EvalGuard | None = None, personal: Personal | None = None) -> list[ChatExample]:  # fmt: skip
     """``n`` contexts for phase 2, each from a different dialogue, at a random supporter turn."""
     rng = random.Random(seed)
     dialogs = [d for p in paths for d in load_esconv(p) if guard is None or not guard.blocks_dialog(d)]
     rng.shuffle(dialogs)
     out: list[ChatExample] = []
     for d in dialogs:
-        options = dialog_examples(d, system_prompt, max_turns)
+        options = dialog_examples(d, system_prompt, max_turns, personal)
         if options:
             out.append(rng.choice(options))
         if len(out) >= n:

@@ -21,6 +21,7 @@ from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
 from .data import EncodedPair, encode_pair, fitting
 from .pairs import PreferencePair, read_pairs
+from .personal import shown_record
 from .trainer import (
     DATA_DIR,
     Log,
@@ -45,6 +46,13 @@ def encode_pairs(tok: Any, pairs: list[PreferencePair], system: str, max_length:
                                max_length) for p in pairs)  # fmt: skip
 
 
+def teachers(pairs: list[PreferencePair]) -> dict[str, list[str]]:
+    """The models other than the policy that wrote part of the pairs: the reflectors (``refine.reflector``) that
+    wrote the reflections the chosen replies were written from."""
+    found = sorted({str(p.provenance["reflector"]) for p in pairs if p.provenance.get("reflector")})
+    return {"reflector": found} if found else {}
+
+
 def _trainer_class() -> Any:
     from trl.trainer.dpo_trainer import DPOTrainer
 
@@ -61,10 +69,10 @@ def _trainer_class() -> Any:
 
 
 def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Path, *, log: Log,
-            hold: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+            hold: dict[str, Any] | None = None, control: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Train M(t+1) into ``out`` (resuming from a checkpoint there) from M(t) in ``model_dir`` on the pairs
     in ``pair_files``. ``hold``: M(t) already in memory (trainable), as the stage before left it; M(t+1)
-    is left there."""
+    is left there. ``control``: this is the run's control (``control.py``), as its card says."""
     refuse_if_card(out)
     check_machine(cfg)
     say = main_log(log)
@@ -106,13 +114,17 @@ def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Pat
         "round": round_no,
         "pairs": {"read": len(pairs), "encoded": len(encoded), "too_long": counts["too_long"],
                   "history_truncated": counts["history_truncated"], "files": [str(f) for f in pair_files]},
+        "shown": shown_record(cfg.refine.personal_share, [bool(p.provenance.get("personal")) for p in pairs]),
+        "teachers": teachers(pairs),
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
+        **({"control": control} if control is not None else {}),
     }  # fmt: skip
     card = {"base_model": parent["base_model"], "base": parent.get("base"), **summary, "parent": str(model_dir),
             "config": cfg.resolved()}  # fmt: skip
     save_stage(trainer, out, card)
     if hold is not None:
         hold.update(model=trainer.model, tokenizer=tok)
-    say(f"dpo: saved M{round_no} to {out} ({report.steps} steps, {report.wall_s:.0f}s)")
+    say(f"dpo: saved {'the control' if control else f'M{round_no}'} to {out} ({report.steps} steps, "
+        f"{report.wall_s:.0f}s)")  # fmt: skip
     return summary

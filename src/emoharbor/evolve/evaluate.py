@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
 from ..tables import nothing_measured
+from .reply_card import FOLDER, plan_reply_card, reply_card
 from .trainer import release_memory
 
 Log = Callable[[str], None]
@@ -96,20 +98,54 @@ def compare_table(run_dir: Path, *, seed: int = 0) -> str:
 
 
 def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
-                    progress: bool = True) -> str:  # fmt: skip
+                    progress: bool = True, replies: ReplyCardOptions | None = None) -> str:  # fmt: skip
     """The evaluation of ``plan`` (a run config's file is planned here first: the library's callers) with
-    ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's)."""
+    ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's); with
+    ``replies``, the reply card beside it (``reply_card.py``), on the same supporters."""
     run_evaluation = _evaluator()
     plan = plan if isinstance(plan, Plan) else Plan.of(load_config(plan), str(plan))
     for name, folder in models:  # every model and name checked before the run folder is made
         if "|" in name or not name:
             raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
         resolve_hf(str(folder))
+    cfg = models_config(plan.cfg, models)
+    card = None
+    if replies is not None and replies.contexts > 0:  # its judge and contexts checked before anything runs
+        card = plan_reply_card(replies.esconv, replies.contexts, judge_card=replies.judge_card,
+                               judge_model=plan.cfg.roles.judge, trained=[f for _, f in models],
+                               seed=plan.cfg.seed)  # fmt: skip
     log(f"eval: {', '.join(f'{n} ({f})' for n, f in models)} as the supporters of one run -> {out}")
-    asyncio.run(run_evaluation(plan.with_config(models_config(plan.cfg, models)), out, progress=progress))
+    asyncio.run(run_evaluation(plan.with_config(cfg), out, progress=progress))
     release_memory()
     record_deltas(models, dimension_means(out), out)
-    return compare_table(out)
+    table = compare_table(out)
+    if card is None:
+        return table
+    log(f"eval: the reply card, {len(card.contexts)} held-out contexts -> {out / FOLDER}")
+    fig, replies_table = reply_card(card, cfg.roles.supporter, out, workers=plan.cfg.concurrency, progress=progress)
+    release_memory()
+    record_reply_card(models, fig)
+    return f"{table}\n\n{replies_table}"
+
+
+@dataclass(frozen=True)
+class ReplyCardOptions:
+    """``evolve eval``'s reply card: ``contexts`` held-out contexts of the ESConv files ``esconv`` (0: none), scored by
+    the judge card ``judge_card`` (of kind reply) on the run's judge model unless the card names its own."""
+
+    contexts: int = 0
+    esconv: list[str] = field(default_factory=list)
+    judge_card: str = "third_party_reply"
+
+
+def record_reply_card(models: list[tuple[str, Path | str]], fig: dict[str, Any]) -> None:
+    """Each evolve model's card gets its row of the reply card (its mean, words, difference from the first)."""
+    from .card import add_to_card
+
+    for name, folder in models:
+        if (Path(folder) / MODEL_CARD).is_file() and name in fig["models"]:
+            head = {k: fig[k] for k in ("judge", "contexts", "reference")}
+            add_to_card(Path(folder), "reply_card", {**head, **fig["models"][name]})
 
 
 def record_deltas(models: list[tuple[str, Path | str]], results: dict[str, Any], out: Path) -> None:

