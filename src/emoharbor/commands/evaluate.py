@@ -33,7 +33,7 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
 
 def print_conversation(store: RunStore) -> None:
     """The first conversation of a run, with the user's inner state after each supporter message."""
-    from ..report.calibration import health_lines
+    from ..measurements import health_lines
     from ..simulate.conversation import Conversation
     from ..store.record import user_model
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report.calibration import pct
 from ..scoring.values import usage_text
 from ..stats.bootstrap import TOO_SMALL
 from ..tables import RESUME, nothing_measured, render_data, text_table
@@ -13,6 +12,10 @@ from .names import ALL
 SHORT = {"off_target": "off-tgt", "generic": "generic", "generic_long": "gen-long", "dismissive": "dismiss",
          "dismissive_long": "dis-long", "advice": "advice", "ignores_last": "ign-last", "wrong_facts": "wrong",
          "repeats": "repeats", "role_break": "role"}  # fmt: skip
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}"
 
 
 def interval(c: dict[str, Any]) -> str:

@@ -20,7 +20,6 @@ from ..assess.stage import Judge, check_judges
 from ..data.selection import check_selection, in_turn, select
 from ..errors import ConfigError
 from ..kinds import Summary
-from ..report.calibration import record  # the user's measured sensitivity, quoted by other runs' health
 from ..scoring.case import Case
 from ..scoring.items import Item
 from ..scoring.names import REAL, USER
@@ -32,6 +31,7 @@ from .analysis import sensitivity_table
 from .bad import KINDS, bad_replies, suite_version
 from .cases import Pool, esconv_cases, heart_cases, run_cases
 from .names import ALL
+from .record import record  # the user's measured sensitivity, quoted by other runs' health
 
 KIND = "sensitivity"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..report.calibration import pct
 from ..report.health import units_section
 from ..report.html import Cell, esc, heat, note, table
 from ..scoring.values import usage_text
 from ..stats.bootstrap import MIN_N, TOO_SMALL, too_small
 from .names import ALL
+from .render import pct
 
 if TYPE_CHECKING:
     from ..run_view import RunView
