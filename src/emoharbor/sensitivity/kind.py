@@ -83,10 +83,7 @@ class SensitivityKind(RunKind):
         of bad reply, ties half, with its bootstrap interval) and its tie rate; the simulated user's reward is
         the judge "user" (expected: from its probability-weighted readouts). From the run with the most cases."""
         data = sensitivity_table(store)
-        for key, r in scorer_rows(store, ("score", "pair"), data["rows"], rows).items():
-            row = rows[key]
-            if row.get("sensitivity_n", -1) >= data["cases"]:
-                continue
+        for row, r in scorer_rows(store, ("score", "pair"), data["rows"], rows, "sensitivity", data["cases"]):
             c = r[ALL]
             row.update(
                 sensitivity_run=str(folder),
