@@ -136,7 +136,7 @@ def assess(run_dir: Path, cards: tuple[str, ...], judge_model: str | None, base_
     EmoHarbor run's conversations, or a validate run's replays)."""
     from .. import kinds
     from ..preflight import check_named_models
-    from .core import judge_spec
+    from .specs import judge_spec
 
     spec = judge_spec(judge_model, base_url, api_key_env)
     if spec is not None:
