@@ -39,7 +39,7 @@ def config_group() -> None:
 def config_check(path: Path, models: bool) -> None:
     """Check a settings file: a run config, a HEART or evolve config, a judge card or a profile file (told
     apart by their keys); print it resolved, with its hash. No model is reached."""
-    from ..config_kinds import check_config
+    from ..settings_files import check_config
 
     for line in check_config(path, models=models):
         click.echo(line)
