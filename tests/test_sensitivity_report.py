@@ -25,7 +25,7 @@ from emoharbor.results import load_results, tidy_rows
 from emoharbor.run_view import RunView
 from emoharbor.scoring.judges import row_judge
 from emoharbor.sensitivity.analysis import sensitivity_table
-from emoharbor.sensitivity.bad import KINDS
+from emoharbor.sensitivity.bad import MAKERS
 from emoharbor.sensitivity.kind import tidy
 from emoharbor.sensitivity.names import ALL
 from emoharbor.sensitivity.record import line, record
@@ -149,7 +149,7 @@ def test_the_tidy_table_reproduces_the_shares(sens: Path) -> None:
         store.close()
     want = table_of(sens)
     for r in want["rows"]:
-        for kind in KINDS:
+        for kind in MAKERS:
             mine = [x["outcome"] for x in rows if x["scorer"] == r["scorer"] and x["kind"] == kind]
             scored = [o for o in mine if o is not None]
             assert len(mine) == 6, (r["scorer"], kind)

@@ -4,7 +4,7 @@
 A finished sensitivity run with a simulated user writes (``record``): the user model, the versions of the
 prompts its reaction reads (the chain's ``REACTION_PROMPTS``: user_system, user_appraise, user_feel, the
 Feeler's scales and the persona card), the cases, the suite's version, the user rows' "all kinds" share with
-its interval and tie rate and their per-kind shares, the run folder, the date and the line an EmoHarbor or
+its interval and tie rate and their shares per bad reply, the run folder, the date and the line an EmoHarbor or
 validate run's health quotes (``line``).
 """
 
@@ -39,7 +39,7 @@ def record(store: RunStore, table: Callable[..., dict[str, Any]], column: str, *
     """Write the measured record of the sensitivity run in ``store`` (open): the figures of the cases it
     has finished (a run stopped part-way writes its own, and a resumed one writes it anew), from
     ``table(store, seed=, n_boot=)`` (``analysis.sensitivity_table``, made only when there is a user to
-    record), its shares read from its ``column`` (the one over every kind of bad reply); its path, or None
+    record), its shares read from its ``column`` (the one over every bad reply); its path, or None
     when the run has no simulated user, no finished case or no user row (nothing
     is written) or the cache folder cannot be written (the run's own results are not affected)."""
     user = user_of(store)
