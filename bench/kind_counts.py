@@ -35,7 +35,7 @@ import yaml
 
 from plan_counts import command, count_calls, invented_esconv, script_models
 
-MODULES = ("emoharbor.preflight", "emoharbor.config_kinds", "emoharbor.commands.heart", "emoharbor.commands.evolve",
+MODULES = ("emoharbor.preflight", "emoharbor.settings_files", "emoharbor.commands.heart", "emoharbor.commands.evolve",
            "emoharbor.heart.plan", "emoharbor.heart.kind", "emoharbor.heart.stages.pipeline",
            "emoharbor.heart.stages.sources", "emoharbor.heart.stages.candidates", "emoharbor.heart.histories",
            "emoharbor.heart.rated", "emoharbor.evolve.plan", "emoharbor.evolve.kind", "emoharbor.evolve.config",

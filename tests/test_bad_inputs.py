@@ -306,7 +306,7 @@ PROFILE_CASES = [
     Case("profiles list --risk with an unknown level", ("profiles", "list", "--risk", "extreme"),
          ("'--risk'", "'extreme' is not one of")),
     Case("chat with a profile source of 100 profiles",
-         ("chat", "--profile", "builtin:*", "--supporter", "scripted", "--user", "scripted"),
+         ("chat", "--profile", "builtin:*", "--supporter", "scripted", "--model", "scripted"),
          ("builtin:* holds 100 profiles",)),
 ]  # fmt: skip
 
@@ -589,10 +589,10 @@ RUN_FOLDER_CASES = [
 
 CLI_CASES = [
     Case("chat with a base URL that is not a URL",
-         ("chat", "--profile", "builtin:p001*", "--supporter", "m", "--user", "m", "--base-url", "notaurl"),
+         ("chat", "--profile", "builtin:p001*", "--supporter", "m", "--model", "m", "--base-url", "notaurl"),
          ("--supporter m: field 'base_url'", "not an http(s) URL")),
     Case("chat with a served model and no endpoint",
-         ("chat", "--profile", "builtin:p001*", "--supporter", "gpt-x", "--user", "scripted"),
+         ("chat", "--profile", "builtin:p001*", "--supporter", "gpt-x", "--model", "scripted"),
          ("--supporter gpt-x", "needs base_url")),
     Case("validate --api-key-env with a space", ("validate", "--esconv", "e.jsonl", "--model", "m", "--api-key-env",
                                                  "has space"),
@@ -604,7 +604,7 @@ CLI_CASES = [
                                                            "--enrich-model", "gpt-x"),
          ("--enrich-model gpt-x",)),
     Case("chat with an embedded model that does not exist", ("chat", "--profile", "builtin:p001*", "--supporter",
-                                                             "local:nope", "--user", "scripted"),
+                                                             "local:nope", "--model", "scripted"),
          ("--supporter: unknown local model 'nope'",)),
     Case("validate with an embedded model that does not exist", (*VALIDATE[:4], "local:nope", *VALIDATE[5:]),
          ("--model: unknown local model 'nope'",), {"e.jsonl": esconv({"dialog": [TURN]})}, absent=("v",)),

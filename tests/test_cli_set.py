@@ -152,7 +152,8 @@ def test_evolve_uses_the_same_parser(capsys: pytest.CaptureFixture[str], tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("command", "old"), [("seekers", "--user-model"), ("realism", "--user-model"), ("reward", "--user")]
+    ("command", "old"),
+    [("seekers", "--user-model"), ("realism", "--user-model"), ("reward", "--user"), ("chat", "--user")],
 )
 def test_the_models_options_are_named_alike_and_an_old_spelling_still_works_unseen(
     command: str, old: str, capsys: pytest.CaptureFixture[str]
@@ -164,7 +165,12 @@ def test_the_models_options_are_named_alike_and_an_old_spelling_still_works_unse
     # the old spelling is read into --model, and --model alone keeps its default
     cmd = cli.get_command(cli.make_context("emoharbor", [], resilient_parsing=True), command)
     assert cmd is not None
-    args = {"seekers": ["x.json"], "realism": ["x.json"], "reward": ["x.jsonl", "--out", "o.jsonl"]}[command]
+    args = {"seekers": ["x.json"], "realism": ["x.json"], "reward": ["x.jsonl", "--out", "o.jsonl"],
+            "chat": ["--profile", "builtin:p001*"]}[command]  # fmt: skip
     assert cmd.make_context(command, [*args, old, "m1"]).params["user_model"] == "m1"
     assert cmd.make_context(command, [*args, "--model", "m2"]).params["user_model"] == "m2"
-    assert cmd.make_context(command, args).params["user_model"] == "local:qwen1.5b"
+    assert cmd.make_context(command, [*args, old, "m1", "--model", "m2"]).params["user_model"] == "m2"
+    assert cmd.make_context(command, [*args]).params["user_model"] == "local:qwen1.5b"
+    # an error names the spelling typed
+    code, _, err = run_main([command, *args, old, "gpt-x"], capsys)
+    assert code == 2 and f"error: {old} gpt-x: " in err and "needs base_url" in err

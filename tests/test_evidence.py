@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from emoharbor.assess.evidence import evidence_counts, evidence_kind
+from emoharbor.assess.evidence import evidence_check, evidence_counts
 
 SAID = ["It makes sense that you're exhausted after a year like that.", "What would rest look like for you?"]
 
 
 def test_a_quote_of_four_words_in_a_row_counts() -> None:
-    assert evidence_kind('"It makes sense that you\u2019re exhausted"', SAID) == "quoted"
-    assert evidence_kind("rest look like for", SAID) == "quoted"
-    assert evidence_kind("what would rest", SAID) == "quoted"  # shorter than four words: all of it
+    assert evidence_check('"It makes sense that you\u2019re exhausted"', SAID) == "quoted"
+    assert evidence_check("rest look like for", SAID) == "quoted"
+    assert evidence_check("what would rest", SAID) == "quoted"  # shorter than four words: all of it
 
 
 def test_paraphrases_and_placeholders() -> None:
-    assert evidence_kind("The supporter acknowledged my feelings.", SAID) == "not_a_quote"
-    assert evidence_kind("makes sense you exhausted", SAID) == "not_a_quote"  # the words, not in a row
-    assert evidence_kind("...", SAID) == "placeholder"
-    assert evidence_kind("", SAID) == "placeholder"
-    assert evidence_kind("n/a", SAID) == "placeholder"
+    assert evidence_check("The supporter acknowledged my feelings.", SAID) == "not_a_quote"
+    assert evidence_check("makes sense you exhausted", SAID) == "not_a_quote"  # the words, not in a row
+    assert evidence_check("...", SAID) == "placeholder"
+    assert evidence_check("", SAID) == "placeholder"
+    assert evidence_check("n/a", SAID) == "placeholder"
     counts = evidence_counts({"a": "...", "b": "what would rest look", "c": "kind words"}, SAID)
     assert counts == {"placeholder": 1, "quoted": 1, "not_a_quote": 1}
 

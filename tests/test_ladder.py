@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 
 from cli_helpers import emoharbor, killed_midway, run_main, written
+from emoharbor import measurements
 from emoharbor.assess.dimensions import keys as dimension_keys
 from emoharbor.errors import ConfigError
 from emoharbor.ladder import rungs as R
 from emoharbor.ladder.analysis import empathy_share
 from emoharbor.ladder.figures import ladder_figures, taus
 from emoharbor.profiles.loader import resolve_profiles
-from emoharbor.report import calibration
 
 RUNGS = list(R.BUILT_IN)
 PROFILES = 6
@@ -232,10 +232,10 @@ def test_the_command_orders_a_ladder_a_judge_knows_and_shows_it_everywhere(
     [path] = (tmp_path / "cache" / "ladder").glob("fake-*.json")
     rec = json.loads(path.read_text(encoding="utf-8"))
     assert rec["size"] == PROFILES and "user_system" in rec["prompt_versions"]
-    lines = calibration.health_lines("fake", {**rec["prompt_versions"], "supporter_default": "x"})
+    lines = measurements.health_lines("fake", {**rec["prompt_versions"], "supporter_default": "x"})
     assert any(line.startswith("Ladder of supporters of known quality (emoharbor ladder, chain user, 6 profiles")
                and "its final intensity" in line for line in lines)  # fmt: skip
-    assert not any("Ladder" in line for line in calibration.health_lines("other", rec["prompt_versions"]))
+    assert not any("Ladder" in line for line in measurements.health_lines("other", rec["prompt_versions"]))
 
 
 def test_a_judge_at_random_does_not_order_the_ladder(

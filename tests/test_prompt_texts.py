@@ -157,8 +157,8 @@ def test_the_decisions_rule_on_ending_is_todays() -> None:
 
 
 def test_the_feelers_scales_are_todays_and_in_the_reactions_record() -> None:
+    from emoharbor import measurements
     from emoharbor.profiles.loader import builtin_profiles
-    from emoharbor.report import calibration
     from emoharbor.simulate.chain_user import ChainUser
 
     user = ChainUser(None, builtin_profiles()[0])  # type: ignore[arg-type]  # no call is made
@@ -170,4 +170,4 @@ def test_the_feelers_scales_are_todays_and_in_the_reactions_record() -> None:
         "7 = trust much more, 6 = trust clearly more, 5 = trust a little more, 4 = trust unchanged, "
         "3 = trust a little less, 2 = trust clearly less, 1 = trust much less") in system  # fmt: skip
     chain = user_agent("chain")  # a reworded scale refuses to resume a run and to match a calibration
-    assert "user_feel_scale" in chain.reaction_prompts and "user_feel_scale" in calibration.PROMPTS
+    assert "user_feel_scale" in chain.reaction_prompts and "user_feel_scale" in measurements.PROMPTS

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from cli_helpers import emoharbor, killed_midway, run_main, written
+from emoharbor import measurements
 from emoharbor.data.esconv import load_esconv
 from emoharbor.errors import DataError
 from emoharbor.realism.analysis import false_stops, reask
 from emoharbor.realism.cuts import file_talks, talk_cuts, talk_shape
 from emoharbor.realism.figures import Message, Table
 from emoharbor.realism.text import distinct_2, features, words
-from emoharbor.report import calibration
 from realism_helpers import job_talk, risky_later, talk_files
 from seekers_helpers import raw_record, write_raw
 
@@ -200,11 +200,11 @@ def test_the_command_runs_against_an_endpoint_and_shows_it_everywhere(
     rec = json.loads(path.read_text(encoding="utf-8"))
     assert rec["size"] == CUTS and rec["user_agent"] == "chain" and "user_voice" in rec["prompt_versions"]
     versions = dict(rec["prompt_versions"])
-    lines = calibration.health_lines("fake", {**versions, "supporter_default": "x"})
+    lines = measurements.health_lines("fake", {**versions, "supporter_default": "x"})
     assert any(line.startswith("Simulated user's measured realism (emoharbor realism, chain user, 12 cuts")
                for line in lines)  # fmt: skip
-    assert not any("realism" in line for line in calibration.health_lines("fake", {**versions, "user_voice": "v2"}))
-    assert not any("realism" in line for line in calibration.health_lines("other", versions))
+    assert not any("realism" in line for line in measurements.health_lines("fake", {**versions, "user_voice": "v2"}))
+    assert not any("realism" in line for line in measurements.health_lines("other", versions))
 
 
 def test_a_killed_run_resumes_without_losing_or_redoing_a_message(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ Files touched to add it: its module (its kind and the one ``register`` line); a 
 emoharbor is its own module (``<package>/kind.py``, its section beside it if long) and one line in
 ``kind_table.BUILT_IN``. Before the table of kinds was one object per kind, the same kind touched 9-11 files
 (kinds.py, its run and render modules, a command, cli.py, report/runs.py, report/build.py, results.py,
-preflight.py, config_kinds.py, report/judges_table.py); before each kind owned its rows of ``emoharbor judges``,
+preflight.py, settings_files.py, report/judges_table.py); before each kind owned its rows of ``emoharbor judges``,
 its rows of the runs side by side and its view's data, it still touched report/judges_table.py (the unit kind's
 judge position, a rows function and its branch, the header, the cells), commands/judges.py (the note under the
 table), report/build.py (the side-by-side table named the one kind it showed) and report/runs.py (a field of

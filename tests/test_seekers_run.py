@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from cli_helpers import count, emoharbor, run_main, written
+from emoharbor import measurements
 from emoharbor.errors import DataError
 from emoharbor.models.spec import ModelSpec
-from emoharbor.report import calibration
 from emoharbor.report.health import health_html
 from emoharbor.run_view import RunView
 from emoharbor.seekers.analysis import seekers_table
@@ -125,7 +125,7 @@ def check_record(tmp_path: Path, run: Path) -> None:
     assert rec["user_model"] == "fake" and rec["size"] == POINTS and rec["talks"] == TALKS
     assert rec["headline"] == "user reward (expected)" and rec["run"] == str(run.resolve())
     assert rec["row"]["pairs"]["value"] == pytest.approx(want["pairs"]["value"])
-    assert rec["row"]["pairs_beats"] == want["pairs_beats"] and rec["prompt_versions"] == calibration.chain_versions(
+    assert rec["row"]["pairs_beats"] == want["pairs_beats"] and rec["prompt_versions"] == measurements.chain_versions(
         versions
     )
     assert f"(emoharbor seekers, {POINTS} points in {TALKS} talks, " in rec["line"]

@@ -21,7 +21,7 @@ from emoharbor.models.spec import ModelSpec
 from emoharbor.reward.penalties import penalties
 from emoharbor.reward.settings import RewardSettings
 from emoharbor.sensitivity.analysis import outcomes_of, sensitivity_table
-from emoharbor.sensitivity.bad import KINDS, bad_replies, suite_version
+from emoharbor.sensitivity.bad import MAKERS, bad_replies, suite_version
 from emoharbor.sensitivity.cases import Pool, esconv_cases, heart_cases, words
 from emoharbor.sensitivity.names import ALL
 from emoharbor.sensitivity.render import render_sensitivity
@@ -57,11 +57,11 @@ def test_esconv_cases_are_real_contexts_cut_before_a_real_reply(valid: Path) -> 
 def test_bad_replies_are_deterministic_and_of_every_kind(valid: Path) -> None:
     pool = Pool()
     cases = esconv_cases(valid, 40, pool)[:24]
-    made = [bad_replies(c, pool, list(KINDS)) for c in cases]
-    assert made == [bad_replies(c, pool, list(KINDS)) for c in cases]  # rules, no model, no randomness left
+    made = [bad_replies(c, pool, list(MAKERS)) for c in cases]
+    assert made == [bad_replies(c, pool, list(MAKERS)) for c in cases]  # rules, no model, no randomness left
     s = RewardSettings()
     for c, bad in zip(cases, made, strict=True):
-        assert set(bad) == set(KINDS)
+        assert set(bad) == set(MAKERS)
         assert all(t.strip() != c.real.strip() for t in bad.values())
         for k in ("generic_long", "dismissive_long"):  # padded to the real reply's length
             assert words(bad[k]) >= words(c.real)
@@ -177,7 +177,7 @@ def test_a_run_scores_every_reply_and_the_table_counts_right(
     finally:
         store.close()
     rows = {r["scorer"]: r for r in data["rows"]}
-    assert data["cases"] == 3 and data["kinds"] == list(KINDS)
+    assert data["cases"] == 3 and data["kinds"] == list(MAKERS)
     for name in ("user reward", "user reaction", "user fit", "third_party_reply+argmax:scripted (written)"):
         assert rows[name][ALL]["share"] == pytest.approx(1.0), name  # the scripted scorers like the real reply
         assert rows[name]["tie_rate"] == pytest.approx(0.0)
@@ -249,7 +249,7 @@ def test_outcomes_count_ties_half_and_leave_unscored_out() -> None:
 def test_options_are_checked(valid: Path) -> None:
     with pytest.raises(ConfigError, match="needs cases"):
         SensitivityOptions()
-    with pytest.raises(ConfigError, match="no such kind of bad reply"):
+    with pytest.raises(ConfigError, match="no such bad-reply maker"):
         SensitivityOptions(esconv=[valid], bad=["rude"])
     with pytest.raises(ConfigError, match="rates whole conversations"):
         SensitivityOptions(esconv=[valid], judges=["third_party"]).make_judges()
@@ -291,7 +291,7 @@ def test_the_command_prints_every_format(tmp_path: Path, valid: Path, capsys: py
     assert "| scorer |" in out
     assert "n too small" in render_sensitivity(data, "text")  # 2 cases: no interval is shown
     code, _, err = run_main([*base[:-3], "--bad", "rude"], capsys)
-    assert code != 0 and "no such kind of bad reply" in err
+    assert code != 0 and "no such bad-reply maker" in err
 
 
 def test_judge_none_scores_the_simulated_user_alone(tmp_path: Path, valid: Path, capsys: pytest.CaptureFixture[str],

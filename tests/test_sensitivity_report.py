@@ -1,5 +1,5 @@
 """A sensitivity run in the commands that read any run (report, leaderboard, export, judges), the simulated
-user's calibration record and the run-health line that quotes it, and HEART's length-controlled columns in
+user's measured record and the run-health line that quotes it, and HEART's length-controlled columns in
 the report. Scripted scorers only (test_sensitivity's), no model."""
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from emoharbor import kinds
+from emoharbor import kinds, measurements
 from emoharbor.cli import cli
 from emoharbor.heart.section import _rating, _win_rate, heart_html
-from emoharbor.report import calibration
 from emoharbor.report.build import build_html
 from emoharbor.report.health import health_html
 from emoharbor.report.judges_table import header, judges_table, table_cells
@@ -26,9 +25,10 @@ from emoharbor.results import load_results, tidy_rows
 from emoharbor.run_view import RunView
 from emoharbor.scoring.judges import row_judge
 from emoharbor.sensitivity.analysis import sensitivity_table
-from emoharbor.sensitivity.bad import KINDS
+from emoharbor.sensitivity.bad import MAKERS
 from emoharbor.sensitivity.kind import tidy
 from emoharbor.sensitivity.names import ALL
+from emoharbor.sensitivity.record import line, record
 from emoharbor.simulate.chain_user import REACTION_PROMPTS
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file
@@ -149,7 +149,7 @@ def test_the_tidy_table_reproduces_the_shares(sens: Path) -> None:
         store.close()
     want = table_of(sens)
     for r in want["rows"]:
-        for kind in KINDS:
+        for kind in MAKERS:
             mine = [x["outcome"] for x in rows if x["scorer"] == r["scorer"] and x["kind"] == kind]
             scored = [o for o in mine if o is not None]
             assert len(mine) == 6, (r["scorer"], kind)
@@ -201,21 +201,21 @@ def test_the_judges_table_reads_sensitivity_runs(sens: Path, small: Path, runs: 
     assert "prefers the real reply" in r.output and "ties 100%" in r.output
 
 
-# -- the calibration record and the run health ---------------------------------------------------------
+# -- the measured record and the run health ---------------------------------------------------------
 
 
 def test_the_prompt_names_match_the_run() -> None:
-    assert calibration.PROMPTS == REACTION_PROMPTS
+    assert measurements.PROMPTS == REACTION_PROMPTS
 
 
 def test_a_record_is_written_looked_up_and_quoted(sens: Path, runs: dict[str, Path], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none")  # the records emoharbor ships are not looked at
+    monkeypatch.setattr(measurements, "SHIPPED", tmp_path / "none")  # the records emoharbor ships are not looked at
     store = RunStore.open_existing(sens)
     try:
         versions = store.config()["prompt_versions"]
-        path = calibration.record(store, sensitivity_table, ALL)
+        path = record(store, sensitivity_table, ALL)
     finally:
         store.close()
     assert path is not None and path.parent == tmp_path / "cache" / "sensitivity"
@@ -230,42 +230,42 @@ def test_a_record_is_written_looked_up_and_quoted(sens: Path, runs: dict[str, Pa
     assert got["kinds"]["generic"] == pytest.approx(want["cells"]["generic"]["share"])
     assert set(rec["rows"]) == {"user reward", "user reaction", "user fit", "user relief", "user trust"}
     # looked up by model and the user's prompts (a run's may name more), not by other prompts
-    assert calibration.lookup("scripted", {**versions, "supporter_default": "x"}) == rec
-    assert calibration.lookup("scripted", {**versions, "user_feel": "other"}) is None
-    assert calibration.lookup("other-model", versions) is None
-    assert calibration.lookup("scripted", {"user_system": versions["user_system"]}) is None
+    assert measurements.lookup("scripted", {**versions, "supporter_default": "x"}) == rec
+    assert measurements.lookup("scripted", {**versions, "user_feel": "other"}) is None
+    assert measurements.lookup("other-model", versions) is None
+    assert measurements.lookup("scripted", {"user_system": versions["user_system"]}) is None
     # of several matching records, the one with the most cases (a later smoke test does not replace it)...
     bigger = {**rec, "date": "2000-01-01T00:00:00+00:00", "cases": 99}
-    (path.parent / f"{calibration.key_prefix('scripted', versions)}-big.json").write_text(json.dumps(bigger))
-    assert calibration.lookup("scripted", versions)["cases"] == 99  # type: ignore[index]
+    (path.parent / f"{measurements.key_prefix('scripted', versions)}-big.json").write_text(json.dumps(bigger))
+    assert measurements.lookup("scripted", versions)["cases"] == 99  # type: ignore[index]
     # ... and the newest among equals
     newer = {**bigger, "date": "2100-01-01T00:00:00+00:00", "run": "newer"}
-    (path.parent / f"{calibration.key_prefix('scripted', versions)}-new.json").write_text(json.dumps(newer))
-    assert calibration.lookup("scripted", versions)["run"] == "newer"  # type: ignore[index]
+    (path.parent / f"{measurements.key_prefix('scripted', versions)}-new.json").write_text(json.dumps(newer))
+    assert measurements.lookup("scripted", versions)["run"] == "newer"  # type: ignore[index]
     for extra in ("big", "new"):
-        (path.parent / f"{calibration.key_prefix('scripted', versions)}-{extra}.json").unlink()
+        (path.parent / f"{measurements.key_prefix('scripted', versions)}-{extra}.json").unlink()
     # the health of an EmoHarbor run whose user has not been measured (model "fake"): a note
     html = build_html([runs["eh"]])
     assert "The simulated user&#x27;s sensitivity has not been measured for fake with these prompts" in html
     assert "<code>emoharbor sensitivity --esconv FILE --model fake</code>" in html
     view = load_run(runs["eh"])
-    assert view.user_model == "fake" and calibration.chain_versions(view.user_prompts) is not None
+    assert view.user_model == "fake" and measurements.chain_versions(view.user_prompts) is not None
     # ... and once a record for that model and those prompts is there, the line
-    fake = {**rec, "user_model": "fake", "prompt_versions": calibration.chain_versions(view.user_prompts)}
-    fake_path = path.parent / f"{calibration.key_prefix('fake', fake['prompt_versions'])}-x.json"
+    fake = {**rec, "user_model": "fake", "prompt_versions": measurements.chain_versions(view.user_prompts)}
+    fake_path = path.parent / f"{measurements.key_prefix('fake', fake['prompt_versions'])}-x.json"
     fake_path.write_text(json.dumps(fake))
-    line = (f"Simulated user&#x27;s measured sensitivity (emoharbor sensitivity, 6 cases, {rec['date'][:10]}): "
+    said = (f"Simulated user&#x27;s measured sensitivity (emoharbor sensitivity, 6 cases, {rec['date'][:10]}): "
             "prefers the real reply in 100% [100, 100] of pairs (ties 0%)")  # fmt: skip
     html = build_html([runs["eh"]])
-    assert line in html and "has not been measured" not in html
+    assert said in html and "has not been measured" not in html
     health = html[html.index("<h3>Run health</h3>") :]
-    assert line in health
+    assert said in health
     # a validate run: its user model from its config, its prompts from the replays that went through the chain
     val = load_run(runs["val"])
-    assert val.user_model == "local:qwen1.5b" and calibration.chain_versions(val.user_prompts) is not None
+    assert val.user_model == "local:qwen1.5b" and measurements.chain_versions(val.user_prompts) is not None
     assert "has not been measured for local:qwen1.5b" in health_html(val)
     val.user_model = "fake"
-    assert line in health_html(val)
+    assert said in health_html(val)
     # a view without a simulated user's reactions (a simple user): no line at all
     assert "sensitivity" not in health_html(RunView(folder=tmp_path, kind="emoharbor", meta={}))
 
@@ -274,7 +274,7 @@ def test_a_run_without_a_user_writes_no_record(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
     store = RunStore.create_or_resume(tmp_path / "r", "sensitivity", {"user": None, "prompt_versions": {}}, "h")
     try:
-        assert calibration.record(store, sensitivity_table, ALL) is None
+        assert record(store, sensitivity_table, ALL) is None
     finally:
         store.close()
     assert not (tmp_path / "cache" / "sensitivity").exists()
@@ -284,11 +284,11 @@ def test_the_sentence_prefers_the_expected_reward_and_says_n_too_small() -> None
     row = {"share": 0.75, "lo": None, "hi": None, "tie_rate": 0.25}
     rec = {"cases": 3, "date": "2025-02-03T10:00:00+00:00", "headline": "user reward (expected)",
            "rows": {"user reward (expected)": row}}  # fmt: skip
-    assert calibration.sentence(rec) == (
+    assert line(rec) == (
         "Simulated user's measured sensitivity (emoharbor sensitivity, 3 cases, 2025-02-03): prefers the real "
         "reply in 75% (n too small) of pairs (ties 25%)"
     )
-    assert calibration.HEADLINES[0] == "user reward (expected)"
+    assert measurements.HEADLINES[0] == "user reward (expected)"
 
 
 # -- HEART's length-controlled figures -----------------------------------------------------------------

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from emoharbor import measurements
 from emoharbor.commands.evaluate import print_conversation
 from emoharbor.profiles.loader import load_profile_file
 from emoharbor.prompts import load_prompt
-from emoharbor.report import calibration
 from emoharbor.simulate import voice
 from emoharbor.simulate.conversation import Conversation, Turn
 from emoharbor.store.run_store import RunStore
@@ -59,55 +59,55 @@ def test_the_length_follows_the_profile() -> None:
 
 def test_shipped_records_are_quoted_after_the_users_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(measurements, "SHIPPED", tmp_path / "shipped")
     versions = {"user_voice": "user_voice@1", "user_system": "user_system@1"}
     rec = {"user_model": "local:qwen1.5b", "prompt_versions": versions, "size": 60, "line": "shipped line",
            "date": "2026-12-06"}  # fmt: skip
     (tmp_path / "shipped" / "realism").mkdir(parents=True)
     (tmp_path / "shipped" / "realism" / "local_qwen1.5b-a.json").write_text(json.dumps(rec), encoding="utf-8")
     run = {**versions, "supporter_default": "x"}
-    assert calibration.quoted("local:qwen1.5b", run) == [("realism", rec)]
-    assert calibration.quoted("local:qwen1.5b", {**run, "user_voice": "user_voice@2"}) == []
+    assert measurements.quoted("local:qwen1.5b", run) == [("realism", rec)]
+    assert measurements.quoted("local:qwen1.5b", {**run, "user_voice": "user_voice@2"}) == []
     own = {**rec, "size": 4, "line": "my own line"}  # the user's own record comes first, however small
-    calibration.write("realism", "local:qwen1.5b", versions, {**own, "run": "my-run"})
-    assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", run)] == ["my own line"]
+    measurements.write("realism", "local:qwen1.5b", versions, {**own, "run": "my-run"})
+    assert [r["line"] for _, r in measurements.quoted("local:qwen1.5b", run)] == ["my own line"]
 
 
 def test_a_record_is_quoted_only_for_the_settings_it_was_measured_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none")
+    monkeypatch.setattr(measurements, "SHIPPED", tmp_path / "none")
     versions = {"user_voice": "user_voice@1"}
     grounded = {"agent": "chain", "endings": "grounded", "intensity_step": 6}
     rec = {"user_model": "local:qwen1.5b", "prompt_versions": versions, "size": 40, "line": "measured grounded",
            "user_settings": grounded}  # fmt: skip
-    calibration.write("realism", "local:qwen1.5b", versions, {**rec, "run": "r"})
-    assert [r["line"] for _, r in calibration.quoted("local:qwen1.5b", versions, grounded)] == ["measured grounded"]
-    assert calibration.quoted("local:qwen1.5b", versions, {**grounded, "endings": "model"}) == []
+    measurements.write("realism", "local:qwen1.5b", versions, {**rec, "run": "r"})
+    assert [r["line"] for _, r in measurements.quoted("local:qwen1.5b", versions, grounded)] == ["measured grounded"]
+    assert measurements.quoted("local:qwen1.5b", versions, {**grounded, "endings": "model"}) == []
     # a setting added after the record was written reads there as its default: the same user at the default,
     # another one when the run sets it otherwise
     now = {**grounded, "framing": "chat", "window": 0}
-    assert len(calibration.quoted("local:qwen1.5b", versions, now)) == 1
-    assert calibration.quoted("local:qwen1.5b", versions, {**now, "framing": "quoted"}) == []
+    assert len(measurements.quoted("local:qwen1.5b", versions, now)) == 1
+    assert measurements.quoted("local:qwen1.5b", versions, {**now, "framing": "quoted"}) == []
     # a run that does not say its settings, or a record that does not, is matched on the model and prompts alone
-    assert len(calibration.quoted("local:qwen1.5b", versions)) == 1
-    calibration.write("realism", "local:qwen1.5b", versions, {**rec, "user_settings": None, "run": "old", "size": 60})
-    assert [r["run"] for _, r in calibration.quoted("local:qwen1.5b", versions, {"agent": "simple"})] == ["old"]
+    assert len(measurements.quoted("local:qwen1.5b", versions)) == 1
+    measurements.write("realism", "local:qwen1.5b", versions, {**rec, "user_settings": None, "run": "old", "size": 60})
+    assert [r["run"] for _, r in measurements.quoted("local:qwen1.5b", versions, {"agent": "simple"})] == ["old"]
 
 
 def test_the_demo_prints_what_is_measured_of_its_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     monkeypatch.setenv("EMOHARBOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(calibration, "SHIPPED", tmp_path / "none")
-    versions = {p: f"{p}@1" for p in (*calibration.PROMPTS, "user_voice")}
+    monkeypatch.setattr(measurements, "SHIPPED", tmp_path / "none")
+    versions = {p: f"{p}@1" for p in (*measurements.PROMPTS, "user_voice")}
     cfg = {"roles": {"user": {"model": "local:qwen1.5b"}}, "prompt_versions": versions}
     store = RunStore.create_or_resume(tmp_path / "run", "emoharbor", cfg, "h")
     try:
         conv = Conversation(id="c", profile_id="p", supporter="s", turns=[Turn(speaker="user", text="hi")])
         store.put("conversation", ("p", "s", "0"), {**conv.model_dump(mode="json"), "status": "ok"}, attempt="",
                   events=[])  # fmt: skip
-        calibration.write("realism", "local:qwen1.5b", {"user_voice": "user_voice@1"},
+        measurements.write("realism", "local:qwen1.5b", {"user_voice": "user_voice@1"},
                           {"user_model": "local:qwen1.5b", "prompt_versions": {"user_voice": "user_voice@1"},
                            "size": 60, "line": "Simulated user's measured realism (...)", "run": "r"})  # fmt: skip
         print_conversation(store)

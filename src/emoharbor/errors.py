@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,6 +34,16 @@ class WrongKind(EmoharborError):
     def titled(self, title: Callable[[str], str]) -> str:
         wanted = " or ".join(title(k) for k in self.wanted)
         return f"{self.folder} holds {title(self.have)}, not {wanted}{self.then}"
+
+
+@contextmanager
+def prefixed(prefix: str, error: type[EmoharborError]) -> Iterator[None]:
+    """An ``error`` raised inside raised again as ``error``, its message after ``prefix`` (the file and the field a
+    plan was reading: "run.yaml: field 'profiles'")."""
+    try:
+        yield
+    except error as e:
+        raise error(f"{prefix}: {e}") from None
 
 
 def validation_message(path: str, err: ValidationError) -> str:

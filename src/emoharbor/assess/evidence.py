@@ -20,7 +20,7 @@ from ..simulate.conversation import Conversation
 from ..store.records import Assessment
 
 WORD = re.compile(r"[a-z0-9']+")
-KINDS = ("quoted", "not_a_quote", "placeholder")
+OUTCOMES = ("quoted", "not_a_quote", "placeholder")  # what a piece of evidence is found to be (evidence_check)
 RUN = 4
 
 
@@ -28,7 +28,7 @@ def _words(text: str) -> list[str]:
     return WORD.findall(text.lower().replace("\u2019", "'"))
 
 
-def evidence_kind(evidence: str, supporter_texts: Iterable[str]) -> str:
+def evidence_check(evidence: str, supporter_texts: Iterable[str]) -> str:
     words = _words(evidence)
     if sum(1 for w in words if len(w) > 1) < 2:
         return "placeholder"
@@ -39,11 +39,11 @@ def evidence_kind(evidence: str, supporter_texts: Iterable[str]) -> str:
 
 
 def evidence_counts(evidence: dict[str, str], supporter_texts: list[str]) -> Counter[str]:
-    return Counter(evidence_kind(e, supporter_texts) for e in evidence.values())
+    return Counter(evidence_check(e, supporter_texts) for e in evidence.values())
 
 
 def assessment_evidence(assessment: Assessment | None, conv: Conversation) -> Counter[str]:
-    """The evidence kinds of one assessment of ``conv`` (none when it is missing or unscored)."""
+    """The evidence outcomes of one assessment of ``conv`` (none when it is missing or unscored)."""
     if assessment is None or not assessment.scored:
         return Counter()
     return evidence_counts(assessment.evidence, [t.text for t in conv.turns if t.speaker == "supporter"])

@@ -15,7 +15,7 @@ from ..stats.bootstrap import bootstrap_ci, holm, paired_difference, shown
 from ..store import records
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
-from .evidence import KINDS, assessment_evidence
+from .evidence import OUTCOMES, assessment_evidence
 
 
 def _row_means(scores: list[dict[str, int | None]], dims: list[str] | None = None) -> list[float]:
@@ -123,7 +123,7 @@ def _supporter_row(sup: str, mine: list[Conversation], assessments: dict[str, re
     dims = {d: bootstrap_ci([s[d] for s in scored if s.get(d) is not None], seed=seed) for d in dim_keys}
     gaps = [a - b for a, b in zip(_row_means(scored, generic), _row_means(scored, personal), strict=False)]
     changes = [c.intensity_change for c in mine if c.intensity_change is not None]
-    evidence: Counter[str] = Counter({k: 0 for k in KINDS})
+    evidence: Counter[str] = Counter({k: 0 for k in OUTCOMES})
     for c in mine:
         evidence.update(assessment_evidence(assessments.get(c.id), c))
     return {

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 from pydantic import ValidationError
@@ -24,7 +23,9 @@ from ..simulate.loop import converse
 from ..simulate.supporter import make_supporter
 from ..store.export import export_run
 from ..store.run_store import RunStore
+from .options import user_model_option, user_option
 from .paths import OUT_FOLDER
+from .specs import model_spec, user_spec
 
 
 @click.group("config")
@@ -38,35 +39,16 @@ def config_group() -> None:
 def config_check(path: Path, models: bool) -> None:
     """Check a settings file: a run config, a HEART or evolve config, a judge card or a profile file (told
     apart by their keys); print it resolved, with its hash. No model is reached."""
-    from ..config_kinds import check_config
+    from ..settings_files import check_config
 
     for line in check_config(path, models=models):
         click.echo(line)
 
 
-Spec = TypeVar("Spec", bound=ModelSpec)
-
-
-def model_spec(
-    kind: type[Spec], option: str, model: str, base_url: str | None, api_key_env: str | None, **more: Any
-) -> Spec:
-    """A model (``kind``: ModelSpec or SupporterSpec) given on the command line; ``option`` (``--judge-model``)
-    names it in an error."""
-    spec: dict[str, object] = {"model": model, **more}
-    if base_url:
-        spec["base_url"] = base_url
-    if api_key_env:
-        spec["api_key_env"] = api_key_env
-    try:
-        return kind.model_validate(spec)
-    except ValidationError as e:
-        raise ConfigError(validation_message(f"{option} {model}", e)) from None
-
-
 @click.command("chat")
 @click.option("--profile", "profile_ref", required=True, help="A profile file, or builtin:ID.")
 @click.option("--supporter", default="local:qwen1.5b", show_default=True, help="The supporter model.")
-@click.option("--user", "user_model", default="local:qwen1.5b", show_default=True, help="The simulated user's model.")
+@user_model_option("The simulated user's model.", "--user")
 @click.option("--base-url", help="OpenAI-compatible base URL for models that are not local: or scripted.")
 @click.option("--api-key-env", help="Environment variable holding the API key for --base-url.")
 @click.option("--system-prompt", help="Supporter system prompt: text, @FILE or builtin:NAME.")
@@ -85,12 +67,12 @@ def chat(profile_ref: str, supporter: str, user_model: str, base_url: str | None
         )
     sup = model_spec(SupporterSpec, "--supporter", supporter, base_url, api_key_env, name=supporter,
                      system_prompt=system_prompt)  # fmt: skip
-    user = model_spec(ModelSpec, "--user", user_model, base_url, api_key_env)
+    user = user_spec(user_model, base_url, api_key_env)
     try:  # the settings first, then the models (cheap checks first)
         cfg = RunConfig.model_validate({"max_turns": max_turns, "user_agent": user_agent, "seed": seed})
     except ValidationError as e:
         raise ConfigError(validation_message(f"--user-agent {user_agent}", e)) from None
-    check_named_models([("--supporter", sup), ("--user", user)])
+    check_named_models([("--supporter", sup), (user_option(), user)])
     conv = asyncio.run(_chat(profiles[0], sup, user, cfg))
     if conv.termination == "error" and not any(t.speaker == "supporter" for t in conv.turns):
         raise EmoharborError(f"the conversation could not start: {conv.error}")
@@ -152,23 +134,3 @@ def export(run_dir: Path, fmt: str, out: Path | None) -> None:
 
 
 COMMANDS = [config_group, chat, export]
-
-
-def user_spec(user_model: str, base_url: str | None, api_key_env: str | None) -> ModelSpec:
-    return model_spec(ModelSpec, "--model", user_model, base_url, api_key_env)
-
-
-def judge_spec(judge_model: str | None, base_url: str | None, api_key_env: str | None) -> ModelSpec | None:
-    """``--judge-model`` as a spec; None where it was not given (the command's default applies)."""
-    return model_spec(ModelSpec, "--judge-model", judge_model, base_url, api_key_env) if judge_model else None
-
-
-def scorer_specs(user_model: str, judge_model: str | None, base_url: str | None,
-                 api_key_env: str | None) -> tuple[ModelSpec | None, ModelSpec]:  # fmt: skip
-    """The simulated user's model (None for ``none``: the judges alone) and the judges' (the user's unless
-    ``--judge-model`` is given)."""
-    user = None if user_model == "none" else user_spec(user_model, base_url, api_key_env)
-    judge = judge_spec(judge_model, base_url, api_key_env) or user
-    if judge is None:
-        raise ConfigError("--model none: give --judge-model for the judges")
-    return user, judge

@@ -33,7 +33,7 @@ def board(folder: Path, fmt: str, judge: str = "user", scoring: str = "argmax", 
 
 def print_conversation(store: RunStore) -> None:
     """The first conversation of a run, with the user's inner state after each supporter message."""
-    from ..report.calibration import health_lines
+    from ..measurements import health_lines
     from ..simulate.conversation import Conversation
     from ..store.record import user_model
 
@@ -136,7 +136,7 @@ def assess(run_dir: Path, cards: tuple[str, ...], judge_model: str | None, base_
     EmoHarbor run's conversations, or a validate run's replays)."""
     from .. import kinds
     from ..preflight import check_named_models
-    from .core import judge_spec
+    from .specs import judge_spec
 
     spec = judge_spec(judge_model, base_url, api_key_env)
     if spec is not None:

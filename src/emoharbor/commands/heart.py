@@ -31,9 +31,9 @@ from ..overrides import parse_sets, validated, with_sets
 from ..preflight import check_models, check_reach, is_new_run
 from ..store.record import SETTINGS
 from ..store.run_store import RunStore, call_sink
-from .core import judge_spec, model_spec
 from .options import model_options, progress_opt, set_option, stacked
 from .paths import OUT_FILE, write_text
+from .specs import judge_spec, model_spec
 
 T = TypeVar("T")
 

@@ -7,8 +7,21 @@ from pathlib import Path
 
 import click
 
-from .options import model_options, progress_opt, set_option
+from .options import model_options, progress_opt, set_option, user_option
 from .scorers import judge_cards, run_scorers, scorer_options
+
+
+def own_rungs(own: tuple[str, ...]) -> dict[str, str]:
+    """``--rung NAME=PROMPT``, each, as {name: prompt}."""
+    from ..errors import ConfigError
+
+    mine = {}
+    for item in own:
+        name, sep, prompt = item.partition("=")
+        if not sep or not name.strip() or not prompt.strip():
+            raise ConfigError(f"--rung {item}: give NAME=PROMPT (builtin:NAME, @FILE or the text)")
+        mine[name.strip()] = prompt.strip()
+    return mine
 
 
 @click.command("ladder")
@@ -52,25 +65,13 @@ def ladder(profiles: tuple[str, ...], limit: int | None, sample: int | None, see
     from ..assess.cards import CardEntry
     from ..errors import ConfigError
     from ..ladder.run import DEFAULT_JUDGES, LadderOptions, LadderPlan
-    from ..models.spec import ModelSpec
-    from ..simulate.agents import user_settings
-    from .core import model_spec, scorer_specs
+    from .specs import agent_settings, scorer_specs, supporter_spec
 
     user, judge = scorer_specs(user_model, judge_model, base_url, api_key_env)
     if user is None:
-        raise ConfigError("--model none: the ladder's talks need a simulated user")
-    supporter = model_spec(ModelSpec, "--supporter-model", supporter_model, base_url, api_key_env) \
-        if supporter_model else None  # fmt: skip
-    mine = {}
-    for item in own:
-        name, sep, prompt = item.partition("=")
-        if not sep or not name.strip() or not prompt.strip():
-            raise ConfigError(f"--rung {item}: give NAME=PROMPT (builtin:NAME, @FILE or the text)")
-        mine[name.strip()] = prompt.strip()
-    try:
-        agent = user_settings(user_agent)
-    except ValueError as e:
-        raise ConfigError(f"--user-agent {user_agent}: {e}") from None
+        raise ConfigError(f"{user_option()} none: the ladder's talks need a simulated user")
+    supporter = supporter_spec(supporter_model, base_url, api_key_env)
+    mine, agent = own_rungs(own), agent_settings(user_agent)
     opts = LadderOptions(profiles=list(profiles) or ["builtin:*"], limit=limit, sample=sample, seed=seed,
                          rungs=[r.strip() for r in rungs.split(",") if r.strip()], own=mine, turns=turns,
                          repeats=repeats, user=user, user_agent=agent, supporter=supporter, judge=judge,

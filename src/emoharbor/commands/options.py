@@ -50,20 +50,52 @@ def run_dir_opt(default: str) -> Callable[[F], F]:
     return click.option("--run-dir", type=click.Path(path_type=Path), help=f"Run folder (default: {default}).")
 
 
+OLDER, TYPED = "user_model:older", "user_model:typed"  # what ctx.meta keeps of it
+
+
+def _older_spelling(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[OLDER] = (param.opts[0], value)
+
+
+def _user_model(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    older = ctx.meta.get(OLDER)  # --model is read after an older spelling typed unless it was typed itself
+    if older is not None and ctx.get_parameter_source("user_model") is click.core.ParameterSource.DEFAULT:
+        ctx.meta[TYPED], value = older
+    return value
+
+
+def user_model_option(help: str, old: str | None = None) -> Callable[[F], F]:
+    """``--model``, the simulated user's model on every command that has one, reaching the command as
+    ``user_model``; ``old``, an older spelling (``--user-model``, ``--user``), still read but hidden (an
+    explicit --model wins). An error names the one typed: ``user_option``."""
+    model = click.option("--model", "user_model", default="local:qwen1.5b", show_default=True, help=help,
+                         callback=_user_model)  # fmt: skip
+    if old is None:
+        return model
+    return stacked(click.option(old, "older_user_model", hidden=True, expose_value=False, callback=_older_spelling),
+                   model)  # fmt: skip
+
+
+def user_option() -> str:
+    """The option the simulated user's model was given by on this command line: --model, or the older spelling
+    typed (errors name it)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(TYPED, "--model")) if ctx is not None else "--model"
+
+
 def model_options(*, user: str | None = None, old_user: str | None = None,
                   judge: str | None = None) -> Callable[[F], F]:  # fmt: skip
     """The options of the models a command scores with, named alike on every command that scores (``validate``,
     ``sensitivity``, ``seekers``, ``realism``, ``reward``, ``assess``, ``heart score-replies``): ``--model`` (the
-    simulated user's) when ``user`` (its help) is given, an older spelling ``old_user`` (``--user-model``,
-    ``--user``) still read but hidden; ``--judge-model`` (the cards' that name none) and ``--scoring`` when
-    ``judge`` (what the judges' model is by default) is given; ``--base-url`` and ``--api-key-env`` always. They
-    reach the command as ``user_model``, ``judge_model``, ``scoring``, ``base_url`` and ``api_key_env``; the
-    model specs are made by ``core.user_spec``, ``core.judge_spec`` and ``core.scorer_specs``."""
+    simulated user's, ``user_model_option``) when ``user`` (its help) is given, with an older spelling
+    ``old_user``; ``--judge-model`` (the cards' that name none) and ``--scoring`` when ``judge`` (what the
+    judges' model is by default) is given; ``--base-url`` and ``--api-key-env`` always. They reach the command
+    as ``user_model``, ``judge_model``, ``scoring``, ``base_url`` and ``api_key_env``; the model specs are made
+    by ``specs.user_spec``, ``specs.judge_spec`` and ``specs.scorer_specs``."""
     options = []
     if user is not None:
-        if old_user is not None:  # before --model: an explicit value wins over --model's default
-            options.append(click.option(old_user, "user_model", hidden=True))
-        options.append(click.option("--model", "user_model", default="local:qwen1.5b", show_default=True, help=user))
+        options.append(user_model_option(user, old_user))
     if judge is not None:
         options += [
             click.option("--judge-model", help=f"The model of the judge cards that name none (default: {judge})."),

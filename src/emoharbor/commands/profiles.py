@@ -17,8 +17,8 @@ from ..profiles.loader import load_profile_file, load_profile_folder, profile_fi
 from ..profiles.schema import Profile
 from ..profiles.stats import profile_stats, render_stats
 from ..profiles.writer import write_profiles
-from .core import model_spec
 from .paths import OUT_FILE
+from .specs import model_spec
 
 SOURCE_HELP = "profiles to use: builtin, builtin:ID-GLOB, a YAML/JSON file or a folder (repeatable)"
 

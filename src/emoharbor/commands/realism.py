@@ -41,19 +41,12 @@ def realism(files: tuple[Path, ...], limit: int | None, sample: int | None, seed
     ask, speak as the supporter, narrate the inner state or repeat, distinct-2, a discriminator's AUROC (with
     real-vs-real beside it), similarity to the real next message; seeker turns, relief per turn and endings of
     whole talks. Resumes in the same run folder."""
-    from ..errors import ConfigError
-    from ..models.spec import ModelSpec
     from ..realism.run import RealismOptions, RealismPlan
-    from ..simulate.agents import user_settings
-    from .core import model_spec, user_spec
+    from .specs import agent_settings, supporter_spec, user_spec
 
     user = user_spec(user_model, base_url, api_key_env)
-    supporter = model_spec(ModelSpec, "--supporter-model", supporter_model, base_url, api_key_env) \
-        if supporter_model else None  # fmt: skip
-    try:
-        agent = user_settings(user_agent)
-    except ValueError as e:
-        raise ConfigError(f"--user-agent {user_agent}: {e}") from None
+    supporter = supporter_spec(supporter_model, base_url, api_key_env)
+    agent = agent_settings(user_agent)
     opts = RealismOptions(files=list(files), limit=limit, sample=sample, seed=seed, cuts=cuts, whole=whole,
                           turns=turns, user=user, user_agent=agent, supporter=supporter,
                           supporter_prompt=supporter_prompt, concurrency=concurrency)  # fmt: skip

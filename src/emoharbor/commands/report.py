@@ -13,11 +13,11 @@ import click
 
 from ..errors import EmoharborError
 from ..validate.run import DEFAULT_JUDGES, ValidateOptions, ValidatePlan
-from .core import judge_spec, user_spec
 from .evaluate import board
 from .options import CARDS_HELP, concurrency_opt, format_opt, model_options, progress_opt, run_dir_opt, set_option
 from .paths import OUT_FILE, write_text
 from .scorers import run_scorers
+from .specs import judge_spec, user_spec
 
 
 def leaderboards(folders: list[Path], fmt: str, judge: str) -> str:

@@ -23,9 +23,9 @@ from .. import userfiles
 from ..errors import ConfigError
 from ..models.spec import ModelSpec
 from ..overrides import validated
-from .core import user_spec
 from .options import model_options, progress_opt
 from .paths import OUT_FILE
+from .specs import user_spec
 
 # what a user model's rewards depend on (not: how many calls at once, timeouts, retries, keys, prices, ports)
 USER_FIELDS = {"model", "base_url", "temperature", "top_p", "max_tokens", "extra_body", "json_mode", "context_size",

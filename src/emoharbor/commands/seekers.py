@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from .core import scorer_specs
 from .options import model_options, progress_opt, set_option
 from .scorers import judge_cards, run_scorers, scorer_options
+from .specs import scorer_specs
 
 
 @click.command("seekers")

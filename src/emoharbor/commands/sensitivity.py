@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from .core import scorer_specs
 from .options import model_options, progress_opt, set_option
 from .scorers import judge_cards, run_scorers, scorer_options
+from .specs import scorer_specs
 
 SOURCE = click.Path(path_type=Path)
 
@@ -26,9 +26,9 @@ SOURCE = click.Path(path_type=Path)
 @click.option("--limit", type=int, help="The first N cases of each source.")
 @click.option("--sample", type=int, help="N cases of each source at random (with --seed), instead of the first N.")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--bad", "bad", multiple=True, metavar="KIND",
-              help="A kind of bad reply (repeatable; default: all): off_target, generic, generic_long, dismissive, "
-              "dismissive_long, advice, ignores_last, wrong_facts, repeats, role_break.")  # fmt: skip
+@click.option("--bad", "bad", multiple=True, metavar="MAKER",
+              help="A bad reply, by its maker (repeatable; default: all): off_target, generic, generic_long, "
+              "dismissive, dismissive_long, advice, ignores_last, wrong_facts, repeats, role_break.")  # fmt: skip
 @click.option("--judge", "judges", multiple=True, help="A judge card of kind reply or heart_pairwise (repeatable; "
               "default: third_party_reply and heart_pairwise); none: the simulated user alone.")  # fmt: skip
 @model_options(
@@ -46,16 +46,16 @@ def sensitivity(esconv: tuple[Path, ...], heart: tuple[Path, ...], heart_adversa
     """Calibrate the scorers: for real contexts (ESConv, HEART, a run) the real next reply and controlled bad
     ones made by rules (off-target, generic, dismissive, advice, ignores the last message, wrong facts,
     repeats, role break; generic and dismissive also padded to the real reply's length). For each scorer
-    and kind: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
+    and bad reply: how often the real reply scores above the bad one (ties half), with a bootstrap 95% interval,
     the tie rate and the distinct values given, beside the word count. Resumes in the same run folder;
     --set changes an option by name or a reward setting (reward.fit=0.5, reward.user_agent.intensity_step=10)."""
-    from ..sensitivity.bad import KINDS
+    from ..sensitivity.bad import MAKERS
     from ..sensitivity.run import DEFAULT_JUDGES, SensitivityOptions, SensitivityPlan
 
     user, judge = scorer_specs(user_model, judge_model, base_url, api_key_env)
     opts = SensitivityOptions(esconv=list(esconv), heart=list(heart), heart_adversarial=list(heart_adversarial),
                               from_run=list(from_run), limit=limit, sample=sample, seed=seed,
-                              bad=list(bad) or list(KINDS), user=user, judge=judge,
+                              bad=list(bad) or list(MAKERS), user=user, judge=judge,
                               judges=judge_cards(judges, list(DEFAULT_JUDGES)), scoring=scoring,
                               concurrency=concurrency)  # fmt: skip
     run_scorers("sensitivity", opts, SensitivityPlan.of, sets, "reward.fit=0.5", run_dir, fmt=fmt,

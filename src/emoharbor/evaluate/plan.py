@@ -11,7 +11,7 @@ from typing import Any
 
 from ..assess.stage import Judge, judges_record, make_judges
 from ..config import RunConfig
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, prefixed
 from ..models.spec import ModelSpec
 from ..preflight import check_run_models
 from ..profiles.loader import profile_inputs, resolve_profiles
@@ -57,18 +57,12 @@ class Plan:
         """Read every file the config names (supporter prompts, profiles, judge cards), each once; an error
         names ``where`` and the field."""
         for s in cfg.roles.supporter:
-            try:
+            with prefixed(f"{where}: supporter {s.name}: system_prompt", ConfigError):
                 supporter_prompt(s.system_prompt)
-            except ConfigError as e:
-                raise ConfigError(f"{where}: supporter {s.name}: system_prompt: {e}") from None
-        try:
+        with prefixed(f"{where}: field 'profiles'", DataError):
             profiles = resolve_profiles(cfg.profiles)
-        except DataError as e:
-            raise DataError(f"{where}: field 'profiles': {e}") from None
-        try:
+        with prefixed(f"{where}: field 'judges'", ConfigError):
             judges = make_judges(cfg.judges, cfg.roles.judge, cfg.roles.user)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: field 'judges': {e}") from None
         return cls(cfg, where, profiles, judges, _record(cfg, judges))
 
     def with_config(self, cfg: RunConfig) -> Plan:

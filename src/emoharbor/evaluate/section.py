@@ -12,6 +12,7 @@ from ..report.html import esc, est, note, section
 from ..report.leaderboard_html import dimensions_html, leaderboard_html, trajectories_html
 from ..report.runs import by_conversation
 from ..report.transcripts import transcripts_html
+from ..store.record import user_model
 
 if TYPE_CHECKING:
     from ..run_view import RunView
@@ -30,7 +31,7 @@ def load_view(store: RunStore, view: RunView, seed: int) -> None:
     view.data = {judge: leaderboard(results, judge, seed=seed) for judge in view.judges or ["user"]}
     cfg = config_of(store)
     if user_agent(cfg.user_agent.agent).reactions:  # the user whose reactions a sensitivity run measures
-        view.user_model = cfg.roles.user.model
+        view.user_model = user_model(store.config())
         view.user_prompts = dict(store.config().get("prompt_versions") or {})
         view.user_settings = store.config().get("user_agent")
     view.profiles = stored_profiles(store)

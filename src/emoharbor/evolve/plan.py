@@ -13,7 +13,7 @@ from pathlib import Path
 from ..assess.stage import Judge
 from ..config import load_config
 from ..data.esconv import EsconvDialog, load_esconv
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, prefixed
 from ..evaluate.plan import Plan, check_plan
 from ..heart.histories import History
 from ..prompts import Prompt
@@ -44,21 +44,15 @@ class EvolvePlan:
             for p in filter(None, paths):
                 if not Path(p).is_file():
                     raise ConfigError(f"{where}: field '{name}': {p} not found")
-        try:
+        with prefixed(f"{where}: field 'grpo.contexts'", DataError):
             esconv = [d for p in c.esconv for d in load_esconv(p)]
             heart = [h for src in c.heart for h in load_heart_histories(src)]
-        except DataError as e:
-            raise DataError(f"{where}: field 'grpo.contexts': {e}") from None
-        try:
+        with prefixed(f"{where}: field 'system_prompt'", ConfigError):
             system = supporter_prompt(cfg.system_prompt)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: field 'system_prompt': {e}") from None
         judge = None
         if cfg.grpo.episodes.reward == "judge":  # its card (a file is read now) and its model
-            try:
+            with prefixed(where, ConfigError):
                 judge = cfg.grpo.episode_judge()
-            except ConfigError as e:
-                raise ConfigError(f"{where}: {e}") from None
         evaluation = None
         if cfg.grpo.eval_config:
             evaluation = Plan.of(load_config(cfg.grpo.eval_config), cfg.grpo.eval_config)

@@ -73,8 +73,24 @@ class History:
         return next((t.text for t in reversed(self.turns) if t.speaker == SEEKER), "")
 
 
+class Skips:
+    """What a report of reading a file counts of the items it skipped: each reason, and the first
+    ``MAX_NOTES`` skips with item and reason (a dataclass's base: the fields are the dataclass's own)."""
+
+    skipped: Counter[str]
+    notes: list[str]
+
+    def skip(self, where: str, reason: str, detail: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(f"{where}: {reason}: {detail}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "skipped": dict(self.skipped)}  # type: ignore[call-overload]
+
+
 @dataclass
-class LoadReport:
+class LoadReport(Skips):
     """What happened to the items of one source."""
 
     source: str
@@ -85,14 +101,6 @@ class LoadReport:
     inferred: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)  # the first few skips, with item and reason
-
-    def skip(self, where: str, reason: str, detail: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.notes) < MAX_NOTES:
-            self.notes.append(f"{where}: {reason}: {detail}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "skipped": dict(self.skipped)}
 
 
 class Skip(Exception):

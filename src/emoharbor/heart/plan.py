@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import JudgeCard
-from ..errors import ConfigError, DataError, EmoharborError
+from ..errors import ConfigError, DataError, EmoharborError, prefixed
 from ..models.spec import ModelSpec
 from ..store.record import hash_config
 from .config import HeartConfig, resolve_path
@@ -61,10 +61,8 @@ class HeartPlan:
         of rated replies, the run's one source, names itself, its row and its field)."""
         systems = {}
         for i, spec in enumerate(cfg.candidates):
-            try:
+            with prefixed(f"{where}: field 'candidates.{i}.system_prompt'", ConfigError):
                 systems[spec.name] = system_prompt(spec, base)
-            except ConfigError as e:
-                raise ConfigError(f"{where}: field 'candidates.{i}.system_prompt': {e}") from None
         try:
             loaded, reports = load_histories(cfg, base)
         except DataError as e:
@@ -74,10 +72,8 @@ class HeartPlan:
         for name, load in (("strategy_file", load_strategies), ("lexicon_file", load_lexicon)):
             path = getattr(cfg, name)
             if path:
-                try:
+                with prefixed(f"{where}: field '{name}'", DataError):
                     load(resolve_path(base, path))
-                except DataError as e:
-                    raise DataError(f"{where}: field '{name}': {e}") from None
         return cls(cfg, base, where, cards_of(cfg), loaded, reports, systems)
 
     @classmethod

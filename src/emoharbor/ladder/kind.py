@@ -55,7 +55,7 @@ class LadderKind(RunKind):
     def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
         import json
 
-        from ..report.judges_table import judged_rows
+        from ..report.judges_table import judged_rows, takes
         from .analysis import ladder_table
 
         cards = json.loads(store.meta().get("judges", "{}"))
@@ -63,7 +63,7 @@ class LadderKind(RunKind):
         data = ladder_table(store, n_boot=500)
         for r in data["rows"]:
             row = rows.get((r["group"], "argmax"))
-            if r["scorer"] == "overall" and row is not None and data["profiles"] > row.get("ladder_n", -1):
+            if r["scorer"] == "overall" and row is not None and takes(row, "ladder", data["profiles"]):
                 row.update(ladder=r["tau"], ladder_n=data["profiles"], ladder_run=str(folder))
 
     def judge_columns(self) -> list[tuple[str, Callable[[dict[str, Any]], str]]]:

@@ -1,5 +1,5 @@
 """The ladder's measured record, kept beside the call cache so that other runs can state it
-(``report.calibration``: one record per ladder run, under ``<cache dir>/ladder/``): the user model, the versions of
+(``measurements``: one record per ladder run, under ``<cache dir>/ladder/``): the user model, the versions of
 the prompts its user reads (a run's health quotes it only for a user that reads the same), the profiles and rungs,
 each scorer's mean tau and resolution, the goals' verdicts, and the line an EmoHarbor run's health and the demo
 quote."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..report.calibration import stamp, write
+from ..measurements import stamp, write
 from ..simulate.agents import user_agent
 from ..store.record import user_model
 from ..store.run_store import RunStore

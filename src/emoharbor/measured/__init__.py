@@ -1,1 +1,1 @@
-"""Records of what was measured of the embedded model's simulated user (``report.calibration``): package data."""
+"""Records of what was measured of the embedded model's simulated user (``measurements``): package data."""

@@ -24,10 +24,8 @@ from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import DataError
 from ..profiles.esconv_import import draft_profile
 from ..profiles.schema import Profile
-from ..reward.context import talk
+from ..reward.context import FIRST_SEEKER_TURN, talk
 from ..simulate.conversation import Turn
-
-FIRST_SEEKER_TURN = 2  # 0-based: a cut's next message is the seeker's third turn or later
 
 
 @dataclass(frozen=True)

@@ -59,12 +59,12 @@ class RealismKind(RunKind):
 
     def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
         """The simulated user's row ("user"): how far its messages are told apart from people's, the goals met."""
-        from ..report.judges_table import add
+        from ..report.judges_table import add, takes
         from .analysis import CHECKS, agent_of, next_table
         from .render import shown
 
         n = next_table(store, seed=0, n_boot=500)  # the whole talks are not in this column: not made
-        if not n["rows"] or n["cuts"] <= rows.get(("user", "argmax"), {}).get("realism_n", -1):
+        if not n["rows"] or not takes(rows.get(("user", "argmax"), {}), "realism", n["cuts"]):
             return
         checks = [n[k] for k in CHECKS if n.get(k)]
         verdicts = [r["verdict"] for r in [*n["rows"], *checks]]

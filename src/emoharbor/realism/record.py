@@ -1,5 +1,5 @@
 """The simulated user's measured realism, kept beside the call cache so that other runs can state it
-(``report.calibration``: one record per realism run, under ``<cache dir>/realism/``).
+(``measurements``: one record per realism run, under ``<cache dir>/realism/``).
 
 A realism run writes (``record``), from the cuts it has finished: the user model, the versions of every prompt
 its user reads (a run's health quotes it only for a user that reads the same), the cuts and talks, the headline
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..report.calibration import stamp, write
+from ..measurements import stamp, write
 from ..store.record import user_model
 from ..store.run_store import RunStore
 from .analysis import CHECKS, agent_of, next_table

@@ -25,12 +25,12 @@ from ..models.base import ChatModel, ModelCallError
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..prompts import Prompt
-from ..simulate.agents import UserBlock, UserSettings, make_user, user_agent, user_settings
-from ..simulate.conversation import Conversation, UserState
+from ..simulate.agents import UserBlock, UserSettings, joining_user, make_user, user_agent, user_settings
+from ..simulate.conversation import Conversation
 from ..simulate.examples import same_talks
 from ..simulate.loop import converse
 from ..simulate.supporter import Supporter, supporter_prompt
-from ..simulate.user_agent import PerceivingUser, UserSimulationError
+from ..simulate.user_agent import UserSimulationError
 from ..simulate.voice_model import user_chat_model
 from ..store.keys import Key
 from ..store.record import open_record, run_record
@@ -129,20 +129,10 @@ def unit_seed(seed: int, key: Key) -> int:
     return seed + zlib.crc32("|".join(key).encode())
 
 
-def start_state(user: Any, cut: Cut, settings: UserSettings) -> None:
-    """A user with an inner state starts at the cut as the reward starts it: the profile's intensity, the
-    initial trust, the supporter's turns so far."""
-    if isinstance(user, PerceivingUser):
-        trust = int(getattr(settings, "initial_trust", 40))
-        user.state = UserState(turn=max(cut.replies - 1, 0), intensity=cut.profile.emotional_state.intensity,
-                               trust=trust)  # fmt: skip
-
-
 def next_work(cut: Cut, model: ChatModel | None, settings: UserSettings, seed: int) -> Work:
     async def work() -> tuple[dict[str, Any], Events]:
         base = {"talk": cut.talk, "at": cut.at}
-        user = make_user(model, cut.profile, settings)
-        start_state(user, cut, settings)
+        user = joining_user(model, cut.profile, settings, max(cut.replies - 1, 0))  # as the reward starts one
         try:
             step = await user.react(cut.turns, seed)
         except ModelCallError as e:

@@ -95,7 +95,7 @@ def sensitivity_line(view: RunView) -> str:
     """The simulated user's measured sensitivity (``emoharbor sensitivity``, recorded in the cache folder) for
     the run's user model and prompts, or a note that it has not been measured; "" for a run whose simulated
     user read no reactions (the simple user, a validate run without a user-kind judge)."""
-    from .calibration import lookup, not_measured, sentence
+    from ..measurements import lookup, not_measured
 
     if not view.user_model:
         return ""
@@ -104,14 +104,14 @@ def sensitivity_line(view: RunView) -> str:
         text = not_measured(view.user_model)
         head, _, cmd = text.partition(": `")
         return f'<p class="note sensitivity">{esc(head)}: <code>{esc(cmd.rstrip("`"))}</code></p>'
-    return f'<p class="sensitivity" title="{esc(rec.get("run", ""))}">{esc(sentence(rec))}.</p>'
+    return f'<p class="sensitivity" title="{esc(rec.get("run", ""))}">{esc(rec["line"])}.</p>'
 
 
 def agreement_lines(view: RunView) -> str:
     """The simulated user's measured agreement with people (``emoharbor seekers``, and any suite that records
     its figures the same way) for the run's user model and prompts, one line a suite; "" where none is
     recorded."""
-    from .calibration import quoted
+    from ..measurements import quoted
 
     return "".join(f'<p class="agreement {esc(suite)}" title="{esc(rec.get("run", ""))}">{esc(rec["line"])}.</p>'
                    for suite, rec in quoted(view.user_model, view.user_prompts, view.user_settings))  # fmt: skip

@@ -80,6 +80,12 @@ def judged_rows(store: RunStore, unit_kind: str, judge_at: int, cards: dict[str,
             add(rows, judge, scoring, card, counted)
 
 
+def takes(row: dict[str, Any], suite: str, n: int) -> bool:
+    """Whether ``row`` takes a suite's figures from a run of ``n`` units: it holds none from a run with as many
+    (``<suite>_n``). Where a judge is in several runs of a suite, the run with the most units gives them."""
+    return n > int(row.get(f"{suite}_n", -1))
+
+
 def cell(c: dict[str, Any] | None) -> dict[str, Any] | None:
     """A figure with its interval, as a row keeps it."""
     return None if c is None else {k: c.get(k) for k in ("value", "lo", "hi", "n")}

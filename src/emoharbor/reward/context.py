@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from ..heart.histories import History
 
 T = TypeVar("T")
+# the first seeker turn a suite cuts a real talk at, 0-based among the seeker's turns: its third or later (the
+# problem is on the table by then, and an earlier supporter message exists to repeat); realism and sensitivity
+FIRST_SEEKER_TURN = 2
 
 
 @dataclass(frozen=True)

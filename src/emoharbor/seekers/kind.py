@@ -61,10 +61,7 @@ class SeekersKind(RunKind):
         from .analysis import seekers_table
 
         data = seekers_table(store, by_file=False)
-        for key, r in scorer_rows(store, ("score",), data["rows"], rows).items():
-            row = rows[key]
-            if row.get("seekers_n", -1) >= data["points"]:
-                continue
+        for row, r in scorer_rows(store, ("score",), data["rows"], rows, "seekers", data["points"]):
             beats = {"rho": r["rho_beats"], "pairs": r["pairs_beats"]}
             row.update(seekers_run=str(folder), seekers_n=data["points"], seekers_rho=cell(r["rho"]),
                        seekers_pairs=cell(r["pairs"]), seekers_beats=beats)  # fmt: skip

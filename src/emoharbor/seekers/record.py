@@ -1,5 +1,5 @@
 """The simulated user's measured agreement with the seekers, kept beside the call cache so that other runs can
-state it (``report.calibration``: one record per seekers run, under ``<cache dir>/seekers/``).
+state it (``measurements``: one record per seekers run, under ``<cache dir>/seekers/``).
 
 A seekers run with a simulated user writes (``record``), from the points every scorer has finished: the user
 model, the versions of the prompts its reaction reads, the points, talks and within-talk pairs, its headline
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..report.calibration import HEADLINES, stamp, user_of, write
+from ..measurements import HEADLINES, stamp, user_of, write
 from ..store.run_store import RunStore
 from ..tables import interval, num
 from .analysis import seekers_table

@@ -1,8 +1,8 @@
-"""The sensitivity table, from a sensitivity run's store: for each scorer and kind of bad reply, the share of
+"""The sensitivity table, from a sensitivity run's store: for each scorer and bad-reply maker, the share of
 cases where the real reply scores above the bad one.
 
 A pointwise scorer (the word count, the simulated user's reward or reaction, a reply card) gives each case
-and kind an outcome: 1 when the real reply scores higher, 0 when lower, 1/2 on a tie (ties are also counted
+and bad reply an outcome: 1 when the real reply scores higher, 0 when lower, 1/2 on a tie (ties are also counted
 apart); a case where either reply is unscored is left out and counted. A pairwise judge's outcome is the
 mean over its two orders of whether it chose the real reply: 1/2 when the orders disagree (the position
 decided), counted as a tie. The share is the mean outcome over cases, with a bootstrap 95% interval
@@ -10,7 +10,7 @@ decided), counted as a tie. The share is the mean outcome over cases, with a boo
 
 Scorers: ``words``, the reply's word count, the baseline that needs no model; the simulated user's and each
 reply card's, from their ``score`` records (``scoring.values``: ``user reaction`` leaves out the reward's
-rule-based penalties, which catch the ``repeats`` and ``role_break`` kinds by rule and so say nothing of the
+rule-based penalties, which catch the ``repeats`` and ``role_break`` bad replies by rule and so say nothing of the
 user's sensitivity); ``CARD``: a pairwise judge's overall verdict.
 """
 
@@ -30,29 +30,29 @@ from ..stats.bootstrap import Estimate, bootstrap_ci, shown
 from ..stats.clusters import cluster_mean_ci
 from ..store.record import user_model
 from ..store.run_store import RunStore
-from .bad import KINDS
+from .bad import MAKERS
 from .names import ALL
 
 
 def pair_outcomes(records: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], float | None]]:
-    """Per pairwise judge, (case, bad kind) -> the mean over both orders of [real chosen] (None: an order is
+    """Per pairwise judge, (case, maker) -> the mean over both orders of [real chosen] (None: an order is
     missing or unscored)."""
     by: dict[tuple[str, str, str], dict[str, bool | None]] = defaultdict(dict)
     for r in records:
         won = r["verdicts"]["overall"]["winner"] == REAL if r.get("status") == "ok" else None
         by[(r["scorer"], r["case"], r["bad_kind"])][r["order"]] = won
     out: dict[str, dict[tuple[str, str], float | None]] = defaultdict(dict)
-    for (scorer, case, kind), orders in by.items():
+    for (scorer, case, maker), orders in by.items():
         vals = [orders.get("ab"), orders.get("ba")]
-        out[scorer][(case, kind)] = None if any(v is None for v in vals) else float(np.mean([bool(v) for v in vals]))
+        out[scorer][(case, maker)] = None if any(v is None for v in vals) else float(np.mean([bool(v) for v in vals]))
     return out
 
 
-def outcomes_of(values: Values, kind: str) -> dict[str, float | None]:
-    """Per case that has a reply of ``kind``: 1 real above, 0 below, 1/2 a tie, None either unscored."""
+def outcomes_of(values: Values, maker: str) -> dict[str, float | None]:
+    """Per case that has a reply of ``maker``: 1 real above, 0 below, 1/2 a tie, None either unscored."""
     out: dict[str, float | None] = {}
     for (c, k), bad in values.items():
-        if k != kind:
+        if k != maker:
             continue
         real = values.get((c, REAL))
         out[c] = None if real is None or bad is None else (1.0 if real > bad else 0.0 if real < bad else 0.5)
@@ -80,19 +80,19 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
     user = bool(store.config().get("user"))
     out = set()
     for c, d in cases.items():
-        kinds = list(d["replies"])
-        need = [(c, k, USER) for k in kinds] if user else []
-        need += [(c, k, name) for name in judges if rates[name] == "reply" for k in kinds]
+        replies = list(d["replies"])  # "real" and each bad reply, by its maker
+        need = [(c, k, USER) for k in replies] if user else []
+        need += [(c, k, name) for name in judges if rates[name] == "reply" for k in replies]
         pairs = [(c, k, name, o) for name in judges if rates[name] == "pair"
-                 for k in kinds if k != REAL for o in ("ab", "ba")]  # fmt: skip
+                 for k in replies if k != REAL for o in ("ab", "ba")]  # fmt: skip
         if all(k in scored for k in need) and all(k in paired for k in pairs):
             out.add(c)
     return out
 
 
-def bad_kinds(cfg: dict[str, Any]) -> list[str]:
-    """The run's kinds of bad reply, in the suite's order."""
-    return [k for k in KINDS if k in (cfg.get("bad") or KINDS)]
+def bad_makers(cfg: dict[str, Any]) -> list[str]:
+    """The run's bad-reply makers, in the suite's order."""
+    return [k for k in MAKERS if k in (cfg.get("bad") or MAKERS)]
 
 
 def pointwise_values(cfg: dict[str, Any], cases: dict[str, dict[str, Any]],
@@ -108,39 +108,39 @@ def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> 
     stored = {d["id"]: d for _, d in store.items("case")}
     done = finished_cases(store, stored)
     cases = {k: d for k, d in stored.items() if k in done}
-    kinds = bad_kinds(cfg)
+    makers = bad_makers(cfg)
     pointwise = pointwise_values(cfg, cases, [d for _, d in store.items("score") if d["case"] in done])
     pairwise = pair_outcomes([d for _, d in store.items("pair") if d["case"] in done])
     usage = scorer_usage(store)
     rows = []
     for name, values in pointwise.items():
-        by_kind = {k: outcomes_of(values, k) for k in kinds}
+        by_maker = {k: outcomes_of(values, k) for k in makers}
         distinct = len({v for v in values.values() if v is not None})
-        rows.append(_row(name, kinds, by_kind, seed, n_boot, distinct))
+        rows.append(_row(name, makers, by_maker, seed, n_boot, distinct))
     for name, outs in pairwise.items():
-        by_kind = {k: {c: o for (c, kk), o in outs.items() if kk == k} for k in kinds}
-        rows.append(_row(name, kinds, by_kind, seed, n_boot, None, pairwise=True))
+        by_maker = {k: {c: o for (c, mm), o in outs.items() if mm == k} for k in makers}
+        rows.append(_row(name, makers, by_maker, seed, n_boot, None, pairwise=True))
     for r in rows:
         base = r["scorer"].split(" (")[0]
         owner = USER if base.startswith("user") else base
         r["usage"] = usage.get(owner) if owner != "words" else None
     return {"kind": "sensitivity", "cases": len(cases), "unfinished": len(stored) - len(cases),
-            "sources": dict(Counter(d["source"] for d in cases.values())), "kinds": kinds, "rows": rows,
+            "sources": dict(Counter(d["source"] for d in cases.values())), "kinds": makers, "rows": rows,
             "user_model": user_model(cfg), "suite": cfg.get("suite"),
             "wall_s": float(store.meta().get("wall_s", "0"))}  # fmt: skip
 
 
-def _row(name: str, kinds: list[str], by_kind: dict[str, dict[str, float | None]], seed: int, n_boot: int,
+def _row(name: str, makers: list[str], by_maker: dict[str, dict[str, float | None]], seed: int, n_boot: int,
          distinct: int | None, pairwise: bool = False) -> dict[str, Any]:  # fmt: skip
-    cells = {k: _cell(list(by_kind[k].values()), seed, n_boot) for k in kinds}
-    per_case: dict[str, list[float]] = defaultdict(list)  # each case's outcomes, in the order of ``kinds``
-    for k in kinds:
-        for c, o in by_kind[k].items():
+    cells = {k: _cell(list(by_maker[k].values()), seed, n_boot) for k in makers}
+    per_case: dict[str, list[float]] = defaultdict(list)  # each case's outcomes, in the order of ``makers``
+    for k in makers:
+        for c, o in by_maker[k].items():
             if o is not None:
                 per_case[c].append(o)
     total = cluster_mean_ci([v for _, v in sorted(per_case.items())], seed=seed, n_boot=n_boot)
-    allcell = {**_share(total), "ties": sum(cells[k]["ties"] for k in kinds),
-               "unscored": sum(cells[k]["unscored"] for k in kinds)}  # fmt: skip
-    pairs = sum(cells[k]["n"] for k in kinds)
+    allcell = {**_share(total), "ties": sum(cells[k]["ties"] for k in makers),
+               "unscored": sum(cells[k]["unscored"] for k in makers)}  # fmt: skip
+    pairs = sum(cells[k]["n"] for k in makers)
     return {"scorer": name, "pairwise": pairwise, "cells": cells, ALL: allcell, "distinct": distinct,
             "tie_rate": allcell["ties"] / pairs if pairs else None, "pairs": pairs}  # fmt: skip

@@ -1,6 +1,7 @@
 """Controlled bad replies, made from a case by rules (no model), so that a suite is deterministic and cheap.
 
-Each kind is one way a reply can fail a person; every case gets one reply of each kind it can make:
+Each maker is one way a reply can fail a person (``MAKERS``, by name, in the suite's order); every case gets
+the reply of each maker that can make one:
 
 - ``off_target``: a real supporter reply from another talk about another problem, the nearest in length;
 - ``generic`` / ``generic_long``: a platitude; the long one is padded with more platitudes to the real
@@ -33,8 +34,6 @@ import yaml
 from ..scoring.case import Case
 from .cases import Pool, words
 
-KINDS = ("off_target", "generic", "generic_long", "dismissive", "dismissive_long", "advice", "ignores_last",
-         "wrong_facts", "repeats", "role_break")  # fmt: skip
 RULES = "bad-replies-1"  # bump when a rule below changes what it makes
 WORD = re.compile(r"[A-Za-z']+")
 
@@ -55,19 +54,19 @@ def suite_version() -> str:
     return f"{RULES}@{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
 
-def _rng(case: Case, kind: str) -> random.Random:
-    return random.Random(zlib.crc32(f"{case.id}|{kind}".encode()))
+def _rng(case: Case, maker: str) -> random.Random:
+    return random.Random(zlib.crc32(f"{case.id}|{maker}".encode()))
 
 
-def fixed(kind: str, case: Case, pool: Pool) -> str:
-    """One of ``kind``'s texts."""
-    return str(_rng(case, kind).choice(list(texts()[kind])))
+def fixed(maker: str, case: Case, pool: Pool) -> str:
+    """One of ``maker``'s texts."""
+    return str(_rng(case, maker).choice(list(texts()[maker])))
 
 
-def padded(kind: str, case: Case, pool: Pool) -> str:
-    """``kind``'s texts (shuffled, again and again) joined until the text has the real reply's words or more."""
-    order = list(texts()[kind])
-    order = _rng(case, f"{kind}_long").sample(order, len(order))
+def padded(maker: str, case: Case, pool: Pool) -> str:
+    """``maker``'s texts (shuffled, again and again) joined until the text has the real reply's words or more."""
+    order = list(texts()[maker])
+    order = _rng(case, f"{maker}_long").sample(order, len(order))
     out: list[str] = []
     while not out or words(" ".join(out)) < words(case.real):
         out.append(order[len(out) % len(order)])
@@ -157,11 +156,11 @@ MAKERS: dict[str, Callable[[Case, Pool], str | None]] = {
 }
 
 
-def bad_replies(case: Case, pool: Pool, kinds: list[str]) -> dict[str, str]:
-    """The case's bad reply of each of ``kinds`` that it can make (a kind it cannot make is left out: the
-    case has no earlier seeker turn to answer, no other talk to borrow from)."""
+def bad_replies(case: Case, pool: Pool, makers: list[str]) -> dict[str, str]:
+    """The case's bad reply of each of ``makers`` that can make one (one that cannot is left out: the case
+    has no earlier seeker turn to answer, no other talk to borrow from)."""
     out = {}
-    for k in kinds:
+    for k in makers:
         text = MAKERS[k](case, pool)
         if text and text.strip() and text.strip() != case.real.strip():
             out[k] = text.strip()

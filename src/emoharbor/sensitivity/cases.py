@@ -24,6 +24,7 @@ from ..data.esconv import EsconvDialog, load_esconv
 from ..heart.config import HistorySource, Subset
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import (
+    FIRST_SEEKER_TURN,
     RewardContext,
     conversation_contexts,
     dialog_contexts,
@@ -37,7 +38,6 @@ from ..simulate.conversation import Turn
 
 MIN_WORDS = 8
 MIN_EMPATHY = 4
-FIRST_SEEKER_TURN = 3  # the cut is at this seeker turn (1-based) or later
 
 
 @dataclass
@@ -62,8 +62,9 @@ def esconv_cut(d: EsconvDialog, initial_trust: int) -> Case | None:
     """The record's case, or None when it has no cut that qualifies (see the module's doc)."""
     turns = talk(d)
     for ctx in dialog_contexts(d, "esconv", initial_trust, evaluation_only=True):
-        seeker, nxt = sum(t.speaker == "user" for t in ctx.turns), turns[len(ctx.turns)]
-        if seeker >= FIRST_SEEKER_TURN and words(ctx.turns[-1].text) >= MIN_WORDS and words(nxt.text) >= MIN_WORDS:
+        at = sum(t.speaker == "user" for t in ctx.turns) - 1  # the cut seeker turn's place among the seeker's
+        nxt = turns[len(ctx.turns)]
+        if at >= FIRST_SEEKER_TURN and words(ctx.turns[-1].text) >= MIN_WORDS and words(nxt.text) >= MIN_WORDS:
             return Case(ctx.id, "esconv", ctx, nxt.text, d.problem_type)
     return None
 

@@ -1,7 +1,7 @@
 """Two or more sensitivity runs on the same cases (a prompt, a layout or a model changed), compared pairwise:
 for each scorer both runs have, its "all kinds" share in each run on the cases both scored, and the paired
 difference (the later run minus the first) with a bootstrap 95% interval over those cases (each case's
-outcomes averaged over its kinds of bad reply, so the case is the unit resampled). ``emoharbor report A B
+outcomes averaged over its bad replies, so the case is the unit resampled). ``emoharbor report A B
 --format md|json`` prints it after the runs' tables."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .kind import tidy
 
 
 def outcomes(store: RunStore) -> dict[str, dict[str, dict[str, float]]]:
-    """Per scorer, case and kind of bad reply: the scored outcome (``kind.tidy``; unscored left out)."""
+    """Per scorer, case and bad-reply maker: the scored outcome (``kind.tidy``; unscored left out)."""
     by: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for r in tidy(store):
         if r["outcome"] is not None:
@@ -27,17 +27,17 @@ def outcomes(store: RunStore) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def paired_rows(first: RunStore, other: RunStore, *, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per scorer of both runs: the cases both scored (on the kinds both scored), each run's share on
+    """One row per scorer of both runs: the cases both scored (on the bad replies both scored), each run's share on
     them, and the paired difference ``other - first``."""
     a, b = outcomes(first), outcomes(other)
     rows = []
     for scorer in [s for s in a if s in b]:
         pairs = []
         for case in sorted(set(a[scorer]) & set(b[scorer])):
-            kinds = sorted(set(a[scorer][case]) & set(b[scorer][case]))
-            if kinds:
-                pairs.append((np.mean([a[scorer][case][k] for k in kinds]),
-                              np.mean([b[scorer][case][k] for k in kinds])))  # fmt: skip
+            makers = sorted(set(a[scorer][case]) & set(b[scorer][case]))
+            if makers:
+                pairs.append((np.mean([a[scorer][case][k] for k in makers]),
+                              np.mean([b[scorer][case][k] for k in makers])))  # fmt: skip
         x = np.asarray(pairs, dtype=float).reshape(-1, 2)
         diff = paired_difference(list(x[:, 1] - x[:, 0]), seed=seed)
         rows.append({"scorer": scorer, "cases": len(pairs), "first": float(x[:, 0].mean()) if pairs else None,

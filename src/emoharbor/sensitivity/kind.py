@@ -1,7 +1,7 @@
 """The sensitivity run (``emoharbor sensitivity``) as a kind of run (``kinds.py``): ``emoharbor leaderboard``
 and ``report --format`` print its sensitivity table, ``emoharbor report`` shows it as a heat map (scorer x
-kind of bad reply: ``section.py``), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``), the
-tidy results hold one row per case, kind of bad reply and scorer (``results.FMT``, ``load_results``) and
+bad reply: ``section.py``), ``emoharbor export`` writes it as a long table (``sensitivity.FMT``), the
+tidy results hold one row per case, bad-reply maker and scorer (``results.FMT``, ``load_results``) and
 ``emoharbor judges`` shows how often each judge prefers the real reply."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..kinds import JudgeRows, Rows, RunKind, Summary
 from ..scoring.judges import scorer_rows
 from ..scoring.names import REAL
-from .analysis import bad_kinds, outcomes_of, pair_outcomes, pointwise_values, sensitivity_table
+from .analysis import bad_makers, outcomes_of, pair_outcomes, pointwise_values, sensitivity_table
 from .names import ALL
 from .render import csv_rows, render_sensitivity
 
@@ -25,23 +25,23 @@ if TYPE_CHECKING:
 
 
 def tidy(store: RunStore) -> list[dict[str, Any]]:
-    """One row per (case, kind of bad reply, scorer): the real reply's score and the bad one's (a pairwise
+    """One row per (case, bad-reply maker, scorer): the real reply's score and the bad one's (a pairwise
     judge: none), and the outcome the table averages (1: the real reply above, 0: below, 0.5: a tie or, for a
     pairwise judge, orders that disagree; None: unscored)."""
     cfg, cases = store.config(), {d["id"]: d for _, d in store.items("case")}
-    kinds = bad_kinds(cfg)
+    makers = bad_makers(cfg)
     pointwise = pointwise_values(cfg, cases, [d for _, d in store.items("score")])
     run = store.folder.name
     out = []
     for scorer, values in pointwise.items():
-        for kind in kinds:
-            for case, outcome in outcomes_of(values, kind).items():
-                out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": kind,
+        for maker in makers:
+            for case, outcome in outcomes_of(values, maker).items():
+                out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": maker,
                             "scorer": scorer, "pairwise": False, "real": values.get((case, REAL)),
-                            "bad": values.get((case, kind)), "outcome": outcome})  # fmt: skip
+                            "bad": values.get((case, maker)), "outcome": outcome})  # fmt: skip
     for scorer, outs in pair_outcomes([d for _, d in store.items("pair")]).items():
-        for (case, kind), outcome in sorted(outs.items()):
-            out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": kind,
+        for (case, maker), outcome in sorted(outs.items()):
+            out.append({"run": run, "case": case, "source": cases.get(case, {}).get("source"), "kind": maker,
                         "scorer": scorer, "pairwise": True, "real": None, "bad": None, "outcome": outcome})  # fmt: skip
     return out
 
@@ -66,7 +66,7 @@ class SensitivityKind(RunKind):
 
     def board(self, store: RunStore, fmt: str, *, judge: str | None = None, scoring: str = "argmax",
               baseline: str | None = None, seed: int = 0) -> tuple[str, Any]:  # fmt: skip
-        """The sensitivity table (every scorer and kind of bad reply): rendered, and its data."""
+        """The sensitivity table (every scorer and bad-reply maker): rendered, and its data."""
         data = sensitivity_table(store, seed=seed)
         return render_sensitivity(data, fmt), data
 
@@ -79,14 +79,11 @@ class SensitivityKind(RunKind):
         return section_html(view, rid)
 
     def judges(self, store: RunStore, folder: Path, rows: JudgeRows) -> None:
-        """Each judge's share of pairs where it prefers the real reply to a rule-made bad one (over every kind
-        of bad reply, ties half, with its bootstrap interval) and its tie rate; the simulated user's reward is
+        """Each judge's share of pairs where it prefers the real reply to a rule-made bad one (over every bad
+        reply, ties half, with its bootstrap interval) and its tie rate; the simulated user's reward is
         the judge "user" (expected: from its probability-weighted readouts). From the run with the most cases."""
         data = sensitivity_table(store)
-        for key, r in scorer_rows(store, ("score", "pair"), data["rows"], rows).items():
-            row = rows[key]
-            if row.get("sensitivity_n", -1) >= data["cases"]:
-                continue
+        for row, r in scorer_rows(store, ("score", "pair"), data["rows"], rows, "sensitivity", data["cases"]):
             c = r[ALL]
             row.update(
                 sensitivity_run=str(folder),
@@ -100,7 +97,7 @@ class SensitivityKind(RunKind):
         return [("prefers the real reply", preference)]
 
     def export(self, store: RunStore) -> dict[str, Rows]:
-        """``sensitivity``: one row per scorer and kind of bad reply (and "all kinds"), as ``--format csv``."""
+        """``sensitivity``: one row per scorer and bad-reply maker (and "all kinds"), as ``--format csv``."""
         return {"sensitivity": csv_rows(sensitivity_table(store))}
 
     def tidy(self, store: RunStore) -> Rows:

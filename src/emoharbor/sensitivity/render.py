@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report.calibration import pct
 from ..scoring.values import usage_text
 from ..stats.bootstrap import TOO_SMALL
 from ..tables import RESUME, nothing_measured, render_data, text_table
@@ -13,6 +12,10 @@ from .names import ALL
 SHORT = {"off_target": "off-tgt", "generic": "generic", "generic_long": "gen-long", "dismissive": "dismiss",
          "dismissive_long": "dis-long", "advice": "advice", "ignores_last": "ign-last", "wrong_facts": "wrong",
          "repeats": "repeats", "role_break": "role"}  # fmt: skip
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}"
 
 
 def interval(c: dict[str, Any]) -> str:
@@ -31,9 +34,9 @@ def to_text(data: dict[str, Any], md: bool = False) -> str:
              f"{data['suite']}; model time so far {data['wall_s']:.0f} s")  # fmt: skip
     if not any(r[ALL]["share"] is not None for r in data["rows"]):
         return "\n".join([title, nothing_measured(f"no case is finished yet: {RESUME}")])
-    kinds = data["kinds"]
-    head = ["scorer", *[SHORT.get(k, k) for k in kinds], ALL]
-    shares = [[r["scorer"], *[pct(r["cells"][k]["share"]) for k in kinds], interval(r[ALL])] for r in data["rows"]]
+    makers = data["kinds"]
+    head = ["scorer", *[SHORT.get(k, k) for k in makers], ALL]
+    shares = [[r["scorer"], *[pct(r["cells"][k]["share"]) for k in makers], interval(r[ALL])] for r in data["rows"]]
     detail = [[r["scorer"], str(r["pairs"]), pct(r["tie_rate"]), str(r[ALL]["unscored"]),
                "-" if r["distinct"] is None else str(r["distinct"]), usage_text(r["usage"])]
               for r in data["rows"]]  # fmt: skip

@@ -3,9 +3,9 @@ followed it) gets rule-made bad replies; every scorer rates the real reply and e
 counts how often the real one comes out on top (``analysis.py``).
 
 Store kinds (one unit each, resumable, calls cached):
-- ``case`` (key: the case id): the case, its replies by kind (``real`` and each bad kind) and the suite's
+- ``case`` (key: the case id): the case, its replies by name (``real`` and each bad reply's maker) and the suite's
   version; no model;
-- ``score`` (key ``case|reply kind|scorer``) and ``pair`` (key ``case|bad kind|judge|order``): a scorer on one
+- ``score`` (key ``case|reply|scorer``) and ``pair`` (key ``case|maker|judge|order``): a scorer on one
   reply, or a card that compares two on the real reply against the bad one (``scoring.items``).
 """
 
@@ -20,7 +20,6 @@ from ..assess.stage import Judge, check_judges
 from ..data.selection import check_selection, in_turn, select
 from ..errors import ConfigError
 from ..kinds import Summary
-from ..report.calibration import record  # the user's measured sensitivity, quoted by other runs' health
 from ..scoring.case import Case
 from ..scoring.items import Item
 from ..scoring.names import REAL, USER
@@ -29,9 +28,10 @@ from ..scoring.stage import score
 from ..store.record import open_record, run_record
 from ..store.run_store import RunStore
 from .analysis import sensitivity_table
-from .bad import KINDS, bad_replies, suite_version
+from .bad import MAKERS, bad_replies, suite_version
 from .cases import Pool, esconv_cases, heart_cases, run_cases
 from .names import ALL
+from .record import record  # the user's measured sensitivity, quoted by other runs' health
 
 KIND = "sensitivity"
 DEFAULT_JUDGES = ("third_party_reply", "heart_pairwise")
@@ -45,7 +45,7 @@ class SensitivityOptions(ScorerOptions):
     from_run: list[Path] = field(default_factory=list)
     limit: int | None = None  # the first N cases of each source
     sample: int | None = None  # or N cases of each source drawn with ``seed``
-    bad: list[str] = field(default_factory=lambda: list(KINDS))
+    bad: list[str] = field(default_factory=lambda: list(MAKERS))  # the bad replies' makers
     judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGES))
 
     RATES: ClassVar[tuple[Rates, ...]] = ("reply", "pair")
@@ -56,11 +56,11 @@ class SensitivityOptions(ScorerOptions):
         if not (self.esconv or self.heart or self.heart_adversarial or self.from_run):
             raise ConfigError("sensitivity needs cases: give --esconv FILE, --heart FILE or --from-run RUN")
         check_selection(self.limit, self.sample, "cases")
-        unknown = [k for k in self.bad if k not in KINDS]
+        unknown = [k for k in self.bad if k not in MAKERS]
         if unknown:
-            raise ConfigError(f"--bad {', '.join(unknown)}: no such kind of bad reply (the kinds: {', '.join(KINDS)})")
+            raise ConfigError(f"--bad {', '.join(unknown)}: no such bad-reply maker (the makers: {', '.join(MAKERS)})")
         if not self.bad:
-            raise ConfigError("--bad: give at least one kind of bad reply")
+            raise ConfigError("--bad: give at least one bad-reply maker")
         self.check_scorers()
 
     def resolved(self) -> dict[str, Any]:
@@ -125,21 +125,21 @@ class SensitivityPlan:
 def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: SensitivityOptions,
              judges: list[Judge]) -> list[Item]:  # fmt: skip
     """Every scorer on every reply, case by case (all of a case's replies, then the next case's): a run stopped
-    early holds every kind of the cases it finished, so its table already covers every kind. The run scores
+    early holds every reply of the cases it finished, so its table already covers every bad reply. The run scores
     one case's replies by one scorer in a row (``scoring.stage.same_prefix``), so a server slot reads the case once."""
     out: list[Item] = []
     for c in cases:
-        for kind in [REAL, *opts.bad]:
-            reply = replies[c.id].get(kind)
+        for which in [REAL, *opts.bad]:
+            reply = replies[c.id].get(which)
             if reply is None:
                 continue
             if opts.user is not None:
-                out.append(Item("score", (c.id, kind, USER), c, kind, reply, None))
+                out.append(Item("score", (c.id, which, USER), c, which, reply, None))
             for j in judges:
                 if isinstance(j.card.judge_kind(), ReplyKind):
-                    out.append(Item("score", (c.id, kind, j.name), c, kind, reply, j))
-                elif kind != REAL:
-                    out += [Item("pair", (c.id, kind, j.name, o), c, kind, reply, j, o) for o in ("ab", "ba")]
+                    out.append(Item("score", (c.id, which, j.name), c, which, reply, j))
+                elif which != REAL:
+                    out += [Item("pair", (c.id, which, j.name, o), c, which, reply, j, o) for o in ("ab", "ba")]
     return out
 
 

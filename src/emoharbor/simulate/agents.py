@@ -197,7 +197,7 @@ ReactionBlock = Annotated[SerializeAsAny[ReactionSettings], BeforeValidator(reac
 def needs(model: ChatModel | None, agent: str) -> ChatModel:
     """The model an agent that calls one was given (a factory's first line)."""
     if model is None:
-        raise ConfigError(f"the simulated user {agent} needs a model (roles.user)")
+        raise ConfigError(f"the simulated user {agent} needs a model: --model on a command, roles.user in a run config")
     return model
 
 
@@ -222,6 +222,15 @@ def same_user(a: Any, b: Any) -> bool:
 
 def make_user(model: ChatModel | None, profile: Profile, settings: UserSettings) -> UserAgent:
     return user_agent(settings.agent).make(model, profile, settings)
+
+
+def joining_user(model: ChatModel | None, profile: Profile, settings: UserSettings, turn: int) -> UserAgent:
+    """A user made as ``make_user`` makes it, joining a real talk after ``turn`` supporter messages: one with an
+    inner state starts it there as it starts a talk (the profile's intensity, its initial trust)."""
+    user = make_user(model, profile, settings)
+    if isinstance(user, PerceivingUser):
+        user.state = user.state.model_copy(update={"turn": turn})
+    return user
 
 
 def require(settings: UserSettings, what: str, purpose: str) -> Agent:

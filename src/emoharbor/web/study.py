@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
+from ..store import migrate
 
 DB_NAME = "study.sqlite"
 SCHEMA = """
@@ -122,14 +123,8 @@ class Study:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._db() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self._db() as db, migrate.transaction(db):
+            yield db
 
     # -- meta, items, raters -------------------------------------------------------------
     def meta(self) -> dict[str, str]:

@@ -16,7 +16,7 @@ import csv
 import io
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,26 +24,18 @@ from ... import userfiles
 from ...errors import DataError
 from ...store.keys import Key
 from ..dimensions import DIMENSIONS, OVERALL
+from ..histories import Skips
 
 REQUIRED = ("history_id", "competitor_a", "competitor_b", "rater", "dimension", "winner")
-MAX_NOTES = 20
 
 
 @dataclass
-class ImportReport:
+class ImportReport(Skips):
     source: str
     rows: int = 0
     imported: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
-
-    def skip(self, where: str, reason: str, detail: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.notes) < MAX_NOTES:
-            self.notes.append(f"{where}: {reason}: {detail}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "skipped": dict(self.skipped)}
 
 
 def dimension_key(value: str) -> str | None:

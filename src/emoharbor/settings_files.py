@@ -1,5 +1,5 @@
-"""Every kind of settings file emoharbor reads (run configs, HEART configs, evolve configs, judge cards,
-profile files), recognised from its keys, loaded and checked: ``emoharbor config check``."""
+"""Every settings file emoharbor reads (run configs, HEART configs, evolve configs, judge cards, profile files),
+recognised from its keys, loaded and checked: ``emoharbor config check``."""
 
 from __future__ import annotations
 
@@ -24,19 +24,19 @@ from .profiles.loader import load_profile_file
 from .profiles.schema import Profile
 
 
-def config_kind(raw: Any) -> str:
-    """The kind whose own settings (those no other kind has) the file uses most."""
+def settings_file(raw: Any) -> str:
+    """The settings file whose own settings (those no other file has) the file read uses most."""
     if isinstance(raw, list):
         return "profile file"
     if not isinstance(raw, dict):
         return "run config"
 
-    def own(kind: str) -> set[str]:
-        others = [set(m.model_fields) for k, (m, _) in KINDS.items() if k != kind]
-        return set(KINDS[kind][0].model_fields).difference(*others)
+    def own(name: str) -> set[str]:
+        others = [set(m.model_fields) for n, (m, _) in FILES.items() if n != name]
+        return set(FILES[name][0].model_fields).difference(*others)
 
-    hits = {kind: len(own(kind) & set(raw)) for kind in KINDS}
-    return max(hits, key=lambda kind: hits[kind])
+    hits = {name: len(own(name) & set(raw)) for name in FILES}
+    return max(hits, key=lambda name: hits[name])
 
 
 def _dump(data: dict[str, Any]) -> str:
@@ -88,9 +88,9 @@ def _run(path: Path, where: str, models: bool) -> list[str]:
 
 
 Check = Callable[[Path, str, bool], list[str]]
-# each kind of file: its settings (what tells it apart) and its check; the first is the one a file with no telling
-# key is read as
-KINDS: dict[str, tuple[type[BaseModel], Check]] = {
+# each settings file: its settings (what tells it apart) and its check; the first is the one a file with no
+# telling key is read as
+FILES: dict[str, tuple[type[BaseModel], Check]] = {
     "run config": (RunConfig, _run),
     "HEART config": (HeartConfig, _heart),
     "evolve config": (EvolveConfig, _evolve),
@@ -100,8 +100,8 @@ KINDS: dict[str, tuple[type[BaseModel], Check]] = {
 
 
 def check_config(path: Path, *, models: bool) -> list[str]:
-    """Load and check the file as the kind it is; the lines that show it resolved."""
+    """Load and check the file as the settings file it is; the lines that show it resolved."""
     raw = userfiles.read(path, "config file")
     if raw is None:
         raise ConfigError(f"config file {path} is empty: write its settings in it")
-    return KINDS[config_kind(raw)][1](path, str(path), models)
+    return FILES[settings_file(raw)][1](path, str(path), models)
