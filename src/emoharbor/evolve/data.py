@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import dropwhile
 from pathlib import Path
@@ -62,8 +62,12 @@ def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None =
 
 
 def esconv_examples(paths: list[str], system_prompt: str, guard: EvalGuard | None = None,
-                    personal: Personal | None = None) -> tuple[list[ChatExample], int]:  # fmt: skip
-    """All examples of the files, and how many dialogues the guard kept out."""
+                    personal: Personal | None = None,
+                    examples: Callable[[EsconvDialog], list[ChatExample]] | None = None) -> tuple[
+        list[ChatExample], int]:  # fmt: skip
+    """All examples of the files (the supporter's turns, or what ``examples`` makes of a dialogue), and how many
+    dialogues the guard kept out."""
+    make = examples or (lambda d: dialog_examples(d, system_prompt, personal=personal))
     out: list[ChatExample] = []
     held_out = 0
     for path in paths:
@@ -71,7 +75,7 @@ def esconv_examples(paths: list[str], system_prompt: str, guard: EvalGuard | Non
             if guard is not None and guard.blocks_dialog(d):
                 held_out += 1
                 continue
-            out.extend(dialog_examples(d, system_prompt, personal=personal))
+            out.extend(make(d))
     return out, held_out
 
 

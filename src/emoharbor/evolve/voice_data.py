@@ -8,12 +8,12 @@ had, is not in them.
 
 from __future__ import annotations
 
-from ..data.esconv import EsconvDialog, load_esconv
+from ..data.esconv import EsconvDialog
 from ..profiles.esconv_import import draft_profile
 from ..prompts import load_prompt
 from ..simulate import voice
 from ..simulate.conversation import Turn
-from .data import ChatExample
+from .data import ChatExample, esconv_examples
 from .guard import EvalGuard
 
 
@@ -30,12 +30,4 @@ def dialog_messages(d: EsconvDialog) -> list[ChatExample]:
 
 def seeker_examples(paths: list[str], guard: EvalGuard | None = None) -> tuple[list[ChatExample], int]:
     """All seeker examples of the files, and how many dialogues the guard kept out."""
-    out: list[ChatExample] = []
-    held_out = 0
-    for path in paths:
-        for d in load_esconv(path):
-            if guard is not None and guard.blocks_dialog(d):
-                held_out += 1
-                continue
-            out.extend(dialog_messages(d))
-    return out, held_out
+    return esconv_examples(paths, "", guard, examples=dialog_messages)
