@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from functools import cache
 from statistics import median
 from typing import Any
@@ -90,40 +91,80 @@ def spread(a: Assessment) -> tuple[int, float] | None:
     return (len(set(vals)), float(np.std(vals))) if len(vals) >= 2 else None
 
 
+Values = dict[tuple[str, str], dict[str, dict[str, list[float]]]]
+"""(scorer group, scorer) -> profile -> rung -> the values of its repeats."""
+
+
+@dataclass
+class _Tally:
+    """What a ladder run's talks and ratings count, before the figures are drawn from them."""
+
+    values: Values = field(default_factory=lambda: defaultdict(lambda: defaultdict(dict)))
+    spreads: dict[str, list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
+    gaps: dict[tuple[str, str], dict[str, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    status: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    endings: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    seeker_turns: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+    def add_talks(self, convs: dict[Any, dict[str, Any]]) -> None:
+        for (pid, rung, _rep), conv in convs.items():
+            self.status[f"talks {conv['status']}"] += 1
+            if conv["status"] != "ok":
+                continue
+            self.endings[rung][conv["termination"]] += 1
+            self.seeker_turns[rung].append(sum(1 for t in conv["turns"] if t["speaker"] == "user"))
+            for scorer, v in talk_scores(conv).items():
+                self.values[scorer][pid].setdefault(rung, []).append(v)
+
+    def add_ratings(self, store: RunStore) -> None:
+        for key, d in store.items("assessment"):
+            a = Assessment.of(d)
+            pid, rung, judge = key[0], key[1], key[-1]
+            self.status[f"ratings {a.status}"] += 1
+            if not a.scored:
+                continue
+            if (sp := spread(a)) is not None:
+                self.spreads[judge].append(sp)
+            js = judge_scores(a)
+            for name, v in js.items():
+                self.values[(judge, name)][pid].setdefault(rung, []).append(v)
+            if "generic" in js and "personal" in js:
+                self.gaps[(judge, rung)][pid].append(js["generic"] - js["personal"])
+
+
 def ladder_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
     cfg = store.config()
     rungs: list[str] = list(cfg["rungs"])
     profiles = [k[0] for k in sorted(store.keys("profile"))]
     convs = dict(store.items("conversation"))
     judges = list(json.loads(store.meta().get("judges", "{}")))
-    # (scorer group, scorer) -> profile -> rung -> the values of its repeats
-    values: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(dict))
-    spreads: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    gaps: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    status: dict[str, int] = defaultdict(int)
-    endings: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    seeker_turns: dict[str, list[int]] = defaultdict(list)
-    for (pid, rung, _rep), conv in convs.items():
-        status[f"talks {conv['status']}"] += 1
-        if conv["status"] != "ok":
-            continue
-        endings[rung][conv["termination"]] += 1
-        seeker_turns[rung].append(sum(1 for t in conv["turns"] if t["speaker"] == "user"))
-        for scorer, v in talk_scores(conv).items():
-            values[scorer][pid].setdefault(rung, []).append(v)
-    for key, d in store.items("assessment"):
-        a = Assessment.of(d)
-        pid, rung, judge = key[0], key[1], key[-1]
-        status[f"ratings {a.status}"] += 1
-        if not a.scored:
-            continue
-        if (sp := spread(a)) is not None:
-            spreads[judge].append(sp)
-        js = judge_scores(a)
-        for name, v in js.items():
-            values[(judge, name)][pid].setdefault(rung, []).append(v)
-        if "generic" in js and "personal" in js:
-            gaps[(judge, rung)][pid].append(js["generic"] - js["personal"])
+    tally = _Tally()
+    tally.add_talks(convs)
+    tally.add_ratings(store)
+    rows = _scorer_rows(tally.values, judges, profiles, rungs, seed=seed, n_boot=n_boot)
+    return {
+        "rungs": rungs,
+        "profiles": len(profiles),
+        "complete_profiles": _complete(convs, profiles, rungs),
+        "user_model": user_model(cfg),
+        "user_agent": (cfg.get("user_agent") or {}).get("agent"),
+        "supporter_model": (cfg.get("supporter") or {}).get("model"),
+        "judges": judges,
+        "turns": cfg.get("turns"),
+        "wall_s": float(store.meta().get("wall_s", "0")),
+        **_counts(tally, rungs, seed=seed),
+        "rows": rows,
+        "goals": goals(rows, rungs),
+        "too_small": TOO_SMALL,
+    }
+
+
+def _scorer_rows(
+    values: Values, judges: list[str], profiles: list[str], rungs: list[str], *, seed: int, n_boot: int
+) -> list[dict[str, Any]]:
+    """One row per scorer: its mean per rung and the ladder's figures on the profile x rung means."""
     rows = []
     for scorer in _ordered(values, judges):
         m = np.full((len(profiles), len(rungs)), np.nan)
@@ -135,30 +176,23 @@ def ladder_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[
         f = ladder_figures(m, rungs, seed=seed, n_boot=n_boot)
         means = [None if np.isnan(m[:, j]).all() else float(np.nanmean(m[:, j])) for j in range(len(rungs))]
         rows.append({"group": scorer[0], "scorer": scorer[1], "means": dict(zip(rungs, means, strict=True)), **f})
+    return rows
+
+
+def _counts(tally: _Tally, rungs: list[str], *, seed: int) -> dict[str, Any]:
+    """The table's counts: statuses, endings and seeker turns per rung, each judge's spread, the gaps."""
     return {
-        "rungs": rungs,
-        "profiles": len(profiles),
-        "complete_profiles": _complete(convs, profiles, rungs),
-        "user_model": user_model(cfg),
-        "user_agent": (cfg.get("user_agent") or {}).get("agent"),
-        "supporter_model": (cfg.get("supporter") or {}).get("model"),
-        "judges": judges,
-        "turns": cfg.get("turns"),
-        "wall_s": float(store.meta().get("wall_s", "0")),
-        "status": dict(sorted(status.items())),
-        "endings": {r: dict(sorted(endings[r].items())) for r in rungs if r in endings},
-        "seeker_turns": {r: float(np.mean(v)) for r, v in seeker_turns.items()},
+        "status": dict(sorted(tally.status.items())),
+        "endings": {r: dict(sorted(tally.endings[r].items())) for r in rungs if r in tally.endings},
+        "seeker_turns": {r: float(np.mean(v)) for r, v in tally.seeker_turns.items()},
         "spread": {
             j: {"distinct": median(d for d, _ in v), "sd": float(np.mean([s for _, s in v])), "n": len(v)}
-            for j, v in spreads.items()
+            for j, v in tally.spreads.items()
         },
         "gaps": [
             {"judge": j, "rung": r, **shown(bootstrap_ci([float(np.mean(x)) for x in by.values()], seed=seed))}
-            for (j, r), by in sorted(gaps.items(), key=lambda kv: (kv[0][0], rungs.index(kv[0][1])))
+            for (j, r), by in sorted(tally.gaps.items(), key=lambda kv: (kv[0][0], rungs.index(kv[0][1])))
         ],
-        "rows": rows,
-        "goals": goals(rows, rungs),
-        "too_small": TOO_SMALL,
     }
 
 

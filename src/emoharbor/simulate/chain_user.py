@@ -215,42 +215,12 @@ class ChainUser:
         prev = self.state
         step = UserStep(text="")
         lp = self.s.top_logprobs
-        p_appraise, p_feel = self.prompts["user_appraise"], self.prompts["user_feel"]
-        # 1. appraise
-        pa = p_appraise.render(intensity=prev.intensity, trust=prev.trust)
-        appraisal = await ask_json(self.model, self.messages(turns, pa), APPRAISAL_SCHEMA, seed=seed,
-                                   prompt_version=p_appraise.version, max_tokens=self.s.max_tokens,
-                                   top_logprobs=lp)  # fmt: skip
-        if appraisal.data is None:
-            step.events.append(("parse_failure:appraise", appraisal.error))
-        a = dict(appraisal.data or {})
-        fit_read = readouts(appraisal, [], "fit") if lp else None
-        # 2. feel
-        pf = p_feel.render(
-            intensity=prev.intensity,
-            trust=prev.trust,
-            appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
-        )
-        feeling = await ask_json(self.model, self.messages(turns, pf), FEEL_SCHEMA, seed=seed,
-                                 prompt_version=p_feel.version, max_tokens=self.s.max_tokens,
-                                 top_logprobs=lp)  # fmt: skip
-        if feeling.data is None:
-            step.events.append(("parse_failure:feel", feeling.error))
-        f = feeling.data or {}
-        feel_read = readouts(feeling, ["better", "trust"]) if lp else None
-        unread = (appraisal.data is not None and fit_read is None) or (feeling.data is not None and feel_read is None)
+        a, appraised, fit_read = await self._appraise(turns, seed, prev, step)
+        f, felt, feel_read = await self._feel(turns, seed, prev, a, step)
+        unread = (appraised and fit_read is None) or (felt and feel_read is None)
         if lp and unread:
             step.events.append(("readout_written", "no token log-probabilities: the written values stand"))
-        # the schema's enums bound each step; an unparsed feeling leaves the state as it was
-        better = round(scale_step(f["better"], self.s.intensity_step)) if f else 0
-        d_trust = round(scale_step(f["trust"], self.s.trust_step)) if f else 0
-        ex_better = ex_trust = None
-        if feel_read is not None:
-            eb, et = feel_read.get("better"), feel_read.get("trust")
-            ex_better = None if eb is None else scale_step(eb, self.s.intensity_step)
-            ex_trust = None if et is None else scale_step(et, self.s.trust_step)
-        if self.s.readout == "expected" and ex_better is not None and ex_trust is not None:
-            better, d_trust = round(ex_better), round(ex_trust)
+        better, d_trust, ex_better, ex_trust = self._steps(f, feel_read)
         if a:
             a["fit_expected"] = fit_read.get("fit") if fit_read else None
         self.state = UserState(
@@ -267,6 +237,57 @@ class ChainUser:
                 "feel_better_expected": ex_better, "trust_change_expected": ex_trust} if f else None  # fmt: skip
         step.inner = {"appraisal": a or None, "feeling": feel}
         return step
+
+    async def _appraise(
+        self, turns: list[Turn], seed: int, prev: UserState, step: UserStep
+    ) -> tuple[dict[str, Any], bool, dict[str, float | None] | None]:
+        """1. appraise: the appraisal (empty when unparsed), whether it parsed, and its fit's readout."""
+        lp = self.s.top_logprobs
+        p_appraise = self.prompts["user_appraise"]
+        pa = p_appraise.render(intensity=prev.intensity, trust=prev.trust)
+        appraisal = await ask_json(self.model, self.messages(turns, pa), APPRAISAL_SCHEMA, seed=seed,
+                                   prompt_version=p_appraise.version, max_tokens=self.s.max_tokens,
+                                   top_logprobs=lp)  # fmt: skip
+        if appraisal.data is None:
+            step.events.append(("parse_failure:appraise", appraisal.error))
+        fit_read = readouts(appraisal, [], "fit") if lp else None
+        return dict(appraisal.data or {}), appraisal.data is not None, fit_read
+
+    async def _feel(
+        self, turns: list[Turn], seed: int, prev: UserState, a: dict[str, Any], step: UserStep
+    ) -> tuple[dict[str, Any], bool, dict[str, float | None] | None]:
+        """2. feel, on the appraisal: the feeling (empty when unparsed), whether it parsed, and its steps' readouts."""
+        lp = self.s.top_logprobs
+        p_feel = self.prompts["user_feel"]
+        pf = p_feel.render(
+            intensity=prev.intensity,
+            trust=prev.trust,
+            appraisal=json.dumps(a, ensure_ascii=False) if a else "(unclear)",
+        )
+        feeling = await ask_json(self.model, self.messages(turns, pf), FEEL_SCHEMA, seed=seed,
+                                 prompt_version=p_feel.version, max_tokens=self.s.max_tokens,
+                                 top_logprobs=lp)  # fmt: skip
+        if feeling.data is None:
+            step.events.append(("parse_failure:feel", feeling.error))
+        feel_read = readouts(feeling, ["better", "trust"]) if lp else None
+        return feeling.data or {}, feeling.data is not None, feel_read
+
+    def _steps(
+        self, f: dict[str, Any], feel_read: dict[str, float | None] | None
+    ) -> tuple[int, int, float | None, float | None]:
+        """The steps in intensity and trust a feeling makes, written and expected; the expected ones move the
+        state when ``readout: expected`` and both were read. The schema's enums bound each step; an unparsed
+        feeling leaves the state as it was."""
+        better = round(scale_step(f["better"], self.s.intensity_step)) if f else 0
+        d_trust = round(scale_step(f["trust"], self.s.trust_step)) if f else 0
+        ex_better = ex_trust = None
+        if feel_read is not None:
+            eb, et = feel_read.get("better"), feel_read.get("trust")
+            ex_better = None if eb is None else scale_step(eb, self.s.intensity_step)
+            ex_trust = None if et is None else scale_step(et, self.s.trust_step)
+        if self.s.readout == "expected" and ex_better is not None and ex_trust is not None:
+            better, d_trust = round(ex_better), round(ex_trust)
+        return better, d_trust, ex_better, ex_trust
 
     async def react(self, turns: list[Turn], seed: int) -> UserStep:
         step = await self.perceive(turns, seed)
