@@ -4,10 +4,10 @@ A new user agent touches: its own module, with one ``register_agent(...)`` line 
 named in the config (``user_agent: {agent: MODULE:NAME}``) and imported from there: no other file changes. A
 built-in one (``simulate/rules_user.py``) adds its module's name to ``agents.BUILT_IN``: one line elsewhere.
 
-A new judge kind touches: its own module, with one ``register_judge_kind(...)`` line in it (and the prompt
+A new judge form touches: its own module, with one ``register_judge_form(...)`` line in it (and the prompt
 file it reads). A card names it (``kind: MODULE:NAME``), and the module is imported from there: no file of
 emoharbor changes. A built-in one (``assess/pair_judge.py``) adds its module's name to
-``judge_kinds.BUILT_IN``: one line elsewhere.
+``judge_forms.BUILT_IN``: one line elsewhere.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import yaml
 from pydantic import ValidationError
 
 from cli_helpers import run_main
-from emoharbor.assess import judge_kinds
+from emoharbor.assess import judge_forms
 from emoharbor.assess.cards import load_card
 from emoharbor.config import RunConfig
 from emoharbor.errors import ConfigError, EmoharborError
@@ -72,12 +72,12 @@ register_agent("echo", EchoSettings, lambda model, profile, s: Echo(s), needs_mo
 """
 
 
-# a judge kind of one's own: a conversation judge shown the supporter's turns only, without the seeker's
+# a judge form of one's own: a conversation judge shown the supporter's turns only, without the seeker's
 OWN_KIND = """
 from pathlib import Path
 
 from emoharbor.assess.judge import answer_text
-from emoharbor.assess.judge_kinds import ConversationKind, register_judge_kind
+from emoharbor.assess.judge_forms import ConversationForm, register_judge_form
 
 
 def supporter_turns(card, conv, profile):
@@ -87,7 +87,7 @@ def supporter_turns(card, conv, profile):
     return [{"role": "user", "content": text}], f"{card.version}+{p.version}"
 
 
-register_judge_kind(ConversationKind(name="supporter_only", shown=("the supporter's turns",),
+register_judge_form(ConversationForm(name="supporter_only", shown=("the supporter's turns",),
                                      prompt=str(Path(__file__).with_name("supporter_only.txt")),
                                      messages=supporter_turns))
 """
@@ -96,11 +96,11 @@ OWN_KIND_PROMPT = "Read only what a supporter said, and rate it.\n\n$replies\n\n
 
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Agents and judge kinds registered by a test stay in the test. The built-in ones are registered first: a
+    """Agents and judge forms registered by a test stay in the test. The built-in ones are registered first: a
     built-in module imported while the copy stands would register into it, and be gone with it."""
-    agents.user_agent(agents.DEFAULT), judge_kinds.judge_kind("reply")
+    agents.user_agent(agents.DEFAULT), judge_forms.judge_form("reply")
     monkeypatch.setattr(agents, "AGENTS", dict(agents.AGENTS))
-    monkeypatch.setattr(judge_kinds, "KINDS", dict(judge_kinds.KINDS))
+    monkeypatch.setattr(judge_forms, "FORMS", dict(judge_forms.FORMS))
 
 
 def write_run(path: Path, url: str, user_agent: object, reply: str) -> Path:
@@ -213,7 +213,7 @@ def test_a_run_started_with_the_old_spelling_is_refused_with_the_reason(tmp_path
         asyncio.run(run_evaluation(RunConfig(), tmp_path / "r", progress=False))
 
 
-def test_a_judge_kind_of_ones_own_is_a_module_named_in_a_card(
+def test_a_judge_form_of_ones_own_is_a_module_named_in_a_card(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, registry: None
 ) -> None:
     (tmp_path / "my_judges.py").write_text(OWN_KIND)
@@ -259,15 +259,15 @@ def test_a_card_of_a_kind_that_rates_replies_is_refused_by_a_run() -> None:
     cfg = RunConfig.model_validate({"judges": ["third_party_reply"]})  # read back from a store: no file opened
     with pytest.raises(ConfigError, match="judge card third_party_reply: a judge of one reply, not of a conversation"):
         Plan.of(cfg)  # the run's plan loads the cards and asks their kinds
-    with pytest.raises(ConfigError, match="judge kind 'oracle': no such judge kind"):
-        judge_kinds.judge_kind("oracle")
+    with pytest.raises(ConfigError, match="judge form 'oracle': no such judge form"):
+        judge_forms.judge_form("oracle")
     with pytest.raises(ConfigError, match="cannot import no_such_module"):
-        judge_kinds.judge_kind("no_such_module:oracle")
+        judge_forms.judge_form("no_such_module:oracle")
 
 
 def test_a_name_registered_twice_is_refused_naming_both_modules() -> None:
     from emoharbor import kinds
-    from emoharbor.assess.judge_kinds import judge_kind, register_judge_kind
+    from emoharbor.assess.judge_forms import judge_form, register_judge_form
     from emoharbor.errors import ConfigError
     from emoharbor.simulate.agents import register_agent, user_agent
 
@@ -276,9 +276,9 @@ def test_a_name_registered_twice_is_refused_naming_both_modules() -> None:
                        r"chain_user and by test_plugins"):  # fmt: skip
         register_agent("chain", RulesSettings, lambda model, profile, s: RulesUser(profile, s))
     assert user_agent("chain") is chain  # the first stands
-    reply = judge_kind("reply")
-    with pytest.raises(ConfigError, match=r"judge kind 'reply' is registered twice: by emoharbor\.assess\."):
-        register_judge_kind(reply)
+    reply = judge_form("reply")
+    with pytest.raises(ConfigError, match=r"judge form 'reply' is registered twice: by emoharbor\.assess\."):
+        register_judge_form(reply)
     seekers = kinds.of("seekers")
 
     class Impostor(kinds.RunKind):
@@ -293,3 +293,11 @@ def test_a_name_registered_twice_is_refused_naming_both_modules() -> None:
     # the same module registering again (a reload) replaces its own entry
     register_agent("twice_here", RulesSettings, lambda model, profile, s: RulesUser(profile, s))
     register_agent("twice_here", RulesSettings, lambda model, profile, s: RulesUser(profile, s))
+
+
+def test_a_judge_form_written_before_the_rename_still_imports_its_old_names() -> None:
+    from emoharbor.assess import judge_kinds
+
+    assert judge_kinds.register_judge_kind is judge_forms.register_judge_form
+    assert judge_kinds.ConversationKind is judge_forms.ConversationForm
+    assert judge_kinds.judge_kind("reply") is judge_forms.judge_form("reply")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from emoharbor.assess.cards import load_card
-from emoharbor.assess.judge_kinds import Pair
+from emoharbor.assess.judge_forms import Pair
 from emoharbor.assess.seeker_choice import choice_messages, seeker_sketch
 from emoharbor.config import SupporterSpec
 from emoharbor.heart.histories import History, Turn

@@ -1,4 +1,4 @@
-"""Finding a registered plug-in by name, the one way the registries (user agents, judge kinds, run kinds) do
+"""Finding a registered plug-in by name, the one way the registries (user agents, judge forms, run kinds) do
 it: the built-in modules register theirs when first imported, and ``module:name`` imports a user's own module,
 which registers ``name`` as it loads."""
 

@@ -66,8 +66,8 @@ def _card(path: Path, where: str, models: bool) -> list[str]:
         raise ConfigError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
     if models and card.model is not None:
         check_named_models([("model", card.model)], where)
-    judged = card.judge_kind()
-    return [_dump(card.model_dump(mode="json")), f"# judge card; version: {card.version}; kind {card.kind}: rates a "
+    judged = card.judge_form()
+    return [_dump(card.model_dump(mode="json")), f"# judge card; version: {card.version}; form {card.kind}: rates a "
             f"{judged.rates}, shown {', '.join(judged.shown)}"]  # fmt: skip
 
 

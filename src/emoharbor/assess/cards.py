@@ -1,14 +1,14 @@
 """Judge cards: a judge as a named, versioned thing (YAML), not a model name alone.
 
-A card says what a judge is: its kind (what it rates and is shown), its prompt file, its rubric, how its
+A card says what a judge is: its form (what it rates and is shown), its prompt file, its rubric, how its
 scores are read (``argmax``: the integer it wrote; ``expected``: also the probability-weighted mean over the
 allowed values, see ``expected.py``), what part of a conversation it sees, whether it quotes evidence, and
 its token budget. The model is the card's own (``model:``) or the one the command gives. A card's
 ``version`` hashes all of that with the texts of its prompt and rubric, so a changed card is never mixed
 into a run that used the old one.
 
-The kinds are registered objects (``judge_kinds.py``, which lists the built-in ones); a user's own kind is
-named ``module:name``. A card that names no prompt (or no rubric) gets its kind's.
+The forms are registered objects (``judge_forms.py``, which lists the built-in ones); a user's own form is
+named ``module:name``. A card that names no prompt (or no rubric) gets its form's.
 
 Built-in cards are YAML files in ``assess/cards/``; ``load_card("third_party")`` or a path.
 """
@@ -28,7 +28,7 @@ from ..errors import ConfigError, validation_message
 from ..models.spec import ModelSpec, spec_input
 from ..prompts import Prompt, load_prompt
 from .dimensions import DEFAULT_RUBRIC, Rubric, load_rubric
-from .judge_kinds import ConversationKind, JudgeKind, judge_kind
+from .judge_forms import ConversationForm, JudgeForm, judge_form
 
 Scoring = Literal["argmax", "expected"]
 Sees = Literal["replayed", "all"]
@@ -40,7 +40,9 @@ class JudgeCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    kind: str  # a registered judge kind (judge_kinds.py), or module:name
+    # the card's judge form (judge_forms.py), or module:name; the key keeps its old name, ``kind``: the card's
+    # version hashes its fields, and every stored run's record holds the card so
+    kind: str
     description: str = ""
     prompt: str  # builtin:NAME (a file of emoharbor/prompts) or a path to a text file
     rubric: str = DEFAULT_RUBRIC
@@ -49,7 +51,7 @@ class JudgeCard(BaseModel):
     evidence: bool = True  # a quote per dimension; without it the reply is the scores alone (fewer tokens)
     max_tokens: int | None = Field(default=900, ge=16, le=32768)  # None: the model spec's max_tokens
     top_logprobs: int = Field(default=20, ge=2, le=20)  # alternatives per token, with scoring: expected
-    model: ModelSpec | None = None  # None: the command's judge model (the user's model for kind user)
+    model: ModelSpec | None = None  # None: the command's judge model (the user's model for the form user)
 
     @field_validator("name")
     @classmethod
@@ -60,21 +62,21 @@ class JudgeCard(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _kind_defaults(cls, data: Any) -> Any:
-        """A card that names no prompt or rubric gets its kind's (an unknown kind is the field's error)."""
+    def _form_defaults(cls, data: Any) -> Any:
+        """A card that names no prompt or rubric gets its form's (an unknown form is the field's error)."""
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or {"prompt", "rubric"} <= set(data):
             return data
         try:
-            kind = judge_kind(data["kind"])
+            form = judge_form(data["kind"])
         except ConfigError:
             return data
-        return {"prompt": kind.prompt, **({"rubric": kind.rubric} if kind.rubric else {}), **data}
+        return {"prompt": form.prompt, **({"rubric": form.rubric} if form.rubric else {}), **data}
 
     @field_validator("kind")
     @classmethod
-    def _known_kind(cls, v: str) -> str:
+    def _known_form(cls, v: str) -> str:
         try:
-            judge_kind(v)
+            judge_form(v)
         except ConfigError as e:
             raise ValueError(str(e)) from None
         return v
@@ -85,8 +87,8 @@ class JudgeCard(BaseModel):
         return spec_input(v)
 
     # -- what the card refers to -----------------------------------------------------------
-    def judge_kind(self) -> JudgeKind:
-        return judge_kind(self.kind)
+    def judge_form(self) -> JudgeForm:
+        return judge_form(self.kind)
 
     def prompt_file(self) -> Prompt:
         if not self.prompt.startswith("builtin:"):
@@ -109,17 +111,17 @@ class JudgeCard(BaseModel):
             "card": self.model_dump(mode="json", exclude={"model", "description"}),
             "prompt": self.prompt_file().text,
             "answer": self.answer_prompt().text,
-            "rubric": self.rubric_file().source if self.judge_kind().rubric is not None else "",
+            "rubric": self.rubric_file().source if self.judge_form().rubric is not None else "",
         }
         blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
         return f"{self.name}@{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
     def judge_id(self, model: str, user_model: str | None = None) -> str:
         """The judge's name in a run's records: ``user`` for the simulated user judging with its own model
-        (the card ``user`` of a kind shown the user's inner record), else ``NAME:MODEL``
+        (the card ``user`` of a form shown the user's inner record), else ``NAME:MODEL``
         (``third_party:local:qwen1.5b``)."""
-        kind = self.judge_kind()
-        if isinstance(kind, ConversationKind) and kind.lived and self.name == USER_JUDGE and model == user_model:
+        form = self.judge_form()
+        if isinstance(form, ConversationForm) and form.lived and self.name == USER_JUDGE and model == user_model:
             return "user"
         return f"{self.name}:{model}"
 
@@ -163,7 +165,7 @@ def load_card(ref: str) -> JudgeCard:
     except ValidationError as e:
         raise ConfigError(validation_message(where, e)) from None
     card.prompt_file()  # a missing prompt or rubric file is an error now, not in the middle of a run
-    if card.judge_kind().rubric is not None:
+    if card.judge_form().rubric is not None:
         card.rubric_file()
     return card
 

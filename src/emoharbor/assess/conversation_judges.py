@@ -1,4 +1,4 @@
-"""The built-in kinds that rate a conversation, and what each is shown: the simulated user (``user``) its
+"""The built-in forms that rate a conversation, and what each is shown: the simulated user (``user``) its
 persona, its inner record and the transcript, as the one who lived through it; ``profile_aware`` the persona
 and the transcript, no inner record ("knowing the person" without "having lived through the talk");
 ``third_party`` the transcript only. In a validate run only the replayed part has an inner record."""
@@ -11,7 +11,7 @@ from ..simulate.chain_user import system_prompt
 from ..simulate.conversation import Conversation
 from .cards import JudgeCard
 from .judge import answer_text
-from .judge_kinds import Asked, ConversationKind, register_judge_kind
+from .judge_forms import Asked, ConversationForm, register_judge_form
 
 
 def trajectory_text(conv: Conversation) -> str:
@@ -28,7 +28,7 @@ def _common(card: JudgeCard) -> dict[str, str]:
 
 
 def _persona(profile: Profile | None) -> str:
-    assert profile is not None, "a kind with profile=True: judge_conversation gives it one"
+    assert profile is not None, "a form with profile=True: judge_conversation gives it one"
     return profile.persona_card()
 
 
@@ -53,11 +53,11 @@ def third_party_messages(card: JudgeCard, conv: Conversation, profile: Profile |
     return [{"role": "user", "content": text}], f"{card.version}+{p.version}"
 
 
-register_judge_kind(ConversationKind(name="user", shown=("persona", "inner record", "transcript"),
+register_judge_form(ConversationForm(name="user", shown=("persona", "inner record", "transcript"),
                                      prompt="builtin:user_judge", messages=user_messages, profile=True,
                                      lived=True))  # fmt: skip
-register_judge_kind(ConversationKind(name="profile_aware", shown=("persona", "transcript"),
+register_judge_form(ConversationForm(name="profile_aware", shown=("persona", "transcript"),
                                      prompt="builtin:profile_aware_judge", messages=profile_aware_messages,
                                      profile=True))  # fmt: skip
-register_judge_kind(ConversationKind(name="third_party", shown=("transcript",), prompt="builtin:third_party_judge",
+register_judge_form(ConversationForm(name="third_party", shown=("transcript",), prompt="builtin:third_party_judge",
                                      messages=third_party_messages))  # fmt: skip

@@ -1,6 +1,6 @@
 """Rating a conversation with a judge card: 10 dimension scores (or the card's rubric) with evidence.
 
-What a judge is shown, and so its messages, is its kind's (``judge_kinds.py``; the built-in ones in
+What a judge is shown, and so its messages, is its form's (``judge_forms.py``; the built-in ones in
 ``conversation_judges.py``); here they are asked for the card's rubric and the answer is recorded. An
 output that never parses is unscored: every score None, counted. With ``scoring: expected`` the
 probability-weighted scores are stored beside the written integers (``expected``, ``probs``); a dimension
@@ -19,7 +19,7 @@ from ..models.structured import Structured, ask_json
 from ..profiles.schema import Profile
 from ..simulate.conversation import Conversation
 from .cards import JudgeCard
-from .judge_kinds import ConversationKind, card_kind
+from .judge_forms import ConversationForm, card_form
 
 
 def answer_text(card: JudgeCard) -> str:
@@ -60,10 +60,10 @@ async def judge_conversation(
     card: JudgeCard, model: ChatModel, judge: str, conv: Conversation, profile: Profile | None, seed: int = 0
 ) -> dict[str, Any]:
     """One assessment of ``conv`` by ``card`` on ``model``, recorded under the name ``judge``."""
-    kind = card_kind(card, ConversationKind)
-    if kind.profile and profile is None:
+    form = card_form(card, ConversationForm)
+    if form.profile and profile is None:
         raise ValueError(f"judge card {card.name} ({card.kind}) needs the user's profile")
-    messages, version = kind.messages(card, conv, profile)
+    messages, version = form.messages(card, conv, profile)
     return await ask_card(card, model, judge, messages, version, seed)
 
 

@@ -1,4 +1,4 @@
-"""The built-in kind that compares two replies: ``heart_pairwise``, HEART's blinded judge. It is shown the
+"""The built-in form that compares two replies: ``heart_pairwise``, HEART's blinded judge. It is shown the
 conversation so far and two next replies under neutral ids, and names a winner and a strength per dimension
 (the dimensions are the run's, described in the system prompt ``heart_judge_system``; its card's prompt is
 the user message). HEART's comparisons, the sensitivity suite's pairs and evolve's judge check ask it
@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..models.base import Message
 from ..prompts import load_prompt
 from .cards import JudgeCard
-from .judge_kinds import Asked, Pair, PairKind, register_judge_kind
+from .judge_forms import Asked, Pair, PairForm, register_judge_form
 
 
 def pair_messages(card: JudgeCard, pair: Pair) -> Asked:
@@ -26,5 +26,5 @@ def pair_messages(card: JudgeCard, pair: Pair) -> Asked:
     return messages, f"{system.version}+{card.version}"
 
 
-register_judge_kind(PairKind(name="heart_pairwise", shown=("conversation so far", "two replies"),
+register_judge_form(PairForm(name="heart_pairwise", shown=("conversation so far", "two replies"),
                              prompt="builtin:heart_judge_user", messages=pair_messages))  # fmt: skip

@@ -1,4 +1,4 @@
-"""Rating one supporter reply in its context with a card of a kind that rates a reply (the built-in ``reply``:
+"""Rating one supporter reply in its context with a card of a form that rates a reply (the built-in ``reply``:
 the conversation so far and the reply, one score per rubric key; the sensitivity suite's third-party judge of
 a reply). The record is an assessment's (``judge.assessment_record``): written scores, and with ``scoring:
 expected`` the probability-weighted ones."""
@@ -11,7 +11,7 @@ from ..models.base import ChatModel
 from ..simulate.conversation import Turn
 from .cards import JudgeCard
 from .judge import answer_text, ask_card
-from .judge_kinds import Asked, ReplyKind, card_kind, register_judge_kind
+from .judge_forms import Asked, ReplyForm, card_form, register_judge_form
 
 
 def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> Asked:
@@ -25,9 +25,9 @@ def reply_messages(card: JudgeCard, turns: list[Turn], reply: str) -> Asked:
 async def judge_reply(
     card: JudgeCard, model: ChatModel, judge: str, turns: list[Turn], reply: str, seed: int = 0
 ) -> dict[str, Any]:
-    messages, version = card_kind(card, ReplyKind).messages(card, turns, reply)
+    messages, version = card_form(card, ReplyForm).messages(card, turns, reply)
     return await ask_card(card, model, judge, messages, version, seed)
 
 
-register_judge_kind(ReplyKind(name="reply", shown=("conversation so far", "reply"), prompt="builtin:reply_judge",
+register_judge_form(ReplyForm(name="reply", shown=("conversation so far", "reply"), prompt="builtin:reply_judge",
                               messages=reply_messages))  # fmt: skip

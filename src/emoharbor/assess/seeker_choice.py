@@ -1,7 +1,7 @@
-"""The built-in kind that chooses between two replies as the seeker: ``seeker_choice``. The seeker is sketched
+"""The built-in form that chooses between two replies as the seeker: ``seeker_choice``. The seeker is sketched
 from what the history says of them (their situation in their own words and the emotion they named: no more
 is known, so nothing more is invented), shown the conversation and two next replies as Reply 1 and Reply 2,
-and asked which would help them more. It answers the reply's number only (``PairKind.chooses``), so with
+and asked which would help them more. It answers the reply's number only (``PairForm.chooses``), so with
 ``scoring: expected`` its choice is also read as the probability of each digit (``models.expected``).
 HEART's judging asks it (``heart.stages.judging.judge_pair``) in both orders."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..prompts import load_prompt
 from .cards import JudgeCard
-from .judge_kinds import Asked, Pair, PairKind, register_judge_kind
+from .judge_forms import Asked, Pair, PairForm, register_judge_form
 
 SKETCH = "seeker_choice_sketch"  # the words of the sketch
 
@@ -29,6 +29,6 @@ def choice_messages(card: JudgeCard, pair: Pair) -> Asked:
     return [{"role": "user", "content": text.strip()}], f"{card.version}+{p.version}+{load_prompt(SKETCH).version}"
 
 
-register_judge_kind(PairKind(name="seeker_choice", shown=("the seeker's situation and emotion", "conversation so far",
+register_judge_form(PairForm(name="seeker_choice", shown=("the seeker's situation and emotion", "conversation so far",
                                                           "two replies"),
                              prompt="builtin:seeker_choice", messages=choice_messages, chooses=True))  # fmt: skip

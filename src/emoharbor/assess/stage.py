@@ -19,7 +19,7 @@ from ..store.run_store import RunStore, call_sink
 from ..store.units import Events, finished, in_workers, run_stage, unit
 from .cards import CardEntry, JudgeCard, card_of, judge_model
 from .judge import check_logprobs, judge_conversation
-from .judge_kinds import ELSEWHERE, ConversationKind, Rates
+from .judge_forms import ELSEWHERE, ConversationForm, Rates
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Judge:
     card: JudgeCard
     model: ModelSpec
     name: str
-    role: str = "judge"  # "user" for a user-kind card on the user's own model: its calls count as the user's
+    role: str = "judge"  # "user" for a card of the form user on the user's own model: its calls count as the user's
 
 
 def check_scoring(card: JudgeCard, spec: ModelSpec) -> None:
@@ -57,9 +57,9 @@ def make_judges(refs: Sequence[CardEntry], model: ModelSpec, user: ModelSpec | N
                 rates: tuple[Rates, ...] = ("conversation",), wanted: str = "", scoring: str | None = None,
                 sees: str | None = None, option: str = "") -> list[Judge]:  # fmt: skip
     """The judges of a run from card references, the one way every run makes them: each card on ``model``
-    unless it names its own; ``scoring`` / ``sees``: the command line's, over every card's. A card of a kind
+    unless it names its own; ``scoring`` / ``sees``: the command line's, over every card's. A card of a form
     shown the user's inner record (``user``) runs on the simulated user's model (``user``) unless it names
-    its own. A card of a kind that does not rate what ``rates`` names (whole conversations, one reply, two
+    its own. A card of a form that does not rate what ``rates`` names (whole conversations, one reply, two
     replies side by side) is refused, saying what is ``wanted`` (by default, where such a card belongs);
     ``option``: the command-line option that gave the cards, which an error then names (``--judge``)."""
     try:
@@ -72,11 +72,11 @@ def make_judges(refs: Sequence[CardEntry], model: ModelSpec, user: ModelSpec | N
 
 
 def _judge(card: JudgeCard, model: ModelSpec, user: ModelSpec | None, rates: tuple[Rates, ...], wanted: str) -> Judge:
-    kind = card.judge_kind()
-    if kind.rates not in rates:
-        why = f" ({card.kind}) rates {RATES[kind.rates]}; {wanted}" if wanted else f": {ELSEWHERE[kind.rates]}"
+    form = card.judge_form()
+    if form.rates not in rates:
+        why = f" ({card.kind}) rates {RATES[form.rates]}; {wanted}" if wanted else f": {ELSEWHERE[form.rates]}"
         raise ConfigError(f"judge card {card.name}{why}")
-    lived = user is not None and isinstance(kind, ConversationKind) and kind.lived
+    lived = user is not None and isinstance(form, ConversationForm) and form.lived
     spec = judge_model(card, user if lived and user is not None else model)
     check_scoring(card, spec)
     role = "user" if lived and spec == user else "judge"
@@ -132,7 +132,7 @@ def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[Key
 
 async def assess_unit(store: RunStore, key: Key, conv: Conversation, judge: Judge, model: ChatModel,
                       profile: Profile | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Score ``conv`` (stored under ``key``) with ``judge`` (``profile``: the user's, for the kinds that are shown
+    """Score ``conv`` (stored under ``key``) with ``judge`` (``profile``: the user's, for the forms that are shown
     it); ``extra`` goes into the record (a validate run says there what the judge saw)."""
     name = judge.name
 

@@ -227,7 +227,7 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
     "reply_judge",
     default="third_party_reply",
     show_default=True,
-    help="the reply card's judge: a card of kind reply, on the run's judge model unless it names its own",
+    help="the reply card's judge: a card of the form reply, on the run's judge model unless it names its own",
 )
 @progress_opt
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, contexts: int, esconv: tuple[Path, ...],

@@ -213,7 +213,7 @@ def import_rated_cmd(file: Path, preset: str, scale_text: str | None, dimension:
     _summary("import", summary, folder)
 
 
-CARD_HELP = "a judge card of one reply: third_party_reply, or a YAML card of kind reply (repeatable)"
+CARD_HELP = "a judge card of one reply: third_party_reply, or a YAML card of the form reply (repeatable)"
 
 
 @heart.command("score-replies")

@@ -44,7 +44,7 @@ def own_rungs(own: tuple[str, ...]) -> dict[str, str]:
               "module:NAME); its settings: --set user_agent.KEY=VALUE.")  # fmt: skip
 @click.option("--supporter-model", help="The model of the rungs that have one (knows, default, your own; default: "
               "--model).")  # fmt: skip
-@click.option("--judge", "judges", multiple=True, help="A judge card of kind user, third_party or "
+@click.option("--judge", "judges", multiple=True, help="A judge card of the form user, third_party or "
               "profile_aware (repeatable; default: user, third_party and profile_aware); none: the user's inner "
               "state alone.")  # fmt: skip
 @scorer_options("ladder")

@@ -100,7 +100,7 @@ def report(runs: tuple[Path, ...], out: Path | None, fmt: str, judge: str, seed:
 @click.option("--max-supporter-turns", default=4, show_default=True, type=click.IntRange(0, None),
               help="Replay each conversation up to this many supporter turns (0: all). "
               "ESConv dialogs have ~11 supporter turns; every one costs two model calls "
-              "(only when a user-kind judge is asked for).")  # fmt: skip
+              "(only when a judge of the form user is asked for).")  # fmt: skip
 @run_dir_opt("runs/validate-HASH")
 @concurrency_opt
 @format_opt

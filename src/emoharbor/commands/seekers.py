@@ -20,8 +20,8 @@ from .specs import scorer_specs
 @click.option("--seed", default=0, show_default=True)
 @click.option("--varied", is_flag=True, help="Only talks whose seeker gave two different ratings or more (every "
               "talk yields within-talk pairs); --limit and --sample choose among them.")  # fmt: skip
-@click.option("--judge", "judges", multiple=True, help="A judge card of kind reply (repeatable; default: every "
-              "built-in card of kind reply: third_party_reply); none: the simulated user alone.")  # fmt: skip
+@click.option("--judge", "judges", multiple=True, help="A judge card of the form reply (repeatable; default: every "
+              "built-in card of the form reply: third_party_reply); none: the simulated user alone.")  # fmt: skip
 @model_options(
     user="The simulated user's model (its reaction and reward are scored); none: judges only.",
     old_user="--user-model",

@@ -29,7 +29,7 @@ SOURCE = click.Path(path_type=Path)
 @click.option("--bad", "bad", multiple=True, metavar="MAKER",
               help="A bad reply, by its maker (repeatable; default: all): off_target, generic, generic_long, "
               "dismissive, dismissive_long, advice, ignores_last, wrong_facts, repeats, role_break.")  # fmt: skip
-@click.option("--judge", "judges", multiple=True, help="A judge card of kind reply or heart_pairwise (repeatable; "
+@click.option("--judge", "judges", multiple=True, help="A judge card of the form reply or heart_pairwise (repeatable; "
               "default: third_party_reply and heart_pairwise); none: the simulated user alone.")  # fmt: skip
 @model_options(
     user="The simulated user's model (its reaction and reward are scored); none: judges only.", judge="--model"

@@ -89,7 +89,7 @@ class Episode:
             raise ValueError("grpo.episodes.reward: judge: the episode needs its judge (episodes.judged)")
         self.ctx, self.user, self.r, self.s, self.seed, self.judge = ctx, user, reward, settings, seed, judge
         self.turns: list[Turn] = []
-        self.states: list[UserState] = []  # the user's, from the start: what a judge of kind user is shown
+        self.states: list[UserState] = []  # the user's, from the start: what a judge of the form user is shown
         self.rating: dict[str, Any] | None = None
         self.steps: list[Step] = []
         self.done = False

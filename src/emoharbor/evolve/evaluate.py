@@ -131,7 +131,7 @@ def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out
 @dataclass(frozen=True)
 class ReplyCardOptions:
     """``evolve eval``'s reply card: ``contexts`` held-out contexts of the ESConv files ``esconv`` (0: none), scored by
-    the judge card ``judge_card`` (of kind reply) on the run's judge model unless the card names its own."""
+    the judge card ``judge_card`` (of the form reply) on the run's judge model unless the card names its own."""
 
     contexts: int = 0
     esconv: list[str] = field(default_factory=list)

@@ -212,12 +212,12 @@ class ReplyCard:
 
 def plan_reply_card(esconv: list[str], n: int, *, judge_card: str, judge_model: ModelSpec,
                     trained: list[Path | str], seed: int) -> ReplyCard:  # fmt: skip
-    """The judge (a card of kind reply on ``judge_model`` unless it names its own) and ``n`` contexts of ``esconv``
+    """The judge (a card of the form reply on ``judge_model`` unless it names its own) and ``n`` contexts of ``esconv``
     that no model in ``trained`` was trained on; one line naming the file or the card when they cannot be had."""
     for p in esconv:
         if not Path(p).is_file():
             raise DataError(f"--esconv {p}: not found")
-    wanted = "the reply card rates one reply: give a card of kind reply (third_party_reply)"
+    wanted = "the reply card rates one reply: give a card of the form reply (third_party_reply)"
     [judge] = make_judges([judge_card], judge_model, rates=("reply",), option="--reply-judge", wanted=wanted)
     return ReplyCard(judge, held_out_contexts(esconv, n, seed, trained_guard(trained)), esconv, seed)
 

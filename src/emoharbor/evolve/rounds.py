@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..assess.cards import JudgeCard, load_card
-from ..assess.judge_kinds import PairKind
+from ..assess.judge_forms import PairForm
 from ..errors import ConfigError, EmoharborError
 from ..models.adapters import load_lora_adapter
 from ..models.base import ChatModel
@@ -47,9 +47,9 @@ def pair_judge_card(cfg: EvolveConfig) -> JudgeCard | None:
     if not cfg.refine.judge_check:
         return None
     card = load_card(cfg.refine.judge_card)
-    if not isinstance(card.judge_kind(), PairKind):
+    if not isinstance(card.judge_form(), PairForm):
         ref = cfg.refine.judge_card
-        raise ConfigError(f"refine.judge_card {ref!r} is a {card.kind} card: give one of a kind that compares two "
+        raise ConfigError(f"refine.judge_card {ref!r} is a {card.kind} card: give one of a form that compares two "
                           "replies (heart_pairwise)")  # fmt: skip
     return card
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from .. import userfiles
 from ..assess.cards import JudgeCard, load_card
-from ..assess.judge_kinds import PairKind
+from ..assess.judge_forms import PairForm
 from ..config import SupporterSpec, plain_name
 from ..errors import ConfigError, EmoharborError, validation_message
 from ..models.spec import ModelSpec, spec_input
@@ -120,18 +120,18 @@ class HistorySource(BaseModel):
 
 class JudgeSpec(ModelSpec):
     name: str = ""
-    card: str = "heart_pairwise"  # a judge card of kind heart_pairwise: a built-in name or a YAML file
+    card: str = "heart_pairwise"  # a judge card of the form heart_pairwise: a built-in name or a YAML file
     _loaded: tuple[str, JudgeCard] | None = PrivateAttr(default=None)  # (card, its card loaded at validation)
 
     @model_validator(mode="after")
-    def _card_kind(self) -> JudgeSpec:
+    def _card_form(self) -> JudgeSpec:
         try:
             card = load_card(self.card)
         except EmoharborError as e:
             raise ValueError(str(e)) from None
-        if not isinstance(card.judge_kind(), PairKind):
-            raise ValueError(f"judge card {self.card!r} is of kind {card.kind}, not heart_pairwise nor another "
-                             "kind that compares two replies")  # fmt: skip
+        if not isinstance(card.judge_form(), PairForm):
+            raise ValueError(f"judge card {self.card!r} is of the form {card.kind}, not heart_pairwise nor another "
+                             "form that compares two replies")  # fmt: skip
         self._loaded = (self.card, card)
         return self
 

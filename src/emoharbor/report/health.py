@@ -94,7 +94,7 @@ def events_table(view: RunView) -> str:
 def sensitivity_line(view: RunView) -> str:
     """The simulated user's measured sensitivity (``emoharbor sensitivity``, recorded in the cache folder) for
     the run's user model and prompts, or a note that it has not been measured; "" for a run whose simulated
-    user read no reactions (the simple user, a validate run without a user-kind judge)."""
+    user read no reactions (the simple user, a validate run without a judge of the form user)."""
     from ..measurements import lookup, not_measured
 
     if not view.user_model:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..assess.judge_kinds import Rates
+from ..assess.judge_forms import Rates
 from ..assess.stage import Judge, make_judges
 from ..errors import ConfigError
 from ..models.spec import ModelSpec
@@ -29,7 +29,7 @@ class ScorerOptions:
     concurrency: int = 4
 
     RATES: ClassVar[tuple[Rates, ...]] = ("reply",)  # what the suite's cards may rate: reply, pair
-    WANTED: ClassVar[str] = "the suite rates one reply: give a card of kind reply (third_party_reply)"
+    WANTED: ClassVar[str] = "the suite rates one reply: give a card of the form reply (third_party_reply)"
 
     def check_scorers(self) -> None:
         if self.user is None and not self.judges:

@@ -38,7 +38,7 @@ DEFINITION = 1  # the version of what a point is (points.py): a change refuses t
 
 def reply_cards() -> list[str]:
     """The built-in judge cards that rate one reply: the default judges."""
-    return [n for n in builtin_names() if load_card(n).judge_kind().rates == "reply"]
+    return [n for n in builtin_names() if load_card(n).judge_form().rates == "reply"]
 
 
 @dataclass(kw_only=True)
@@ -49,7 +49,7 @@ class SeekersOptions(ScorerOptions):
     varied: bool = False  # only talks whose seeker gave two different ratings or more (each yields pairs)
     judges: list[str] = field(default_factory=reply_cards)
 
-    WANTED = "emoharbor seekers rates one reply: give a card of kind reply (third_party_reply)"
+    WANTED = "emoharbor seekers rates one reply: give a card of the form reply (third_party_reply)"
 
     def __post_init__(self) -> None:
         if not self.files:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assess.judge_kinds import judge_kind
+from ..assess.judge_forms import judge_form
 from ..reward.settings import RewardSettings
 from ..scoring.names import REAL, USER
 from ..scoring.values import Values, record_values, scorer_usage
@@ -75,7 +75,7 @@ def finished_cases(store: RunStore, cases: dict[str, dict[str, Any]]) -> set[str
     """The cases whose every scorer has rated every reply (unscored counts as done): the table is made of
     those only, so that every scorer and the word count stand on the same items in a run not finished yet."""
     judges = json.loads(store.meta().get("judges", "{}"))
-    rates = {name: judge_kind(card["kind"]).rates for name, card in judges.items()}  # reply or pair
+    rates = {name: judge_form(card["kind"]).rates for name, card in judges.items()}  # reply or pair
     scored, paired = store.keys("score"), store.keys("pair")
     user = bool(store.config().get("user"))
     out = set()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..assess.judge_kinds import Rates, ReplyKind
+from ..assess.judge_forms import Rates, ReplyForm
 from ..assess.stage import Judge, check_judges
 from ..data.selection import check_selection, in_turn, select
 from ..errors import ConfigError
@@ -49,7 +49,7 @@ class SensitivityOptions(ScorerOptions):
     judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGES))
 
     RATES: ClassVar[tuple[Rates, ...]] = ("reply", "pair")
-    WANTED: ClassVar[str] = ("the suite rates one reply: give a card of a kind that rates one reply "
+    WANTED: ClassVar[str] = ("the suite rates one reply: give a card of a form that rates one reply "
                              "(third_party_reply) or compares two (heart_pairwise)")  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -136,7 +136,7 @@ def scorings(cases: list[Case], replies: dict[str, dict[str, str]], opts: Sensit
             if opts.user is not None:
                 out.append(Item("score", (c.id, which, USER), c, which, reply, None))
             for j in judges:
-                if isinstance(j.card.judge_kind(), ReplyKind):
+                if isinstance(j.card.judge_form(), ReplyForm):
                     out.append(Item("score", (c.id, which, j.name), c, which, reply, j))
                 elif which != REAL:
                     out += [Item("pair", (c.id, which, j.name, o), c, which, reply, j, o) for o in ("ab", "ba")]

@@ -5,7 +5,7 @@ run store.
 Store kinds: ``replay`` (key: the ESConv record id, ``<file stem>:<index>``; the conversation record plus
 ``esconv`` (the seeker's survey, the failure label, how many supporter turns were replayed), ``profile``,
 ``dialog_turns`` (the whole ESConv dialog) and ``perceived`` (whether the simulated user lived through the
-replayed turns: only a user-kind judge needs that, so a run without one makes no chain calls)) and
+replayed turns: only a judge of the form user needs that, so a run without one makes no chain calls)) and
 ``assessment`` (key ``<record id>|<judge>``, as in an EmoHarbor run, with ``saw``: "replayed" or "all").
 
 The run's config (its hash) covers the replays; the judges are recorded beside it, one card per judge
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..assess.judge_kinds import ConversationKind, card_kind
+from ..assess.judge_forms import ConversationForm, card_form
 from ..assess.stage import Judge, assess_all, check_judges, judge_models, make_judges, unassessed
 from ..data.esconv import EsconvDialog, load_esconv
 from ..data.selection import check_selection, choose
@@ -117,7 +117,7 @@ class ValidatePlan:
 
     @property
     def chain(self) -> bool:
-        """Whether the simulated user lives through the replays (a user-kind judge reads what it perceived)."""
+        """Whether the simulated user lives through the replays (a judge of the form user reads what it perceived)."""
         return needs_chain(self.judges)
 
     @classmethod
@@ -137,15 +137,15 @@ def chain_versions(settings: UserSettings) -> dict[str, str]:
 
 
 def check_chain_prompts(store: RunStore, settings: UserSettings) -> None:
-    """A user-kind judge reads the inner record of a replay: refuse replays made with other chain prompts."""
+    """A judge of the form user reads the inner record of a replay: refuse replays made with other chain prompts."""
     now = chain_versions(settings)
     for key, d in store.items("replay"):
         old = d.get("chain_prompts")
         if d.get("perceived") and old is not None and old != now:
             changed = sorted(k for k in now if old.get(k) != now[k])
             raise ConfigError(
-                f"{store.folder}: replay {key[0]} was made with other versions of {', '.join(changed)}; a user-kind "
-                "judge would read an inner record the current prompts did not make: use a new run folder"
+                f"{store.folder}: replay {key[0]} was made with other versions of {', '.join(changed)}; a judge of the "
+                "form user would read an inner record the current prompts did not make: use a new run folder"
             )
 
 
@@ -154,8 +154,8 @@ def conversation_seed(seed: int, record_id: str) -> int:
 
 
 def needs_chain(judges: list[Judge]) -> bool:
-    """Whether the simulated user must live through the replayed turns: only a user-kind judge reads that."""
-    return any(card_kind(j.card, ConversationKind).lived for j in judges)
+    """Whether the simulated user must live through the replayed turns: only a judge of the form user reads that."""
+    return any(card_form(j.card, ConversationForm).lived for j in judges)
 
 
 def whole_dialog(dialog: EsconvDialog) -> list[dict[str, str]]:
@@ -184,7 +184,7 @@ def replay_work(dialog: EsconvDialog, opts: ValidateOptions, user_model: ChatMod
     async def work() -> tuple[dict[str, Any], Events]:
         seed = conversation_seed(opts.seed, dialog.id)
         if chain:
-            user = perceiving_user(user_model, profile, opts.user_agent, "a replay (a user-kind judge)")
+            user = perceiving_user(user_model, profile, opts.user_agent, "a replay (a judge of the form user)")
             conv = await replay(user, dialog, profile, plan, seed=seed)
         else:
             conv = Conversation(id=dialog.id, profile_id=profile.id, supporter=SUPPORTER, seed=seed)
@@ -246,7 +246,7 @@ async def run_validation(
             return Summary(UNIT, len(dialogs), 0, ended_in_error(store, "replay", dialogs))
         wall = WallTime(store)  # marked after every conversation: a run killed outright keeps its time too
         async with ModelPool(cache_path=cache_path, sink=call_sink(store)) as pool:
-            lives = chain and require(opts.user_agent, "perceives", "a replay (a user-kind judge)").needs_model
+            lives = chain and require(opts.user_agent, "perceives", "a replay (a judge of the form user)").needs_model
             user_model = await pool.get(opts.user, "user") if lives else None
             models = await judge_models(pool, judges)
 

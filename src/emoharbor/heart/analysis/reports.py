@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ...assess.judge_kinds import PairKind, card_kind
+from ...assess.judge_forms import PairForm, card_form
 from ...store import records
 from ...store.run_store import RunStore
 from ..config import HeartConfig, JudgeSpec, resolve_path
@@ -140,8 +140,8 @@ def agreement_report(store: RunStore, config: HeartConfig, base_dir: Path) -> di
 
 
 def judge_answers(judge: JudgeSpec, config: HeartConfig) -> frozenset[str]:
-    """The dimensions a judge's verdicts hold: overall alone for a kind that chooses, else the run's and overall."""
-    chooses = card_kind(judge.judge_card(), PairKind).chooses
+    """The dimensions a judge's verdicts hold: overall alone for a form that chooses, else the run's and overall."""
+    chooses = card_form(judge.judge_card(), PairForm).chooses
     return frozenset([OVERALL] if chooses else verdict_keys(config.dimensions))
 
 

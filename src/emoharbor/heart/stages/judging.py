@@ -1,6 +1,6 @@
 """Pairwise judging: a judge sees the history and two blinded replies under neutral ids and, for every
-dimension and overall, names a winner (no ties) with a strength 1-5 and a rationale. A kind that chooses
-(``PairKind.chooses``: the seeker's choice) names only the reply it prefers overall, by its place (1 or 2),
+dimension and overall, names a winner (no ties) with a strength 1-5 and a rationale. A form that chooses
+(``PairForm.chooses``: the seeker's choice) names only the reply it prefers overall, by its place (1 or 2),
 and with ``scoring: expected`` the probability it gave the first is kept (``p_first``).
 
 Each reply keeps its id in both orders, so a preference for a position is not a preference for an id.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...assess.cards import JudgeCard
-from ...assess.judge_kinds import Pair, PairKind, card_kind
+from ...assess.judge_forms import Pair, PairForm, card_form
 from ...models.base import ChatModel, Message, ModelCallError
 from ...models.expected import expected_scores
 from ...models.structured import Structured, ask_json
@@ -61,7 +61,7 @@ def judge_schema(dimensions: list[str], ids: tuple[str, str]) -> dict[str, Any]:
     return {"type": "object", "properties": {k: verdict for k in keys}, "required": keys}
 
 
-CHOICES = [1, 2]  # a kind that chooses (``PairKind.chooses``): 1 the reply shown first, 2 the second
+CHOICES = [1, 2]  # a form that chooses (``PairForm.chooses``): 1 the reply shown first, 2 the second
 
 
 def choice_schema() -> dict[str, Any]:
@@ -71,13 +71,13 @@ def choice_schema() -> dict[str, Any]:
 def judge_messages(
     history: History, first: Shown, second: Shown, dimensions: list[str], show_situation: bool, card: JudgeCard
 ) -> tuple[list[Message], str]:
-    """The messages of ``card``'s kind (one that compares a pair) about the two replies on ``history``."""
-    kind = card_kind(card, PairKind)
+    """The messages of ``card``'s form (one that compares a pair) about the two replies on ``history``."""
+    form = card_form(card, PairForm)
     pair = Pair(context=context_line(history, show_situation), transcript=transcript(history),
                 first=(first.id, first.text), second=(second.id, second.text), dimensions=describe(dimensions),
-                keys=[OVERALL] if kind.chooses else verdict_keys(dimensions), situation=history.situation,
+                keys=[OVERALL] if form.chooses else verdict_keys(dimensions), situation=history.situation,
                 emotion=history.emotion_type)  # fmt: skip
-    return kind.messages(card, pair)
+    return form.messages(card, pair)
 
 
 def read_choice(data: dict[str, Any], first: Shown, second: Shown) -> dict[str, dict[str, Any]]:
@@ -122,7 +122,7 @@ async def judge_pair(
                            "words": {first.name: len(first.text.split()), second.name: len(second.text.split())},
                            "card": card.version}  # fmt: skip
     messages, version = judge_messages(history, first, second, dimensions, show_situation, card)
-    chooses = card_kind(card, PairKind).chooses
+    chooses = card_form(card, PairForm).chooses
     schema = choice_schema() if chooses else judge_schema(dimensions, (first.id, second.id))
     expected = card.scoring == "expected"
     try:

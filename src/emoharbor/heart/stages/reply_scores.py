@@ -1,4 +1,4 @@
-"""More judge cards on a HEART run, each rating every usable candidate reply on its own: cards of a kind that
+"""More judge cards on a HEART run, each rating every usable candidate reply on its own: cards of a form that
 rates one reply (``third_party_reply``), given to ``emoharbor heart score-replies RUN --judge CARD``. On a run imported
 from replies rated by people (``heart import-rated``), ``heart agreement`` sets their scores beside the
 people's ratings (``analysis.people``).
