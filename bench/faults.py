@@ -227,7 +227,7 @@ def run_killed(config: Path, run_dir: Path, cache_dir: Path, log: Path, total: i
 
 def units_in(store: RunStore) -> int:
     """The units a run holds: its records that say how they ended (not the run's profiles, which do not)."""
-    return sum(len(store.field(k, "status")) for k in store.unit_kinds())
+    return sum(len(store.field(k, "status")) for k in store.unit_tables())
 
 
 def read_store(run_dir: Path, read: Callable[[RunStore], T]) -> T:
@@ -242,7 +242,7 @@ def read_store(run_dir: Path, read: Callable[[RunStore], T]) -> T:
 def records(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
     store = RunStore.open_existing(run_dir)
     try:
-        return {(kind, key): data for kind in store.kinds() for key, data in store.items(kind)}
+        return {(kind, key): data for kind in store.tables() for key, data in store.items(kind)}
     finally:
         store.close()
 

@@ -61,7 +61,7 @@ def format1_store(folder: Path, kind: str) -> None:
 
 
 def contents(store: RunStore) -> dict[str, Any]:
-    results = {(k, key): d for k in store.kinds() for key, d in store.items(k)}
+    results = {(k, key): d for k in store.tables() for key, d in store.items(k)}
     skip = ("id", "latency_s", "attempt")
     calls = [{k: v for k, v in c.items() if k not in skip} for c in store.calls()]
     return {"results": results, "calls": calls, "events": store.events()}
@@ -81,7 +81,7 @@ def test_a_format1_store_is_migrated_once_to_what_a_new_store_holds(tmp_path: Pa
     new.put("history", ("regular:0",), HISTORY)
     assert contents(old) == contents(new)
     assert old.get("history", ("regular:0",)) == HISTORY  # kept beside HEART's units in format 1: no status
-    assert old.unit_kinds() == ["assessment", "conversation"]
+    assert old.unit_tables() == ["assessment", "conversation"]
     new.close()
     old.close()
 
@@ -144,7 +144,7 @@ import sys
 from pathlib import Path
 from emoharbor.store.run_store import RunStore
 store = RunStore.open_existing(Path(sys.argv[1]))
-print(store.get("history", ("regular:0",)), store.unit_kinds())
+print(store.get("history", ("regular:0",)), store.unit_tables())
 print(sorted(m for m in sys.modules if m.endswith(".kind") or m.startswith("emoharbor.heart")))  # no kind module
 """
 
@@ -169,5 +169,5 @@ async def test_a_unit_record_without_a_status_is_refused_at_write(tmp_path: Path
     with pytest.raises(RuntimeError, match=r"its record has status 'done', not one of"):
         store.put("conversation", ("p", "a", "0"), {"id": "p|a|0", "status": "done"})
     store.put("profile", ("p",), {"id": "p"})  # a record kept beside the units: it has no status
-    assert store.keys("conversation") == set() and store.unit_kinds() == []
+    assert store.keys("conversation") == set() and store.unit_tables() == []
     store.close()

@@ -41,7 +41,7 @@ def snapshot(run_dir: Path) -> dict[str, Any]:
     store = RunStore.open_existing(run_dir)
     try:
         results = {}
-        for kind in store.kinds():
+        for kind in store.tables():
             for key, data in store.items(kind):
                 data.pop("wall_s", None)
                 results[(kind, key)] = data

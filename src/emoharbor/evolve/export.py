@@ -133,10 +133,10 @@ def export_run(folder: Path, guard: EvalGuard, *, min_margin: float = 0.5) -> tu
     """Pairs from one run folder, EmoHarbor or HEART, told apart by what the store holds."""
     store = RunStore.open_existing(folder)
     try:
-        kinds = set(store.kinds())
-        if "comparison" in kinds:
+        tables = set(store.tables())
+        if "comparison" in tables:
             return heart_pairs(store, guard, run=str(folder))
-        if "conversation" in kinds:
+        if "conversation" in tables:
             specs = store.config().get("profiles")
             if isinstance(specs, list) and specs:
                 try:

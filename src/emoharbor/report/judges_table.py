@@ -29,20 +29,20 @@ ZERO: dict[str, float] = {"judgments": 0, "unscored": 0, "tokens": 0.0, "seconds
 
 
 def counts(
-    store: RunStore, unit_kinds: Iterable[str], judge_at: int, field: str = "judge"
+    store: RunStore, unit_tables: Iterable[str], judge_at: int, field: str = "judge"
 ) -> dict[str, dict[str, float]]:
     """Per judge (the unit's ``field``, and the part ``judge_at`` of its calls' unit keys): its judgments (the
-    units of ``unit_kinds``), the unscored ones, and the tokens, model seconds, model calls and timed
+    units of ``unit_tables``), the unscored ones, and the tokens, model seconds, model calls and timed
     judgments (those whose calls reached a model) of their calls."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: dict(ZERO))
-    for kind in unit_kinds:
-        for _, d in store.items(kind):
+    for table in unit_tables:
+        for _, d in store.items(table):
             u = out[d[field]]
             u["judgments"] += 1
             u["unscored"] += d.get("status") != "ok"
         timed: dict[str, set[Key]] = defaultdict(set)
         for c in records.calls(store):
-            if c.unit_kind != kind or not c.unit:
+            if c.unit_kind != table or not c.unit:
                 continue
             judge = c.unit[judge_at]
             u = out[judge]

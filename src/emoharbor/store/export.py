@@ -1,4 +1,4 @@
-"""Exporting a run store to JSONL or CSV (one file per result kind, plus calls, events and meta)."""
+"""Exporting a run store to JSONL or CSV (one file per result table, plus calls, events and meta)."""
 
 from __future__ import annotations
 
@@ -33,13 +33,13 @@ def write_rows(path: Path, rows: list[dict[str, Any]], fmt: str) -> Path:
 def export_run(
     store: RunStore, out: Path, fmt: str, tables: dict[str, list[dict[str, Any]]] | None = None
 ) -> list[Path]:
-    """Every result kind, the calls, the events and the meta; ``tables``: more files by name (a run kind's
+    """Every result table, the calls, the events and the meta; ``tables``: more files by name (a run kind's
     own analysis tables)."""
     out.mkdir(parents=True, exist_ok=True)
     written = [write_rows(out / f"{name}.{fmt}", rows, fmt) for name, rows in (tables or {}).items()]
-    for kind in store.kinds():
-        rows = [{"key": k, **d} for k, d in store.items(kind)]
-        written.append(write_rows(out / f"{kind}.{fmt}", rows, fmt))
+    for table in store.tables():
+        rows = [{"key": k, **d} for k, d in store.items(table)]
+        written.append(write_rows(out / f"{table}.{fmt}", rows, fmt))
     written.append(write_rows(out / f"calls.{fmt}", store.calls(), fmt))
     written.append(write_rows(out / f"events.{fmt}", store.events(), fmt))
     meta = {k: v for k, v in store.meta().items() if k != "config"}

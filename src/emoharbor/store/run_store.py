@@ -1,6 +1,7 @@
 """The run store: one folder per run, holding a SQLite database (WAL).
 
-Results are kept as (kind, key) -> JSON records. A unit of work (a conversation, an assessment, a
+Results are kept as (table, key) -> JSON records (the table in the column ``kind``, and a call's or an
+event's in ``unit_kind``: the names old runs hold, kept). A unit of work (a conversation, an assessment, a
 comparison) is written in one transaction together with the records of the model calls it made,
 so a run killed at any moment holds only whole units; started again with the same config it skips
 the units it has and does the rest. A different config is refused.
@@ -62,7 +63,7 @@ def _read(data: str) -> dict[str, Any]:
     return dict(json.loads(data))
 
 
-# the unit of work running in this task, as (kind, key, attempt): its model calls are tagged with it
+# the unit of work running in this task, as (table, key, attempt): its model calls are tagged with it
 unit_attempt: contextvars.ContextVar[tuple[str, Key, str] | None] = contextvars.ContextVar("unit_attempt", default=None)
 
 
@@ -189,7 +190,7 @@ class RunStore:
     # -- results -------------------------------------------------------------------------
     def put(
         self,
-        kind: str,
+        table: str,
         key: Key,
         data: dict[str, Any],
         *,
@@ -201,8 +202,8 @@ class RunStore:
         of its earlier attempts are kept, marked superseded, since they were made (and paid for). A unit's record
         says how it ended in ``status`` (one of ``STATUSES``; the stage runner sees to it, ``store.units``); a
         record a stage keeps beside its units (HEART's histories, a stage's summary, the run's profiles) has
-        none: that is how the two are told apart (``unit_kinds``)."""
-        self.put_many([(kind, key, data)], attempt=attempt, events=events)
+        none: that is how the two are told apart (``unit_tables``)."""
+        self.put_many([(table, key, data)], attempt=attempt, events=events)
 
     def put_many(
         self,
@@ -211,64 +212,64 @@ class RunStore:
         attempt: str | None = None,
         events: list[tuple[str, str]] | None = None,
     ) -> None:
-        """``put`` of several records (kind, key, data) in one transaction: all of them are stored, or none
+        """``put`` of several records (table, key, data) in one transaction: all of them are stored, or none
         (``events``: of each record)."""
-        for kind, key, data in records:
+        for table, key, data in records:
             if "status" in data and data["status"] not in STATUSES:
-                raise RuntimeError(f"{kind} {key}: its record has status {data['status']!r}, not one of {STATUSES}")
+                raise RuntimeError(f"{table} {key}: its record has status {data['status']!r}, not one of {STATUSES}")
         with self._tx() as db:
-            for kind, key, data in records:
+            for table, key, data in records:
                 text = encode_key(key)
                 db.execute(
                     "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)",
-                    (kind, text, json.dumps(data, ensure_ascii=False), time.time()),
+                    (table, text, json.dumps(data, ensure_ascii=False), time.time()),
                 )
                 db.execute(
                     "UPDATE calls SET superseded=1 WHERE unit_kind=? AND unit_key=? AND superseded=0 AND attempt!=?",
-                    (kind, text, attempt or "-"),
+                    (table, text, attempt or "-"),
                 )
-                db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (kind, text))
+                db.execute("DELETE FROM events WHERE unit_kind=? AND unit_key=?", (table, text))
                 db.executemany("INSERT INTO events (unit_kind, unit_key, event, detail) VALUES (?,?,?,?)",
-                               [(kind, text, ev, detail) for ev, detail in events or []])  # fmt: skip
+                               [(table, text, ev, detail) for ev, detail in events or []])  # fmt: skip
 
     def record_call(self, c: CallRecord, unit: tuple[str, Key, str] | None = None) -> None:
-        """A call as it returns: of the unit attempt ``unit`` (kind, key, attempt), or of no unit."""
-        kind, unit_key, attempt = unit or ("", (), "")
-        row = {"unit_kind": kind, "unit_key": encode_key(unit_key), **call_row(c), "attempt": attempt}
+        """A call as it returns: of the unit attempt ``unit`` (table, key, attempt), or of no unit."""
+        table, unit_key, attempt = unit or ("", (), "")
+        row = {"unit_kind": table, "unit_key": encode_key(unit_key), **call_row(c), "attempt": attempt}
         with self._tx() as db:
             db.execute(f"INSERT INTO calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
 
-    def has(self, kind: str, key: Key) -> bool:
-        row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (kind, encode_key(key)))
+    def has(self, table: str, key: Key) -> bool:
+        row = self._conn().execute("SELECT 1 FROM results WHERE kind=? AND key=?", (table, encode_key(key)))
         return row.fetchone() is not None
 
-    def keys(self, kind: str) -> set[Key]:
-        return {decode_key(r[0]) for r in self._conn().execute("SELECT key FROM results WHERE kind=?", (kind,))}
+    def keys(self, table: str) -> set[Key]:
+        return {decode_key(r[0]) for r in self._conn().execute("SELECT key FROM results WHERE kind=?", (table,))}
 
-    def get(self, kind: str, key: Key) -> dict[str, Any] | None:
-        cur = self._conn().execute("SELECT data FROM results WHERE kind=? AND key=?", (kind, encode_key(key)))
+    def get(self, table: str, key: Key) -> dict[str, Any] | None:
+        cur = self._conn().execute("SELECT data FROM results WHERE kind=? AND key=?", (table, encode_key(key)))
         row = cur.fetchone()
         return None if row is None else _read(row[0])
 
-    def items(self, kind: str) -> Iterator[tuple[Key, dict[str, Any]]]:
-        cur = self._conn().execute("SELECT key, data FROM results WHERE kind=? ORDER BY key", (kind,))
+    def items(self, table: str) -> Iterator[tuple[Key, dict[str, Any]]]:
+        cur = self._conn().execute("SELECT key, data FROM results WHERE kind=? ORDER BY key", (table,))
         for key, data in cur:
             yield decode_key(key), _read(data)
 
-    def field(self, kind: str, name: str) -> dict[Key, Any]:
-        """One scalar top-level field (``status``, ``termination``...) of every record of ``kind``, read by SQLite
+    def field(self, table: str, name: str) -> dict[Key, Any]:
+        """One scalar top-level field (``status``, ``termination``...) of every record of ``table``, read by SQLite
         without decoding the records here (None where a record lacks it; a JSON boolean reads as 1 or 0): what
         the stage runner needs to know which units are done, without reading each record again."""
         cur = self._conn().execute(
-            "SELECT key, json_extract(data, ?) FROM results WHERE kind=? ORDER BY key", (f"$.{name}", kind)
+            "SELECT key, json_extract(data, ?) FROM results WHERE kind=? ORDER BY key", (f"$.{name}", table)
         )
         return {decode_key(k): v for k, v in cur}
 
-    def kinds(self) -> list[str]:
+    def tables(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT DISTINCT kind FROM results ORDER BY kind")]
 
-    def unit_kinds(self) -> list[str]:
-        """The kinds of record that are units: their records say how they ended (``status``); the records a
+    def unit_tables(self) -> list[str]:
+        """The tables of records that are units: their records say how they ended (``status``); the records a
         stage keeps beside its units carry none."""
         sql = "SELECT DISTINCT kind FROM results WHERE json_extract(data, '$.status') IS NOT NULL ORDER BY kind"
         return [r[0] for r in self._conn().execute(sql)]

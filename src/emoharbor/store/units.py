@@ -62,27 +62,27 @@ class WallTime:
         self.mark()
 
 
-def finished(store: RunStore, kind: str) -> set[Key]:
-    """The keys of ``kind`` that a resumed run does not do again (their status read, no record decoded)."""
-    return {k for k, status in store.field(kind, "status").items() if status != "error"}
+def finished(store: RunStore, table: str) -> set[Key]:
+    """The keys of ``table`` that a resumed run does not do again (their status read, no record decoded)."""
+    return {k for k, status in store.field(table, "status").items() if status != "error"}
 
 
-async def unit(store: RunStore, kind: str, key: Key, work: Work, *, redo: bool = False) -> dict[str, Any]:
+async def unit(store: RunStore, table: str, key: Key, work: Work, *, redo: bool = False) -> dict[str, Any]:
     """Do one unit unless the store has it and it did not end in ``error`` (``redo``: the caller says the stored
     record must be done again); write its record, with its re-asks, and its events in one transaction. A stored
     record is returned as read (read here once, for the follow-on work that needs it)."""
-    have = None if redo else store.get(kind, key)
+    have = None if redo else store.get(table, key)
     if have is not None and have["status"] != "error":
         return have
     attempt = uuid.uuid4().hex
     reasks = Reasks()
-    token, counting = unit_attempt.set((kind, key, attempt)), reask_count.set(reasks)
+    token, counting = unit_attempt.set((table, key, attempt)), reask_count.set(reasks)
     try:
         made, events = await work()
         if made.get("status") not in STATUSES:
-            raise RuntimeError(f"{kind} {key}: its record has status {made.get('status')!r}, not one of {STATUSES}")
+            raise RuntimeError(f"{table} {key}: its record has status {made.get('status')!r}, not one of {STATUSES}")
         record = {**made, "reasks": reasks.n}
-        store.put(kind, key, record, attempt=attempt, events=events)
+        store.put(table, key, record, attempt=attempt, events=events)
     finally:
         reask_count.reset(counting)
         unit_attempt.reset(token)
@@ -128,19 +128,19 @@ class StageDone:
     statuses: dict[str, int]  # the stage's units by status, after this run
 
 
-def ended_in_error(store: RunStore, kind: str, keys: Iterable[Key]) -> int:
+def ended_in_error(store: RunStore, table: str, keys: Iterable[Key]) -> int:
     """How many of ``keys`` (conversations, replays) ended with termination ``error``: a model call that failed
     for good, or output of the simulated user that did not parse."""
     wanted = set(keys)
-    return sum(1 for k, t in store.field(kind, "termination").items() if k in wanted and t == "error")
+    return sum(1 for k, t in store.field(table, "termination").items() if k in wanted and t == "error")
 
 
-def stage_todo(store: RunStore, kind: str, keys: Sequence[Key], more: Callable[[Key], bool] | None = None,
+def stage_todo(store: RunStore, table: str, keys: Sequence[Key], more: Callable[[Key], bool] | None = None,
                redo_if: Callable[[Key], bool] | None = None) -> list[Key]:  # fmt: skip
     """The keys with work left: not stored, stored as ``error``, ``redo_if(key)`` says its record must be done
     again, or ``more(key)`` says the unit has follow-on work left (an assessment of a stored conversation). Only
     the records' statuses are read."""
-    status = store.field(kind, "status")
+    status = store.field(table, "status")
     out = []
     for key in keys:
         left = status.get(key) in (None, "error") or (redo_if is not None and redo_if(key))
@@ -151,7 +151,7 @@ def stage_todo(store: RunStore, kind: str, keys: Sequence[Key], more: Callable[[
 
 async def run_stage(
     store: RunStore,
-    kind: str,
+    table: str,
     units: Sequence[tuple[Key, Work]],
     *,
     workers: int,
@@ -170,12 +170,12 @@ async def run_stage(
     must be done again. A stored record is read once, by the unit that hands it to ``then``; the records of
     units with nothing left are not read at all."""
     keys = [k for k, _ in units]
-    todo = set(stage_todo(store, kind, keys, more, redo_if))
-    bar = progress_bar(len(units), len(units) - len(todo), label or kind, enabled=progress, unit=kind)
+    todo = set(stage_todo(store, table, keys, more, redo_if))
+    bar = progress_bar(len(units), len(units) - len(todo), label or table, enabled=progress, unit=table)
 
     async def one(item: tuple[Key, Work]) -> None:
         key, work = item
-        record = await unit(store, kind, key, work, redo=redo_if is not None and redo_if(key))
+        record = await unit(store, table, key, work, redo=redo_if is not None and redo_if(key))
         if then is not None and record["status"] != "error":
             await then(key, record)
         bar.update(1)
@@ -186,5 +186,5 @@ async def run_stage(
     finally:
         bar.close()
     wanted = set(keys)
-    statuses = Counter(status for k, status in store.field(kind, "status").items() if k in wanted)
+    statuses = Counter(status for k, status in store.field(table, "status").items() if k in wanted)
     return StageDone(len(units), len(units) - len(todo), len(todo), dict(sorted(statuses.items())))
