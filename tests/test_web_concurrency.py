@@ -34,7 +34,7 @@ def test_two_raters_at_once_lose_no_answer(tmp_path: Path) -> None:
         rater = study.rater_by_token(token)
         assert rater is not None
         for a in study.queue(rater.id):
-            kind = study.item(a.item_id).kind
+            kind = study.item(a.item_id).rated
             if kind == "pair":
                 form = {f"choice.{d}": rng.choice(["A", "B", "tie"]) for d in dims}
                 form |= {f"strength.{d}": str(rng.randint(1, 5)) for d in dims}

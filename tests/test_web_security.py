@@ -43,7 +43,7 @@ def csrf_of(client: TestClient, token: str, n: int = 1) -> str:
 def pair_position(setup: Setup, token: str) -> int:
     rater = setup.study.rater_by_token(token)
     assert rater is not None
-    return next(a.position for a in setup.study.queue(rater.id) if setup.study.item(a.item_id).kind == "pair")
+    return next(a.position for a in setup.study.queue(rater.id) if setup.study.item(a.item_id).rated == "pair")
 
 
 def all_item_text(client: TestClient, token: str, total: int) -> str:
@@ -88,7 +88,7 @@ def test_one_rater_cannot_read_or_change_anothers_answers(client: TestClient, se
     r2 = setup.study.rater_by_token(t2)
     assert r2 is not None
     for a in setup.study.queue(r2.id):
-        if setup.study.item(a.item_id).kind == "pair":
+        if setup.study.item(a.item_id).rated == "pair":
             r = client.post(f"/r/{t2}/item/{a.position}", headers=ORIGIN,
                             data={"csrf": csrf_of(client, t2), "reason": secret, "action": "autosave"})  # fmt: skip
             assert r.status_code == 200 and r.json() == {"saved": 1}
@@ -98,7 +98,7 @@ def test_one_rater_cannot_read_or_change_anothers_answers(client: TestClient, se
     # rater-1's page form and token cannot write into rater-2's answers
     r = client.post(f"/r/{t2}/item/1", headers=ORIGIN, data={"csrf": csrf_of(client, t1), "reason": "overwritten"})
     assert r.status_code == 403
-    n = next(a.position for a in setup.study.queue(r1.id) if setup.study.item(a.item_id).kind == "pair")
+    n = next(a.position for a in setup.study.queue(r1.id) if setup.study.item(a.item_id).rated == "pair")
     r = client.post(f"/r/{t1}/item/{n}", headers=ORIGIN, data={"csrf": csrf_of(client, t1), "reason": "mine"},
                     follow_redirects=False)  # fmt: skip
     assert r.status_code == 303 and r.headers["location"] == f"/r/{t1}/item/{n}?saved=1"
@@ -172,7 +172,7 @@ def test_submitted_items_are_locked(client: TestClient, setup: Setup) -> None:
     csrf = csrf_of(client, token)
     r = client.post(f"/r/{token}/item/1", headers=ORIGIN, data={"csrf": csrf, "action": "submit"})
     assert r.status_code == 422 and "Please answer these before submitting" in r.text
-    if item.kind == "pair":
+    if item.rated == "pair":
         form = {f"choice.{d}": "tie" for d in [*setup.study.heart_dimensions(), "overall"]}
     else:
         form = {f"score.{d}": "3" for d in ["validation", "warmth", "need_alignment", "style_fit", "specificity",

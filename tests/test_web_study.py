@@ -31,16 +31,16 @@ def test_create_copies_blinded_items(tmp_path: Path) -> None:
     assert summary["pair_items"] == PAIR_COUNT and summary["pairs_candidate_unusable"] == 2
     assert summary["conversation_items"] == 2 and summary["conversations_ended_in_error"] == 1
     items = study.items()
-    kinds = Counter((it.kind, it.attention) for it in items)
-    # three checks alternate over the kinds the study has: pair, conversation, pair
-    assert kinds == {("pair", False): 7, ("conversation", False): 2, ("pair", True): 2, ("conversation", True): 1}
+    rated = Counter((it.rated, it.attention) for it in items)
+    # three checks alternate over what the study's items rate: pair, conversation, pair
+    assert rated == {("pair", False): 7, ("conversation", False): 2, ("pair", True): 2, ("conversation", True): 1}
     for it in items:
         assert it.id.startswith("i") and len(it.id) == 13
         blob = json.dumps(it.content)
         assert set(it.content) <= {"turns", "situation", "replies"}
         assert "omega-bot" not in blob and "zeta-bot" not in blob and "competitor" not in blob and "p1|" not in blob
     pairs = {(it.source["history_id"], it.source["competitor_a"], it.source["competitor_b"])
-             for it in items if it.kind == "pair" and not it.attention}  # fmt: skip
+             for it in items if it.rated == "pair" and not it.attention}  # fmt: skip
     assert ("regular:2", "human", "zeta-bot") in pairs and ("regular:2", "human", "omega-bot") not in pairs
     assert study.heart_dimensions() == DIMS[:-1]
     with pytest.raises(EmoharborError, match="already exists"):
@@ -117,11 +117,11 @@ def _submit_all(study: Study, name: str, sides: dict[str, str], reason: str, sco
     dims = study.heart_dimensions()
     for a in study.queue(rater.id):
         item = study.item(a.item_id)
-        if item.kind == "pair":
+        if item.rated == "pair":
             form = pair_form(sides, a.first, strength="2", reason=reason)
         else:
             form = {f"score.{k}": score for k in conversation_keys()}
-        ok, todo = study.save(rater.id, a.item_id, form, submit_if=lambda have, k=item.kind: missing(k, dims, have))
+        ok, todo = study.save(rater.id, a.item_id, form, submit_if=lambda have, k=item.rated: missing(k, dims, have))
         assert ok and todo == []
 
 
@@ -142,7 +142,7 @@ def test_export_writes_what_heart_humans_reads(tmp_path: Path) -> None:
     expected = set()
     for a in study.queue(rater.id):
         src = items[a.item_id].source
-        if items[a.item_id].kind != "pair" or items[a.item_id].attention:
+        if items[a.item_id].rated != "pair" or items[a.item_id].attention:
             continue
         first = src["competitor_a"] if a.first == "a" else src["competitor_b"]
         for d in DIMS:

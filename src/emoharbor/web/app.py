@@ -73,7 +73,7 @@ class RaterPages:
     def __init__(self, study: Study) -> None:
         self.study = study
         self.dims = study.heart_dimensions()
-        self.kinds = {it.kind for it in study.items()}
+        self.rated = {it.rated for it in study.items()}
 
     def rater(self, token: str) -> Rater:
         found = self.study.rater_by_token(token)
@@ -114,8 +114,8 @@ class RaterPages:
 
     def instructions(self, token: str) -> str:
         self.rater(token)
-        kinds = self.kinds
-        return render("instructions.html", token=token, pair=PAIR in kinds, conversation=CONVERSATION in kinds,
+        rated = self.rated
+        return render("instructions.html", token=token, pair=PAIR in rated, conversation=CONVERSATION in rated,
                       heart=heart_dims(self.dims), scales=conversation_dims())  # fmt: skip
 
     def next_item(self, token: str) -> RedirectResponse:
@@ -139,12 +139,12 @@ class RaterPages:
         if action not in ACTIONS:
             raise HTTPException(400, f"Unknown action {action[:20]!r}.")
         try:
-            fields = clean(item.kind, self.dims, form)
+            fields = clean(item.rated, self.dims, form)
         except FormError as e:
             raise HTTPException(400, str(e)) from None
 
         def gaps(have: dict[str, str]) -> list[str]:
-            return missing(item.kind, self.dims, have)
+            return missing(item.rated, self.dims, have)
 
         ok, todo = self.study.save(r.id, item.id, fields, submit_if=gaps if action == "submit" else None)
         if not ok:

@@ -75,22 +75,22 @@ def attention_bank() -> dict[str, list[dict[str, Any]]]:
     return data
 
 
-def attention_items(count: int, kinds: list[str]) -> list[Item]:
-    """``count`` attention checks, alternating over the item kinds the study has."""
+def attention_items(count: int, rated: list[str]) -> list[Item]:
+    """``count`` attention checks, alternating over what the study's items rate (pairs, conversations)."""
     bank = attention_bank()
-    available = sum(len(bank[k]) for k in kinds)
+    available = sum(len(bank[k]) for k in rated)
     if count > available:
-        raise EmoharborError(f"--attention-checks {count}: at most {available} are available for these item kinds")
-    deepest = max((len(bank[k]) for k in kinds), default=0)
-    picked = [(k, bank[k][i]) for i in range(deepest) for k in kinds if i < len(bank[k])][:count]
+        raise EmoharborError(f"--attention-checks {count}: at most {available} are available for what these items rate")
+    deepest = max((len(bank[k]) for k in rated), default=0)
+    picked = [(k, bank[k][i]) for i in range(deepest) for k in rated if i < len(bank[k])][:count]
     out = []
-    for kind, spec in picked:
+    for rated, spec in picked:
         content: dict[str, Any] = {"turns": [{"speaker": s, "text": t} for s, t in spec["turns"]]}
         expect: dict[str, Any] = {"field": "score.warmth", "max": 2}
-        if kind == PAIR:
+        if rated == PAIR:
             content.update(situation="", replies={"a": spec["good"], "b": spec["bad"]})
             expect = {"field": "choice.overall", "winner": "a"}
-        out.append(Item(new_id("i"), kind, True, content, {"attention": spec["name"]}, expect))
+        out.append(Item(new_id("i"), rated, True, content, {"attention": spec["name"]}, expect))
     return out
 
 
@@ -113,8 +113,8 @@ def create_study(folder: Path, *, heart_run: Path | None, emoharbor_run: Path | 
         summary.update({**counts, "conversation_items": len(convs)})
     if not items:
         raise EmoharborError("the runs hold nothing to rate (no usable pairs or conversations): see " + str(summary))
-    kinds = [k for k in (PAIR, CONVERSATION) if any(it.kind == k for it in items)]
-    checks = attention_items(attention, kinds)
+    rated = [k for k in (PAIR, CONVERSATION) if any(it.rated == k for it in items)]
+    checks = attention_items(attention, rated)
     meta = {
         "heart_dimensions": json.dumps(dims),
         "overlap": str(overlap),

@@ -63,7 +63,7 @@ def pair_rows(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
     dims = pair_keys(study.heart_dimensions())
     rows = []
     for r in ratings:
-        if r.item.kind != PAIR:
+        if r.item.rated != PAIR:
             continue
         src, first = r.item.source, r.assignment.first
         names = {"a": src["competitor_a"], "b": src["competitor_b"], "tie": "tie"}
@@ -84,7 +84,7 @@ def pair_rows(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
 def conversation_rows(ratings: list[Rated]) -> list[dict[str, Any]]:
     rows = []
     for r in ratings:
-        if r.item.kind == CONVERSATION:
+        if r.item.rated == CONVERSATION:
             for d in conversation_keys():
                 field = f"score.{d}"
                 rows.append({"conversation_id": r.item.source["conversation_id"], "rater": r.rater, "dimension": d,
@@ -112,12 +112,12 @@ def export_study(study: Study, out: Path, conversations_out: Path | None = None)
     ``conversations_out`` (default: OUT's name with ``-conversations``)."""
     ratings, counts = rated(study)
     summary: dict[str, Any] = dict(counts)
-    kinds = {it.kind for it in study.items() if not it.attention}
-    if PAIR in kinds:
+    shown = {it.rated for it in study.items() if not it.attention}
+    if PAIR in shown:
         rows = pair_rows(study, ratings)
         write_rows(out, rows, PAIR_COLUMNS)
         summary.update({"pair_rows": len(rows), "pair_file": str(out)})
-    if CONVERSATION in kinds:
+    if CONVERSATION in shown:
         target = conversations_out or out.with_name(f"{out.stem}-conversations{out.suffix}")
         rows = conversation_rows(ratings)
         write_rows(target, rows, CONVERSATION_COLUMNS)

@@ -31,9 +31,9 @@ def dimension_name(key: str) -> str:
     return DIMENSIONS[key].name if key in DIMENSIONS else key.replace("_", " ").capitalize()
 
 
-def allowed(kind: str, dims: list[str]) -> dict[str, tuple[str, ...] | None]:
+def allowed(rated: str, dims: list[str]) -> dict[str, tuple[str, ...] | None]:
     """Field name -> its allowed values (None: free text)."""
-    if kind == PAIR:
+    if rated == PAIR:
         out: dict[str, tuple[str, ...] | None] = {"reason": None}
         for d in pair_keys(dims):
             out[f"choice.{d}"] = CHOICES
@@ -42,9 +42,9 @@ def allowed(kind: str, dims: list[str]) -> dict[str, tuple[str, ...] | None]:
     return {f"score.{d}": SCALE for d in conversation_keys()}
 
 
-def clean(kind: str, dims: list[str], form: Mapping[str, str]) -> dict[str, str]:
+def clean(rated: str, dims: list[str], form: Mapping[str, str]) -> dict[str, str]:
     """The answers in a posted form, checked; ``FormError`` names the first bad field."""
-    fields = allowed(kind, dims)
+    fields = allowed(rated, dims)
     out: dict[str, str] = {}
     for name, raw in form.items():
         if name in NOT_ANSWERS:
@@ -64,10 +64,10 @@ def clean(kind: str, dims: list[str], form: Mapping[str, str]) -> dict[str, str]
     return out
 
 
-def missing(kind: str, dims: list[str], answers: Mapping[str, str]) -> list[str]:
+def missing(rated: str, dims: list[str], answers: Mapping[str, str]) -> list[str]:
     """What must still be answered before the item can be submitted, in words."""
     out = []
-    if kind == PAIR:
+    if rated == PAIR:
         for d in pair_keys(dims):
             choice = answers.get(f"choice.{d}")
             if choice not in CHOICES:

@@ -52,8 +52,8 @@ def turns(item: Item) -> list[dict[str, str]]:
 
 def item_context(item: Item, a: Assignment, dims: list[str]) -> dict[str, Any]:
     """What the item page shows: the dialogue and, for a pair, the two replies in this rater's order."""
-    ctx: dict[str, Any] = {"kind": item.kind, "turns": turns(item), "situation": item.content.get("situation", "")}
-    if item.kind == PAIR:
+    ctx: dict[str, Any] = {"kind": item.rated, "turns": turns(item), "situation": item.content.get("situation", "")}
+    if item.rated == PAIR:
         replies = item.content["replies"]
         other = "b" if a.first == "a" else "a"
         ctx.update(reply_a=replies[a.first], reply_b=replies[other], dims=heart_dims(dims), strengths=STRENGTHS)

@@ -54,7 +54,7 @@ def rater_progress(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
 def item_progress(study: Study, ratings: list[Rated]) -> list[dict[str, Any]]:
     assigned = Counter(a.item_id for a in study.assignments())
     done = Counter(r.item.id for r in ratings)
-    return [{"item": it.id, "kind": it.kind, "attention": it.attention, "assigned": assigned[it.id],
+    return [{"item": it.id, "kind": it.rated, "attention": it.attention, "assigned": assigned[it.id],
              "submitted": done[it.id]} for it in study.items()]  # fmt: skip
 
 
@@ -65,7 +65,7 @@ def labels_by_rater(study: Study, ratings: list[Rated]) -> dict[str, Labels]:
     for r in ratings:
         if r.item.attention:
             continue
-        if r.item.kind == PAIR:
+        if r.item.rated == PAIR:
             for d in dims:
                 side = side_of(r.answers.get(f"choice.{d}"), r.assignment.first)
                 if side is not None:

@@ -56,7 +56,7 @@ def new_id(prefix: str) -> str:
 @dataclass(frozen=True)
 class Item:
     id: str
-    kind: str  # "pair" | "conversation"
+    rated: str  # "pair" | "conversation": what is rated (the column `kind` in the items table: old studies hold it)
     attention: bool
     content: dict[str, Any]
     source: dict[str, Any]
@@ -100,7 +100,7 @@ class Study:
             for it in items:
                 db.execute(
                     "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                    (it.id, it.kind, int(it.attention), json.dumps(it.content, ensure_ascii=False),
+                    (it.id, it.rated, int(it.attention), json.dumps(it.content, ensure_ascii=False),
                      json.dumps(it.source, ensure_ascii=False), json.dumps(it.expect) if it.expect else None),
                 )  # fmt: skip
         return study
