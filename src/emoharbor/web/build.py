@@ -84,13 +84,13 @@ def attention_items(count: int, rated: list[str]) -> list[Item]:
     deepest = max((len(bank[k]) for k in rated), default=0)
     picked = [(k, bank[k][i]) for i in range(deepest) for k in rated if i < len(bank[k])][:count]
     out = []
-    for rated, spec in picked:
+    for what, spec in picked:
         content: dict[str, Any] = {"turns": [{"speaker": s, "text": t} for s, t in spec["turns"]]}
         expect: dict[str, Any] = {"field": "score.warmth", "max": 2}
-        if rated == PAIR:
+        if what == PAIR:
             content.update(situation="", replies={"a": spec["good"], "b": spec["bad"]})
             expect = {"field": "choice.overall", "winner": "a"}
-        out.append(Item(new_id("i"), rated, True, content, {"attention": spec["name"]}, expect))
+        out.append(Item(new_id("i"), what, True, content, {"attention": spec["name"]}, expect))
     return out
 
 
