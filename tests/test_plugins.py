@@ -194,10 +194,20 @@ def test_the_old_spelling_is_read_into_the_block() -> None:
                                            "initial_trust": 40, "min_turns": 1, "max_tokens": 200,
                                            "message_tokens": 0, "top_logprobs": 20, "readout": "written",
                                            "endings": "grounded", "patience": 2, "relief_to_end": 40, "examples": None,
-                                           "examples_k": 4, "window": 0}  # fmt: skip
+                                           "examples_k": 4, "window": 0, "framing": "chat", "reasks": 1,
+                                           "voice_model": None}  # fmt: skip
     simple = RunConfig.model_validate({"user_agent": "simple", "intensity_step": 15, "trust_step": 20})
     # the steps given are not the simple user's: it never read them
-    said = {"agent": "simple", "examples": None, "examples_k": 4, "window": 0, "max_tokens": 0}
+    said = {
+        "agent": "simple",
+        "examples": None,
+        "examples_k": 4,
+        "window": 0,
+        "framing": "chat",
+        "reasks": 1,
+        "voice_model": None,
+        "max_tokens": 0,
+    }
     assert simple.user_agent.model_dump() == said
     reward = RewardSettings.model_validate({"intensity_step": 12, "max_tokens": 64, "relief": 1.0})
     assert reward.user_agent.model_dump()["max_tokens"] == 64
