@@ -79,5 +79,7 @@ def test_sft_of_the_users_voice_takes_real_steps(tmp_path: Path) -> None:
     summary = run_sft(cfg, tmp_path / "voice", log=lambda s: None)
     card = read_model_card(tmp_path / "voice")
     assert card["role"] == "user" and summary["train"]["steps"] == 2 and summary["examples"]["encoded"] == 6
+    readme = (tmp_path / "voice" / "README.md").read_text(encoding="utf-8")
+    assert "the seeker voice" in readme and "real seekers' messages" in readme and "Shown:" not in readme
     all_examples, held = seeker_examples([str(esconv_file())])
     assert summary["examples"]["esconv"] == len(all_examples) and held == 0

@@ -58,10 +58,12 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         es, held_out = esconv_examples(cfg.data_of("sft"), system, guard, personal)
     general = general_examples(cfg.sft.general_data) if cfg.sft.general_data and cfg.sft.general_share > 0 else []
     examples = mix_examples(es, general, share=cfg.sft.general_share, max_examples=cfg.sft.max_examples, seed=cfg.seed)
-    shown = shown_record(cfg.sft.personal_share, [e.personal for e in examples if e.source == "esconv"])
+    # the seeker's voice always sees its persona (the voice prompt): what a supporter's prompt showed is not asked
+    shown = shown_record(cfg.sft.personal_share, [e.personal for e in examples if e.source == "esconv"]) if (
+        cfg.sft.role == "supporter") else None  # fmt: skip
+    told = f"; {shown['with_situation']} shown the seeker's situation" if shown else ""
     say(f"sft: {len(es)} ESConv examples ({held_out} dialogues held out), {len(examples)} in the mix "
-        f"({sum(e.source == 'general' for e in examples)} general; {shown['with_situation']} shown the seeker's "
-        "situation)")  # fmt: skip
+        f"({sum(e.source == 'general' for e in examples)} general{told})")  # fmt: skip
     base, tok = load_model(cfg, src, trainable=False)
     encoded, counts = fitting(encode(tok, ex.messages, ex.reply, cfg.sft.max_length) for ex in examples)
     say(f"sft: {len(encoded)} encoded, {counts['too_long']} too long for max_length {cfg.sft.max_length}, "

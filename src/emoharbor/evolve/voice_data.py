@@ -24,7 +24,7 @@ def dialog_messages(d: EsconvDialog) -> list[ChatExample]:
     out: list[ChatExample] = []
     for i, t in enumerate(turns):
         if t.speaker == "user" and i and turns[i - 1].speaker == "supporter":
-            out.append(ChatExample(f"{d.id}#{i}", voice.chat(head, turns[:i]), t.text, personal=True))
+            out.append(ChatExample(f"{d.id}#{i}", voice.chat(head, turns[:i]), t.text))
     return out
 
 
