@@ -51,11 +51,10 @@ def run_sft(cfg: EvolveConfig, out: Path, *, log: Log, hold: dict[str, Any] | No
         begin_stage(out, stage_settings(cfg, "sft"), "sft")
     system = supporter_prompt(cfg.system_prompt).text.strip()
     guard = load_guard(cfg.holdout)
-    personal = Personal(cfg.sft.personal_share, cfg.seed)
     if cfg.sft.role == "user":
         es, held_out = seeker_examples(cfg.data_of("sft"), guard)
     else:
-        es, held_out = esconv_examples(cfg.data_of("sft"), system, guard, personal)
+        es, held_out = esconv_examples(cfg.data_of("sft"), system, guard, Personal(cfg.sft.personal_share, cfg.seed))
     general = general_examples(cfg.sft.general_data) if cfg.sft.general_data and cfg.sft.general_share > 0 else []
     examples = mix_examples(es, general, share=cfg.sft.general_share, max_examples=cfg.sft.max_examples, seed=cfg.seed)
     # the seeker's voice always sees its persona (the voice prompt): what a supporter's prompt showed is not asked
