@@ -13,6 +13,8 @@ from ..models.hf import MODEL_CARD, read_model_card
 from ..tables import md_table, num
 
 README = "README.md"
+VOICE_ADAPTER = ("A LoRA adapter trained on real seekers' messages (`sft.role: user`): it writes a simulated user's "
+                 "messages (`user_agent.voice_model`), not a supporter's replies.")  # fmt: skip
 
 
 def write_card(folder: Path, card: dict[str, Any]) -> None:
@@ -81,13 +83,12 @@ def card_markdown(card: dict[str, Any]) -> str:
     control = card.get("control")
     title = "the control (DPO on pairs swapped at random)" if control else f"{stage.upper()} round {card.get('round')}"
     voice = card.get("role") == "user"
+    what = (VOICE_ADAPTER if voice else "A LoRA adapter trained by emoharbor's self-evolution (`emoharbor evolve`), "
+            "for emotional-support replies.")  # fmt: skip
     lines = [
         f"# {Path(str(card.get('out', ''))).name or 'emoharbor adapter'}: {'the seeker voice' if voice else title}",
         "",
-        "A LoRA adapter trained on real seekers' messages (`sft.role: user`): it writes a simulated user's messages "
-        "(`user_agent.voice_model`), not a supporter's replies."
-        if voice
-        else "A LoRA adapter trained by emoharbor's self-evolution (`emoharbor evolve`), for emotional-support replies.",
+        what,
         "",
         f"- Base model: `{card.get('base_model')}`" + (f" (`{card['base']}`)" if card.get("base") else ""),
         f"- Parent: `{card.get('parent')}`" if card.get("parent") else "- Parent: the base model",
