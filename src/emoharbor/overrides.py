@@ -50,10 +50,10 @@ def _model_in(annotation: Any) -> type | None:
     return None
 
 
-def _fields(kind: type) -> dict[str, Any]:
-    if issubclass(kind, BaseModel):
-        return {name: f.annotation for name, f in kind.model_fields.items()}
-    return typing.get_type_hints(kind)
+def _fields(cls: type) -> dict[str, Any]:
+    if issubclass(cls, BaseModel):
+        return {name: f.annotation for name, f in cls.model_fields.items()}
+    return typing.get_type_hints(cls)
 
 
 def _free(annotation: Any) -> bool:
@@ -63,10 +63,10 @@ def _free(annotation: Any) -> bool:
     return any(_free(arg) for arg in typing.get_args(annotation) if typing.get_origin(annotation) is not list)
 
 
-def check_key(kind: type, key: str, where: str) -> None:
-    """Refuse a KEY that names no setting of ``kind``, listing the settings where it went astray, or that goes
+def check_key(cls: type, key: str, where: str) -> None:
+    """Refuse a KEY that names no setting of ``cls``, listing the settings where it went astray, or that goes
     inside a single setting."""
-    current: type | None = kind
+    current: type | None = cls
     parts = key.split(".")
     for i, part in enumerate(parts):
         if current is None or getattr(current, "open_settings", False):  # a free-form mapping, or settings
@@ -130,14 +130,14 @@ def _message(err: ValidationError, overrides: Mapping[str, Any], where: str) -> 
     return validation_message(f"{where} with {given}" if given else where, err)
 
 
-def validated(kind: type[T], raw: Mapping[str, Any], overrides: Mapping[str, Any], where: str) -> T:
-    """``raw`` (the settings of ``where``, a file or a run) with ``overrides`` put in, validated as ``kind`` (a
+def validated(cls: type[T], raw: Mapping[str, Any], overrides: Mapping[str, Any], where: str) -> T:
+    """``raw`` (the settings of ``where``, a file or a run) with ``overrides`` put in, validated as ``cls`` (a
     pydantic model or a dataclass); an unknown key or a bad value is a ConfigError naming its ``--set``."""
     for key in overrides:
-        check_key(kind, key, where)
+        check_key(cls, key, where)
     data = apply_sets(raw, overrides, where)
     try:
-        return TypeAdapter(kind).validate_python(data)
+        return TypeAdapter(cls).validate_python(data)
     except ValidationError as e:
         raise ConfigError(_message(e, overrides, where)) from None
 
@@ -146,6 +146,6 @@ def with_sets(settings: T, overrides: Mapping[str, Any], where: str) -> T:
     """``settings`` (already validated) with ``overrides`` put in, validated again; itself without overrides."""
     if not overrides:
         return settings
-    kind: type[T] = type(settings)
-    raw = TypeAdapter(kind).dump_python(settings, mode="json", exclude_unset=True)
-    return validated(kind, raw, overrides, where)
+    cls: type[T] = type(settings)
+    raw = TypeAdapter(cls).dump_python(settings, mode="json", exclude_unset=True)
+    return validated(cls, raw, overrides, where)

@@ -20,9 +20,9 @@ Spec = TypeVar("Spec", bound=ModelSpec)
 
 
 def model_spec(
-    kind: type[Spec], option: str, model: str, base_url: str | None, api_key_env: str | None, **more: Any
+    cls: type[Spec], option: str, model: str, base_url: str | None, api_key_env: str | None, **more: Any
 ) -> Spec:
-    """A model (``kind``: ModelSpec or SupporterSpec) given on the command line; ``option`` (``--judge-model``)
+    """A model (``cls``: ModelSpec or SupporterSpec) given on the command line; ``option`` (``--judge-model``)
     names it in an error."""
     spec: dict[str, object] = {"model": model, **more}
     if base_url:
@@ -30,7 +30,7 @@ def model_spec(
     if api_key_env:
         spec["api_key_env"] = api_key_env
     try:
-        return kind.model_validate(spec)
+        return cls.model_validate(spec)
     except ValidationError as e:
         raise ConfigError(validation_message(f"{option} {model}", e)) from None
 

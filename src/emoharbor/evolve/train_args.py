@@ -88,18 +88,18 @@ def trl_config(stage: str) -> type:
     """The TRL config class of ``stage``; without trl, a ValueError that says how to install it."""
     module, name = TRL_CONFIG[stage].split(":")
     try:
-        kind: type = getattr(import_module(module), name)
+        cls: type = getattr(import_module(module), name)
     except ImportError:
         need = "TRL's training arguments need trl (the train extra): pip install 'emoharbor[train]'"
         raise ValueError(need) from None
-    return kind
+    return cls
 
 
 @cache
 def _fields(stage: str) -> dict[str, Any]:
-    kind = trl_config(stage)
-    hints = typing.get_type_hints(kind)
-    return {f.name: hints[f.name] for f in dataclasses.fields(kind) if f.init}
+    cls = trl_config(stage)
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
 
 
 @cache

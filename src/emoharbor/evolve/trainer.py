@@ -201,12 +201,12 @@ def training_args(stage: str, cfg: EvolveConfig, out: Path, *, seed: int) -> Any
     else:  # the reward reads the context column
         owned.update(remove_unused_columns=False)
     args = {**effective(stage, s.train_args), **owned}
-    kind = trl_config(stage)
+    cls = trl_config(stage)
     try:
-        return kind(**args)
+        return cls(**args)
     except (ValueError, TypeError) as e:  # TRL's own checks of the arguments together
         why = str(e).splitlines()[0]
-        raise EmoharborError(f"{stage}.train_args: TRL's {kind.__name__} refuses them: {why}") from None
+        raise EmoharborError(f"{stage}.train_args: TRL's {cls.__name__} refuses them: {why}") from None
 
 
 def stage_settings(cfg: EvolveConfig, stage: str, **inputs: Any) -> dict[str, Any]:
