@@ -34,7 +34,7 @@ def _usage_by_supporter(calls: list[records.Call]) -> dict[str, dict[str, dict[s
     ``cached_cost_usd`` from the cache."""
     out: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     for c in calls:
-        if c.unit_kind not in ("conversation", "assessment"):  # keyed (profile, supporter, repeat[, judge])
+        if c.table not in ("conversation", "assessment"):  # keyed (profile, supporter, repeat[, judge])
             continue
         u = out[c.unit[1]][c.role]
         u["calls"] += 1

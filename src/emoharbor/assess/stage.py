@@ -1,5 +1,5 @@
 """The assessment stage shared by EmoHarbor and validate runs: judges made from cards, each conversation
-rated by each judge as one unit of the run store (kind ``assessment``, key ``conversation|judge``)."""
+rated by each judge as one unit of the run store (table ``assessment``, key ``conversation|judge``)."""
 
 from __future__ import annotations
 
@@ -116,12 +116,12 @@ def assessment_key(conversation: Key, judge: str) -> Key:
     return (*conversation, judge)
 
 
-def unassessed(store: RunStore, judges: list[Judge], kind: str) -> Callable[[Key], bool]:
-    """``more`` for the stage runner: whether a stored conversation (of ``kind``) that can be judged (it ended
+def unassessed(store: RunStore, judges: list[Judge], table: str) -> Callable[[Key], bool]:
+    """``more`` for the stage runner: whether a stored conversation (in ``table``) that can be judged (it ended
     ``ok``) still lacks a finished assessment by one of ``judges``. Read once, from the records' statuses and
     terminations (no record is decoded): it answers for the records stored when it was made."""
     done = finished(store, "assessment")
-    status, termination = store.field(kind, "status"), store.field(kind, "termination")
+    status, termination = store.field(table, "status"), store.field(table, "termination")
 
     def more(key: Key) -> bool:
         judgeable = status.get(key) == "ok" and termination.get(key) != "error"

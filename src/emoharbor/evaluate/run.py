@@ -1,7 +1,7 @@
 """The EmoHarbor evaluation: profiles x supporters x repeats as concurrent conversations, each rated by the
 run's judges (the simulated user as User-as-a-Judge, a third-party judge...), resumable through the run store.
 
-Store kinds: ``conversation`` (key ``profile|supporter|repeat``), ``assessment``
+Store tables: ``conversation`` (key ``profile|supporter|repeat``), ``assessment``
 (key ``profile|supporter|repeat|judge``) and ``profile`` (key: its id; the run's profiles as resolved when it
 started, read back by the report and export).
 """

@@ -7,7 +7,7 @@ in words; the paired difference from the first model over the same contexts, wit
 
 The contexts come from dialogues no model was trained on: every dialogue of the ESConv files in the models' cards
 (``sft.data``, ``refine.data``) is held out (``guard.EvalGuard``: by id and by seeker turns). The run store is
-``OUT/replies`` (kind ``evolve_replies``), resumable: units ``reply`` (context, model) and ``reply_score``
+``OUT/replies`` (run kind ``evolve_replies``), resumable: units ``reply`` (context, model) and ``reply_score``
 (context, model, judge); ``OUT/reply-card.json`` holds the figures."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``emoharbor ladder``: whole EmoHarbor talks with a ladder of supporters whose order is known (``rungs.py``),
 each rated by the run's judges; ``analysis.py`` measures whether each scorer orders the rungs.
 
-Store kinds (those of an EmoHarbor run, so its conversations and assessments read alike):
+Store tables (those of an EmoHarbor run, so its conversations and assessments read alike):
 - ``conversation`` (key: profile, rung, repeat): a whole talk of the simulated user with the rung;
 - ``assessment`` (key: the conversation's, then the judge): a judge's ratings of it;
 - ``profile`` (key: its id): the run's profiles as resolved when it started.

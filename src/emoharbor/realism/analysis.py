@@ -92,8 +92,8 @@ def false_stops(done: list[tuple[Cut, dict[str, Any]]], *, seed: int, n_boot: in
 
 def slips(text: str, earlier: list[str]) -> set[str]:
     """What is wrong with a seeker's message: the supporter's voice, narration, a repeat."""
-    kind = character_slip(text)
-    return ({kind} if kind else set()) | ({"repeat"} if repeats(text, earlier) else set())
+    slip = character_slip(text)
+    return ({slip} if slip else set()) | ({"repeat"} if repeats(text, earlier) else set())
 
 
 def reask(done: list[tuple[Cut, dict[str, Any]]]) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """``emoharbor realism``: the simulated user writes where real help-seekers wrote (``cuts.py``), resumably in a
 run store; the figures are ``analysis.py``'s.
 
-Store kinds:
+Store tables:
 - ``cut`` (key: talk, position) and ``talk`` (key: talk): the real material, no model; written once, read
   back by the table and the report;
 - ``next`` (key: talk, position): the simulated user's next message at a cut, with its decision and events;
@@ -160,12 +160,12 @@ def whole_work(talk: Talk, model: ChatModel | None, supporter: Supporter, settin
 
 def store_material(store: RunStore, plan: RealismPlan) -> None:
     """The cuts and the real talks, each kept once: the table and the report read them from the store."""
-    for kind, items in (("cut", plan.cuts), ("talk", plan.talks)):
-        have = store.keys(kind)
+    for table, items in (("cut", plan.cuts), ("talk", plan.talks)):
+        have = store.keys(table)
         for item in items:
             key = item.key if isinstance(item, Cut) else (item.talk,)
             if key not in have:
-                store.put(kind, key, {**item.to_dict(), "status": "ok"}, attempt="", events=[])
+                store.put(table, key, {**item.to_dict(), "status": "ok"}, attempt="", events=[])
 
 
 async def run_realism(plan: RealismPlan | RealismOptions, run_dir: Path, *, progress: bool = True,

@@ -42,7 +42,7 @@ def counts(
             u["unscored"] += d.get("status") != "ok"
         timed: dict[str, set[Key]] = defaultdict(set)
         for c in records.calls(store):
-            if c.unit_kind != table or not c.unit:
+            if c.table != table or not c.unit:
                 continue
             judge = c.unit[judge_at]
             u = out[judge]
@@ -69,10 +69,10 @@ def add(rows: JudgeRows, judge: str, scoring: str, card: dict[str, Any], counted
     return row
 
 
-def judged_rows(store: RunStore, unit_kind: str, judge_at: int, cards: dict[str, Any], rows: JudgeRows) -> None:
-    """The rows of a run whose units of ``unit_kind`` are each one judge's: a row per judge and scoring its
+def judged_rows(store: RunStore, table: str, judge_at: int, cards: dict[str, Any], rows: JudgeRows) -> None:
+    """The rows of a run whose units of ``table`` are each one judge's: a row per judge and scoring its
     card gives (argmax, and expected for a card with ``scoring: expected``)."""
-    for judge, counted in counts(store, [unit_kind], judge_at).items():
+    for judge, counted in counts(store, [table], judge_at).items():
         if not counted["judgments"]:
             continue
         card = cards.get(judge, {})

@@ -1,8 +1,9 @@
 """A case, the scorers' units of work on its replies, and the models they need.
 
-- ``score`` units (key ``(..., reply kind, scorer)``): ``user``, the simulated user's reaction and reward
-  (``reward.score.Scored``), or a reply card's assessment (``assess.reply_judge``);
-- ``pair`` units (key ``(case, bad kind, judge, order)``): a card that compares two replies (``heart_pairwise``)
+- ``score`` units (key ``(..., reply, scorer)``, the reply ``real`` or a bad reply's maker): ``user``, the
+  simulated user's reaction and reward (``reward.score.Scored``), or a reply card's assessment
+  (``assess.reply_judge``);
+- ``pair`` units (key ``(case, maker, judge, order)``): a card that compares two replies (``heart_pairwise``)
   on the real reply against another, shown first (``ab``) or second (``ba``), through HEART's own judging.
 """
 
@@ -32,10 +33,10 @@ from .names import REAL, USER
 class Item:
     """One scorer on one reply (a pairwise judge: on the real reply against another, in one order)."""
 
-    store_kind: str  # score | pair
-    key: Key  # its unit's key: (..., reply kind, scorer), and the order for a pair
+    table: str  # score | pair
+    key: Key  # its unit's key: (..., reply, scorer), and the order for a pair
     case: Case
-    reply_kind: str
+    which: str  # the reply: ``real`` or a bad reply's maker (stored as ``reply_kind``, a pair's as ``bad_kind``)
     reply: str
     judge: Judge | None  # None: the simulated user
     order: str = ""
@@ -50,20 +51,20 @@ def history_of(case: Case) -> History:
     return History(case.id, "regular", case.source, turns, problem_type=case.problem)
 
 
-def _user_work(reward: UserReward, case: Case, reply_kind: str, reply: str, seed: int) -> Work:
+def _user_work(reward: UserReward, case: Case, which: str, reply: str, seed: int) -> Work:
     async def work() -> tuple[dict[str, Any], Events]:
         s = await reward.score(case.context, reply, seed=seed)
         events: Events = [(f"user_{s.status}", s.error[:160])] if s.status != "ok" else []
         if s.status == "ok" and s.readout != reward.s.readout and s.penalties != ["empty"]:
             events.append(("readout_written", "no token log-probabilities: the written values stand"))
-        return {**s.to_dict(), "case": case.id, "reply_kind": reply_kind, "scorer": USER}, events
+        return {**s.to_dict(), "case": case.id, "reply_kind": which, "scorer": USER}, events
 
     return work
 
 
-def _card_work(judge: Judge, model: ChatModel, case: Case, reply_kind: str, reply: str, seed: int) -> Work:
+def _card_work(judge: Judge, model: ChatModel, case: Case, which: str, reply: str, seed: int) -> Work:
     async def work() -> tuple[dict[str, Any], Events]:
-        base = {"case": case.id, "reply_kind": reply_kind, "scorer": judge.name}
+        base = {"case": case.id, "reply_kind": which, "scorer": judge.name}
         try:
             rec = await judge_reply(judge.card, model, judge.name, case.context.turns, reply, seed=seed)
         except ModelCallError as e:
@@ -74,18 +75,18 @@ def _card_work(judge: Judge, model: ChatModel, case: Case, reply_kind: str, repl
     return work
 
 
-def _pair_work(judge: Judge, model: ChatModel, case: Case, other_kind: str, other: str, order: str,
+def _pair_work(judge: Judge, model: ChatModel, case: Case, maker: str, other: str, order: str,
                seed: int) -> Work:  # fmt: skip
     from ..heart.stages.judging import Shown, judge_pair, neutral_ids
 
     async def work() -> tuple[dict[str, Any], Events]:
-        i_real, i_other = neutral_ids(case.id, REAL, other_kind)
-        real, shown = Shown(REAL, i_real, case.real), Shown(other_kind, i_other, other)
+        i_real, i_other = neutral_ids(case.id, REAL, maker)
+        real, shown = Shown(REAL, i_real, case.real), Shown(maker, i_other, other)
         first, second = (real, shown) if order == "ab" else (shown, real)
         rec, events = await judge_pair(model, judge.name, history_of(case), first, second, a=REAL, order=order,
                                        dimensions=[], retries=2, seed=seed, show_situation=False,
                                        card=judge.card)  # fmt: skip
-        return {**rec, "case": case.id, "bad_kind": other_kind, "scorer": judge.name}, events
+        return {**rec, "case": case.id, "bad_kind": maker, "scorer": judge.name}, events
 
     return work
 
@@ -106,8 +107,8 @@ def work_of(item: Item, reward: UserReward | None, models: dict[str, ChatModel],
     s = case_seed(seed, item.case.id)
     if item.judge is None:
         assert reward is not None
-        return _user_work(reward, item.case, item.reply_kind, item.reply, s)
+        return _user_work(reward, item.case, item.which, item.reply, s)
     m = models[item.judge.name]
-    if item.store_kind == "score":
-        return _card_work(item.judge, m, item.case, item.reply_kind, item.reply, s)
-    return _pair_work(item.judge, m, item.case, item.reply_kind, item.reply, item.order, s)
+    if item.table == "score":
+        return _card_work(item.judge, m, item.case, item.which, item.reply, s)
+    return _pair_work(item.judge, m, item.case, item.which, item.reply, item.order, s)

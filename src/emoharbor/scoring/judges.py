@@ -29,9 +29,9 @@ def row_judge(scorer: str, pairwise: bool) -> tuple[str, str] | None:
 def scorer_rows(store: RunStore, unit_tables: tuple[str, ...], figures: list[dict[str, Any]], rows: JudgeRows,
                 suite: str, n: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:  # fmt: skip
     """The rows of ``emoharbor judges`` of a run of ``suite`` whose units are scorers' ``unit_tables`` (a
-    sensitivity or seekers run: a score's key is (case, reply kind, scorer), a pair's (case, bad kind, judge,
-    order)), keyed by the (judge, scoring) each figure row stands for, with each one's card, judgments,
-    unscored share and cost; returns (row, figure row) of each row that takes the run's figures (``takes``: the
+    sensitivity or seekers run: a score's key is (case, reply, scorer), a pair's (case, maker, judge, order)),
+    keyed by the (judge, scoring) each figure row stands for, with each one's card, judgments, unscored share
+    and cost; returns (row, figure row) of each row that takes the run's figures (``takes``: the
     run's ``n`` units are more than those of the suite's run it holds figures from)."""
     cards: dict[str, Any] = json.loads(store.meta().get("judges", "{}"))
     made = {got: r for r in figures if (got := row_judge(r["scorer"], bool(r.get("pairwise")))) is not None}

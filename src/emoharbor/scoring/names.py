@@ -4,4 +4,4 @@ neither a run nor model code."""
 from __future__ import annotations
 
 USER = "user"  # the scorer name of the simulated user's reaction
-REAL = "real"  # the reply kind of the real reply
+REAL = "real"  # the name of the real reply (beside the bad replies' makers)

@@ -23,8 +23,8 @@ def same_prefix(item: Item) -> Hashable:
 
 def left(store: RunStore, items: list[Item]) -> list[Item]:
     """The items a resumed run still does (not finished, or ended in an error)."""
-    done = {kind: finished(store, kind) for kind in {i.store_kind for i in items}}
-    return [i for i in items if i.key not in done[i.store_kind]]
+    done = {table: finished(store, table) for table in {i.table for i in items}}
+    return [i for i in items if i.key not in done[i.table]]
 
 
 async def score(store: RunStore, items: list[Item], opts: ScorerOptions, judges: list[Judge], *, label: str,
@@ -40,7 +40,7 @@ async def score(store: RunStore, items: list[Item], opts: ScorerOptions, judges:
         bar = progress_bar(len(items), len(items) - len(todo), label, enabled=progress, unit="score")
 
         async def one(item: Item) -> None:
-            await unit(store, item.store_kind, item.key, work_of(item, reward, models, opts.seed))
+            await unit(store, item.table, item.key, work_of(item, reward, models, opts.seed))
             clock.mark()
             bar.update(1)
 

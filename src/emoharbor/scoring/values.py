@@ -19,7 +19,7 @@ from ..store.records import calls as stored_calls
 from ..store.run_store import RunStore
 from .names import USER
 
-Values = dict[tuple[str, str], float | None]  # (case, reply kind) -> score (None: unscored)
+Values = dict[tuple[str, str], float | None]  # (case, reply: real or a maker) -> score (None: unscored)
 
 
 def _mean(d: dict[str, Any] | None) -> float | None:
@@ -76,11 +76,11 @@ def record_values(records: list[dict[str, Any]], s: RewardSettings) -> dict[str,
 
 
 def scorer_usage(store: RunStore) -> dict[str, dict[str, float]]:
-    """Per scorer (the third part of a unit's key: case, reply kind, scorer[, order]): calls, calls that reached a
+    """Per scorer (the third part of a unit's key: case, reply, scorer[, order]): calls, calls that reached a
     model, model time, cost."""
     out: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "requests": 0, "model_s": 0.0, "cost_usd": 0.0})
     for c in stored_calls(store):
-        if c.unit_kind not in ("score", "pair"):
+        if c.table not in ("score", "pair"):
             continue
         u = out[c.unit[2]]
         u["calls"] += 1

@@ -1,7 +1,7 @@
 """``emoharbor seekers``: every reply-level scorer on the reply blocks real help-seekers rated during their
 talk (``points.py``), resumably in a run store; the figures are ``analysis.py``'s.
 
-Store kinds:
+Store tables:
 - ``point`` (key: talk, block): the point (its context with the profile drafted from the record, the reply
   block, the rating); no model; written once, read back by the table and the report;
 - ``score`` (key: talk, block, scorer): one scorer on one point (``scoring.items``): ``user``, the simulated

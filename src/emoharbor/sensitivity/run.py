@@ -2,7 +2,7 @@
 followed it) gets rule-made bad replies; every scorer rates the real reply and each bad one, and the suite
 counts how often the real one comes out on top (``analysis.py``).
 
-Store kinds (one unit each, resumable, calls cached):
+Store tables (one unit each, resumable, calls cached):
 - ``case`` (key: the case id): the case, its replies by name (``real`` and each bad reply's maker) and the suite's
   version; no model;
 - ``score`` (key ``case|reply|scorer``) and ``pair`` (key ``case|maker|judge|order``): a scorer on one

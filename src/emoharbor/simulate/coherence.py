@@ -7,7 +7,7 @@ with anything. A turn is checked when its appraisal gave a good or poor fit, its
 unparsed one leaves the state as it was, which says nothing) and the intensity before it is known.
 
 The records are read from the turns' ``inner``: a simulated conversation keeps the appraisal and the state
-on the user's reply, a replay (validate, stored under kind "replay") on the supporter turn itself; both are
+on the user's reply, a replay (validate, stored in the table "replay") on the supporter turn itself; both are
 the same ``Conversation`` shape, so both are read the same way. The intensity before a message is the
 state of the turn before in ``Conversation.states``.
 """

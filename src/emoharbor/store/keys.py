@@ -1,6 +1,6 @@
 """A record's key in the run store: a tuple of its parts, written as a JSON array in the key column.
 
-The parts are in the order the record's kind names them (a conversation's: profile, supporter, repeat; an
+The parts are in the order the record's table names them (a conversation's: profile, supporter, repeat; an
 assessment's: the conversation's parts, then the judge), so a reader takes the part it needs by position and
 no part is ever cut out of a string. A JSON array holds any character, so names need not avoid a separator.
 """

@@ -9,7 +9,7 @@ Format 1 -> 2:
 - a unit record's status, which format 1 guessed on every read from what the record held (a conversation
   that ended on a failed model call is an ``error``, output that did not parse ``unscored``, HEART's missing
   replies and unlabelled messages, evolve's dropped contexts...), is written into the record (the records a
-  kind kept beside its units, ``FORMAT1_NOT_UNITS``, get none);
+  run kind kept beside its units, ``FORMAT1_NOT_UNITS``, get none);
 - a key's parts, joined with "|" (which names could not hold), become a JSON array, in the results and in
   the unit keys of the calls and events;
 - the calls get the columns added since the first run stores (``superseded``, ``attempt``).
@@ -85,9 +85,9 @@ def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("COMMIT")
 
 
-# The records each kind of run kept beside its units in format 1 (written by a stage itself, not by the stage
+# The records each run kind kept beside its units in format 1 (written by a stage itself, not by the stage
 # runner: they carry no status). These are facts of format 1, kept with its migration, so bringing an old store
-# up to date does not depend on the kinds this code has today.
+# up to date does not depend on the run kinds this code has today.
 FORMAT1_NOT_UNITS: dict[str, frozenset[str]] = {
     "emoharbor": frozenset({"profile"}),
     "heart": frozenset({"history", "load_report", "stage", "human_judgment", "human_import"}),
@@ -129,8 +129,8 @@ def _add_columns(db: sqlite3.Connection, columns: dict[str, str]) -> None:
 
 def _from_format1(db: sqlite3.Connection) -> None:
     _add_columns(db, {"superseded": "INTEGER NOT NULL DEFAULT 0", "attempt": "TEXT NOT NULL DEFAULT ''"})
-    kind = db.execute("SELECT value FROM meta WHERE key='kind'").fetchone()[0]
-    plain = FORMAT1_NOT_UNITS.get(str(kind), frozenset())
+    run_kind = db.execute("SELECT value FROM meta WHERE key='kind'").fetchone()[0]
+    plain = FORMAT1_NOT_UNITS.get(str(run_kind), frozenset())
     rows = db.execute("SELECT kind, key, data, created FROM results").fetchall()
     db.execute("DELETE FROM results")
     for k, key, data, created in rows:

@@ -87,10 +87,10 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Call:
-    """A model call as the store keeps it: the unit it was made for (``unit_kind`` "" and ``unit`` () for none)
+    """A model call as the store keeps it: the unit it was made for (``table`` "" and ``unit`` () for none)
     and what it cost."""
 
-    unit_kind: str
+    table: str  # the store's column ``unit_kind``
     unit: Key
     role: str
     cached: bool
@@ -126,7 +126,7 @@ def comparisons(store: RunStore) -> list[Comparison]:
     return [Comparison.of(d) for _, d in store.items("comparison")]
 
 
-PROFILE = "profile"  # the store kind of an EmoHarbor run's profiles
+PROFILE = "profile"  # the store table of an EmoHarbor run's profiles
 
 
 def stored_profiles(store: RunStore) -> dict[str, Profile]:

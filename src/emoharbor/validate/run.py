@@ -2,7 +2,7 @@
 judge cards (by default the user-judge, the profile-aware judge and the third-party judge), resumably in a
 run store.
 
-Store kinds: ``replay`` (key: the ESConv record id, ``<file stem>:<index>``; the conversation record plus
+Store tables: ``replay`` (key: the ESConv record id, ``<file stem>:<index>``; the conversation record plus
 ``esconv`` (the seeker's survey, the failure label, how many supporter turns were replayed), ``profile``,
 ``dialog_turns`` (the whole ESConv dialog) and ``perceived`` (whether the simulated user lived through the
 replayed turns: only a judge of the form user needs that, so a run without one makes no chain calls)) and

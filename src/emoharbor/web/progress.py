@@ -13,7 +13,7 @@ from .export import Rated, iso, rated
 from .forms import PAIR, pair_keys, side_of
 from .study import Item, Study
 
-Labels = dict[tuple[str, str], dict[str, str]]  # (kind, dimension) -> item id -> label, for one rater
+Labels = dict[tuple[str, str], dict[str, str]]  # (what is rated, dimension) -> item id -> label, for one rater
 
 
 def attention_passed(item: Item, answers: dict[str, str], first: str) -> bool:
@@ -91,22 +91,22 @@ def agreement_so_far(study: Study, ratings: list[Rated]) -> dict[str, list[dict[
     labels = labels_by_rater(study, ratings)
     between = []
     for x, y in combinations(sorted(labels), 2):
-        for kind in ("pair", "conversation"):
-            keys = [k for k in labels[x] if k[0] == kind and k in labels[y]]
+        for what in ("pair", "conversation"):
+            keys = [k for k in labels[x] if k[0] == what and k in labels[y]]
             pairs = [(labels[x][k][i], labels[y][k][i]) for k in keys for i in labels[x][k] if i in labels[y][k]]
             shared = {i for k in keys for i in labels[x][k] if i in labels[y][k]}
             if pairs:
-                between.append({"rater_1": x, "rater_2": y, "kind": kind, "shared_items": len(shared), **_stats(pairs)})
+                between.append({"rater_1": x, "rater_2": y, "kind": what, "shared_items": len(shared), **_stats(pairs)})
     per_dim = []
     all_keys = sorted({k for lab in labels.values() for k in lab}, key=lambda k: (k[0] != PAIR, k[1]))
-    for kind, dim in all_keys:
+    for what, dim in all_keys:
         by_item: dict[str, list[str]] = defaultdict(list)
         for lab in labels.values():
-            for item, value in lab.get((kind, dim), {}).items():
+            for item, value in lab.get((what, dim), {}).items():
                 by_item[item].append(value)
         pairs = [p for vs in by_item.values() for p in combinations(vs, 2)]
         multi = sum(1 for vs in by_item.values() if len(vs) > 1)
-        per_dim.append({"kind": kind, "dimension": dim, "items_with_several_raters": multi, **_stats(pairs)})
+        per_dim.append({"kind": what, "dimension": dim, "items_with_several_raters": multi, **_stats(pairs)})
     return {"between_raters": between, "per_dimension": per_dim}
 
 

@@ -1,6 +1,6 @@
 """The model stages of a HEART run, each resumable in the run store.
 
-Store layout (kind -> key): ``history`` -> history id; ``load_report`` -> source name; ``candidate`` ->
+Store layout (table -> key): ``history`` -> history id; ``load_report`` -> source name; ``candidate`` ->
 "{history_id}|{competitor}"; ``comparison`` -> "{history_id}|{a}|{b}|{judge}|{order}" (order "ab": a's
 reply shown first); ``strategy`` -> "{history_id}|{competitor}"; ``human_judgment`` ->
 "{history_id}|{a}|{b}|{rater}|{dimension}"; ``human_import`` -> the file; ``stage`` -> stage name (its counts);

@@ -3,7 +3,7 @@ rates one reply (``third_party_reply``), given to ``emoharbor heart score-replie
 from replies rated by people (``heart import-rated``), ``heart agreement`` sets their scores beside the
 people's ratings (``analysis.people``).
 
-Store kind ``reply_score`` (key: history, competitor, judge): the card's assessment of the reply
+Store table ``reply_score`` (key: history, competitor, judge): the card's assessment of the reply
 (``assess.judge.assessment_record``: written scores, and with ``scoring: expected`` the probability-weighted
 ones), one unit each, resumable like every stage. The judges are recorded in the run's meta (``judges``), so a
 changed card under a used name is refused.
