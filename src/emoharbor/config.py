@@ -118,7 +118,7 @@ class RunConfig(BaseModel):
     @classmethod
     def _cards(cls, refs: list[str | dict[str, Any]]) -> list[str | dict[str, Any]]:
         # no file is read here (a stored config is read back without touching the user's files): the cards
-        # are loaded and their kinds checked where the run is planned (evaluate.plan.Plan.of, make_judges)
+        # are loaded and their forms checked where the run is planned (evaluate.plan.Plan.of, make_judges)
         if not refs:
             raise ValueError("no judge cards: the run's conversations would not be rated; give at least one card")
         return refs

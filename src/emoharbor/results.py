@@ -2,8 +2,8 @@
 (``RunKind.tidy``). A run of judged units has one row per (run, unit, judge, dimension) with the score (and the
 probability-weighted score where there is one), whether it was scored, the supporter, the repeat and the
 profile's attributes (``assessment_rows``, which such kinds share); a HEART run one row per (history, pair,
-order, judge, dimension) with the winner and the strength; a sensitivity run one row per (case, kind of bad
-reply, scorer) with both replies' scores and the outcome. ``load_results(RUN)`` gives it as a pandas
+order, judge, dimension) with the winner and the strength; a sensitivity run one row per (case, bad reply's
+maker, scorer) with both replies' scores and the outcome. ``load_results(RUN)`` gives it as a pandas
 DataFrame; ``emoharbor export --format parquet|csv`` writes it as ``results.parquet`` / ``results.csv``."""
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ async def _chat(profile: Profile, sup: SupporterSpec, user: ModelSpec, cfg: RunC
 def export(run_dir: Path, fmt: str, out: Path | None) -> None:
     """Export a run: results.FMT, one tidy row per (unit, judge, dimension) with the score, the supporter and
     the profile's attributes (HEART: per history, pair, order, judge, dimension); with jsonl or csv also every
-    result kind, the calls, the events and the meta. A validate run also gets validate_scores."""
+    result table, the calls, the events and the meta. A validate run also gets validate_scores."""
     from ..results import write_results
 
     store = RunStore.open_existing(run_dir)

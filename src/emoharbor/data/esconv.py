@@ -150,7 +150,7 @@ def parse_record(rec: Any, source: str, index: int, failed_set: bool = False) ->
                         turns=turns, from_failed_set=failed_set)  # fmt: skip
 
 
-def _kind(value: Any) -> str:
+def _type(value: Any) -> str:
     names: dict[type, str] = {dict: "object", str: "string", bool: "true/false", type(None): "null"}
     return names.get(type(value), "number")
 
@@ -168,7 +168,7 @@ def read_records(p: Path) -> list[Any]:
             if array:
                 raise DataError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
         if records is not None and not isinstance(records, list):  # the raw format is one array of records
-            raise DataError(f"{p}: the top level must be a JSON array of ESConv records, not a JSON {_kind(records)}")
+            raise DataError(f"{p}: the top level must be a JSON array of ESConv records, not a JSON {_type(records)}")
     if records is None:  # JSON lines (in a .json file too): read one by one
         records = []
         for n, line in enumerate(text.splitlines(), 1):

@@ -29,7 +29,7 @@ class EpisodeSettings(_Strict):
     # weighted as grpo.reward weighs one reply's; sum: the per-reply rewards added up; judge: the rating of the
     # whole talk by the judge card `judge` (episodes.judged), -1..1. All minus every penalty and guard hit, per step.
     reward: Literal["final", "sum", "judge"] = "final"
-    # reward: judge: the card that rates the talk when it ends (a built-in name or a YAML file; any kind that
+    # reward: judge: the card that rates the talk when it ends (a built-in name or a YAML file; any form that
     # rates a conversation). Default: the simulated user rating the talk it lived through (User-as-a-Judge)
     judge: str = "user"
     # the judge card's model when the card names none; None: the user's (grpo.user, or the model given in its place)
