@@ -166,3 +166,15 @@ async def test_the_simple_user_is_asked_again_when_it_slips_as_the_chain_is() ->
     assert step.text == "my shifts start at six" and step.decision == "end_satisfied"
     assert step.events == [("user_broke_character_retried", f"{said[0]} => {said[1]}")]
     assert model.calls[1][:-1] == model.calls[0] and "sounded like the supporter" in model.calls[1][-1]["content"]
+
+
+def test_the_shipped_records_say_the_user_they_measured() -> None:
+    """A shipped record is quoted only for the user it measured: the ladder's (measured before endings were grounded)
+    not for today's default user, the realism record's for it."""
+    from emoharbor.simulate.agents import default_user, same_user
+
+    default = default_user().model_dump(mode="json")
+    said = {p.parent.name: json.loads(p.read_text(encoding="utf-8")).get("user_settings")
+            for p in measurements.SHIPPED.glob("*/*.json")}  # fmt: skip
+    assert not same_user(said["ladder"], default) and same_user(said["ladder"], {**default, "endings": "model"})
+    assert same_user(said["realism"], default)
