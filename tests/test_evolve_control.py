@@ -62,7 +62,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_m0s_card_says_what_the_examples_showed_of_the_seeker(run: Path) -> None:
     card = json.loads((run / "m0" / "evolve_model.json").read_text())
     shown = card["shown"]
-    assert shown["share"] == 0.5 and shown["with_situation"] + shown["talk_only"] == 8
+    assert shown["share"] == pytest.approx(0.5) and shown["with_situation"] + shown["talk_only"] == 8
     assert shown["prompt"].startswith("evolve_personal@")
     readme = (run / "m0" / "README.md").read_text()
     assert f"situation in the system prompt of {shown['with_situation']} of 8 examples" in readme

@@ -73,14 +73,15 @@ def run_control(cfg: EvolveConfig, run: Path, *, log: Log) -> dict[str, Any]:
     cards = round_cards(run)
     if not cards:
         raise EmoharborError(f"{run}: no trained round (m1/ with its model card): train the rounds first (evolve run)")
-    steps = sum(int((c.get("train") or {}).get("steps", 0)) for c in cards)
+    round_steps = [int((c.get("train") or {}).get("steps", 0)) for c in cards]
+    steps = sum(round_steps)
     files = round_pair_files(run, cards)
     pairs, n = swapped([p for f in files for p in read_pairs(f)], cfg.seed)
     if not pairs:
         raise EmoharborError(f"{run}: the rounds' pair files hold no pair: nothing to train the control on")
     write_pairs(run / PAIRS, pairs)  # the same file on every run of the same settings
     control = {"rounds": len(cards), "steps": steps, "pairs": len(pairs), "swapped": n, "seed": cfg.seed,
-               "files": [str(f) for f in files], "round_steps": [int(c["train"]["steps"]) for c in cards]}  # fmt: skip
+               "files": [str(f) for f in files], "round_steps": round_steps}  # fmt: skip
     say(f"control: {len(pairs)} pairs of {len(cards)} round(s), {n} swapped; {steps} steps from {m0}")
     budget = cfg.model_copy(deep=True)
     budget.dpo.train_args = {**budget.dpo.train_args, "max_steps": steps}  # the rounds' steps together
