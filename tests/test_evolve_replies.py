@@ -49,7 +49,7 @@ def test_a_model_the_judge_rates_higher_is_higher_paired_and_unscored_replies_ar
     with FakeOpenAIServer(reply=judge_answer) as srv:
         judge = ModelSpec(model="fake", base_url=srv.base_url, temperature=0, max_retries=0)
         plan = rc.plan_reply_card([str(esconv_file("valid.jsonl"))], N, judge_card="third_party_reply",
-                                  judge_model=judge, trained=[], seed=0)  # fmt: skip
+                                  judge_model=judge, trained=[], seed=0, bad=["generic_long", "repeats"])  # fmt: skip
         fig, table = rc.reply_card(plan, supporters(tmp_path), tmp_path / "eval", workers=4, progress=False)
         asked = srv.requests
         again, _ = rc.reply_card(plan, supporters(tmp_path), tmp_path / "eval", workers=4, progress=False)
@@ -73,7 +73,17 @@ def test_a_model_the_judge_rates_higher_is_higher_paired_and_unscored_replies_ar
     store = RunStore.open_existing(tmp_path / "eval" / rc.FOLDER)
     replies = dict(store.items(rc.REPLY))
     store.close()
-    assert len(replies) == 3 * N and all(r["status"] == "ok" for r in replies.values())
+    assert len(replies) == 3 * N + len(plan.bad) and all(r["status"] == "ok" for r in replies.values())
+    # the rule-made bad replies: scored on the same contexts as rows of their own, made by no model
+    pad = fig["models"][f"{rc.RULE_MADE}generic_long"]
+    assert pad["replies"] == pad["scored"] == N and pad["mean"] == pytest.approx(2.25)
+    assert pad["minus_first"]["mean"] == pytest.approx(0.0) and pad["minus_first"]["n"] == N
+    by_id = {c.id: c for c in plan.contexts}
+    for (ctx, row), text in plan.bad.items():
+        assert replies[(ctx, row)]["reply"] == text
+        if row.endswith("generic_long"):  # padded to the real reply's length at least
+            assert len(text.split()) >= len(by_id[ctx].reply.split())
+    assert f"| {rc.RULE_MADE}generic_long | 8 | 8 | 0 | 2.25" in table and "made by rules with no model" in table
 
 
 def test_contexts_come_from_dialogues_no_model_trained_on(tmp_path: Path) -> None:
@@ -112,11 +122,15 @@ def test_evolve_eval_puts_the_reply_card_beside_the_run_and_in_the_model_cards(
         main([*base, "--contexts", "5", "--esconv", valid, "--quiet"])
     out = capsys.readouterr().out
     assert "judge: user" in out and "reply card: 5 held-out ESConv contexts" in out and "| M1 | 5 | 5 | 0 |" in out
+    assert out.index("reply card:") > out.index("judge: user")  # the card made first, printed after the run's table
+    assert f"| {rc.RULE_MADE}generic_long | 5 | 5 | 0 |" in out  # the default bad reply, a padded platitude
     fig = json.loads((tmp_path / "eval" / rc.FIGURES).read_text())
     assert fig["models"]["M1"]["minus_first"]["n"] == 5
     for argv, message in [(["--contexts", "5"], "--contexts needs --esconv"),
                           (["--contexts", "5", "--esconv", valid, "--reply-judge", "heart_pairwise"],
-                           "--reply-judge: judge card heart_pairwise")]:  # fmt: skip
+                           "--reply-judge: judge card heart_pairwise"),
+                          (["--contexts", "5", "--esconv", valid, "--bad", "flatter"],
+                           "--bad flatter: no such bad-reply maker")]:  # fmt: skip
         with pytest.raises(SystemExit) as e:
             main([*base[:-1], str(tmp_path / "other"), *argv])
         err = capsys.readouterr().err
@@ -128,5 +142,7 @@ def test_evolve_eval_puts_the_reply_card_beside_the_run_and_in_the_model_cards(
     record_reply_card([("M0", tmp_path / "none"), ("M1", folder)], fig)
     card = json.loads((folder / "evolve_model.json").read_text())["reply_card"]
     assert card["reference"] == "M0" and card["minus_first"]["n"] == 5 and card["contexts"] == 5
+    row = f"{rc.RULE_MADE}generic_long"
+    assert card["rule_made"][row] == pytest.approx(fig["models"][row]["mean"])
     readme = (folder / "README.md").read_text()
     assert "## Reply card (5 held-out ESConv contexts" in readme and "minus M0 on the same 5 contexts" in readme

@@ -229,21 +229,26 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
     show_default=True,
     help="the reply card's judge: a card of the form reply, on the run's judge model unless it names its own",
 )
+@click.option("--bad", "bad", multiple=True, metavar="MAKER",
+              help="the reply card's rule-made bad replies, scored beside the models on the same contexts, by maker "
+              "(repeatable; default: generic_long, platitudes padded to the real reply's length; none: no row): "
+              "the sensitivity suite's makers")  # fmt: skip
 @progress_opt
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, contexts: int, esconv: tuple[Path, ...],
-          reply_judge: str, no_progress: bool) -> None:  # fmt: skip
+          reply_judge: str, bad: tuple[str, ...], no_progress: bool) -> None:  # fmt: skip
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) as the supporters of one run and print, per judge, each
     model's means and its paired difference from the first (interval, P(difference > 0), Holm's p); with
     --contexts N, the reply card of each model beside it."""
     from ..config import load_config
     from ..evaluate.plan import Plan, check_plan
-    from ..evolve.evaluate import ReplyCardOptions, evaluate_models
+    from ..evolve.evaluate import DEFAULT_BAD, ReplyCardOptions, evaluate_models
 
     if contexts and not esconv:
         raise ConfigError("--contexts needs --esconv FILE: the ESConv file(s) the held-out contexts come from")
     plan = Plan.of(load_config(run_config), str(run_config))  # its files, cards too
     check_plan(plan, models=False, reach=False)
-    replies = ReplyCardOptions(contexts, [str(p) for p in esconv], reply_judge)
+    makers = [] if bad == ("none",) else list(bad or DEFAULT_BAD)
+    replies = ReplyCardOptions(contexts, [str(p) for p in esconv], reply_judge, makers)
     click.echo(evaluate_models(plan, _named(models), out, log=_log, progress=not no_progress, replies=replies))
 
 

@@ -21,10 +21,11 @@ from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
 from ..tables import nothing_measured
-from .reply_card import FOLDER, plan_reply_card, reply_card
+from .reply_card import FOLDER, RULE_MADE, plan_reply_card, reply_card
 from .trainer import release_memory
 
 Log = Callable[[str], None]
+DEFAULT_BAD = ("generic_long",)  # platitudes padded to the real reply's length: a judge that likes padding passes them
 RECORD = "(whole assessment)"  # the row counting assessments that produced no score at all
 
 
@@ -113,19 +114,20 @@ def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out
     if replies is not None and replies.contexts > 0:  # its judge and contexts checked before anything runs
         card = plan_reply_card(replies.esconv, replies.contexts, judge_card=replies.judge_card,
                                judge_model=plan.cfg.roles.judge, trained=[f for _, f in models],
-                               seed=plan.cfg.seed)  # fmt: skip
+                               seed=plan.cfg.seed, bad=replies.bad)  # fmt: skip
+    replies_table = ""
+    if card is not None:  # first: it costs a fraction of the talks, so a run stopped during them has it
+        log(f"eval: the reply card, {len(card.contexts)} held-out contexts -> {out / FOLDER}")
+        fig, replies_table = reply_card(card, cfg.roles.supporter, out, workers=plan.cfg.concurrency,
+                                        progress=progress)  # fmt: skip
+        release_memory()
+        record_reply_card(models, fig)
     log(f"eval: {', '.join(f'{n} ({f})' for n, f in models)} as the supporters of one run -> {out}")
     asyncio.run(run_evaluation(plan.with_config(cfg), out, progress=progress))
     release_memory()
     record_deltas(models, dimension_means(out), out)
     table = compare_table(out)
-    if card is None:
-        return table
-    log(f"eval: the reply card, {len(card.contexts)} held-out contexts -> {out / FOLDER}")
-    fig, replies_table = reply_card(card, cfg.roles.supporter, out, workers=plan.cfg.concurrency, progress=progress)
-    release_memory()
-    record_reply_card(models, fig)
-    return f"{table}\n\n{replies_table}"
+    return f"{table}\n\n{replies_table}" if replies_table else table
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class ReplyCardOptions:
     contexts: int = 0
     esconv: list[str] = field(default_factory=list)
     judge_card: str = "third_party_reply"
+    bad: list[str] = field(default_factory=lambda: list(DEFAULT_BAD))  # the rule-made bad replies' makers
 
 
 def record_reply_card(models: list[tuple[str, Path | str]], fig: dict[str, Any]) -> None:
@@ -145,6 +148,7 @@ def record_reply_card(models: list[tuple[str, Path | str]], fig: dict[str, Any])
     for name, folder in models:
         if (Path(folder) / MODEL_CARD).is_file() and name in fig["models"]:
             head = {k: fig[k] for k in ("judge", "contexts", "reference")}
+            head["rule_made"] = {row: r["mean"] for row, r in fig["models"].items() if row.startswith(RULE_MADE)}
             add_to_card(Path(folder), "reply_card", {**head, **fig["models"][name]})
 
 

@@ -3,7 +3,10 @@ held-out ESConv contexts (as the run's supporter: its system prompt and token bu
 reply (``third_party_reply`` by default, on the run's judge model; read as probabilities where the backend gives
 log-probabilities) scores each. Per model: the mean score with its 95% bootstrap interval and the replies' length
 in words; the paired difference from the first model over the same contexts, with its interval and P(difference >
-0). A reply the judge could not score is counted, never averaged in.
+0). A reply the judge could not score is counted, never averaged in. Beside the models, the rule-made bad replies of
+the sensitivity suite's makers (``--bad MAKER``; by default ``generic_long``, platitudes padded to the real reply's
+length) are scored on the same contexts, each a row of its own (``rule-made: MAKER``): a model whose score is no
+higher than a padded platitude's has learnt to please the judge, not the seeker.
 
 The contexts come from dialogues no model was trained on: every dialogue of the ESConv files in the models' cards
 (``sft.data``, ``refine.data``) is held out (``guard.EvalGuard``: by id and by seeker turns). The run store is
@@ -24,7 +27,13 @@ from ..assess.reply_judge import judge_reply
 from ..assess.stage import Judge, judges_record, make_judges
 from ..config import SupporterSpec
 from ..data.esconv import load_esconv
-from ..errors import DataError
+from ..profiles.esconv_import import draft_profile
+from ..reward.context import RewardContext, talk
+from ..scoring.case import Case
+from ..sensitivity.bad import MAKERS, bad_replies
+from ..sensitivity.cases import Pool
+from ..simulate.agents import ReactionSettings
+from ..errors import ConfigError, DataError
 from ..models.base import ModelCallError
 from ..models.hf import MODEL_CARD, read_model_card
 from ..models.pool import ModelPool
@@ -46,6 +55,7 @@ FIGURES = "reply-card.json"
 CONTEXTS = "contexts.txt"  # the contexts' dialogue ids: a holdout file for later training
 REPLY, SCORE = "reply", "reply_score"
 MAX_TURNS = 8  # a context shows at most this many turns, as refine's
+RULE_MADE = "rule-made: "  # a bad reply's row: ``rule-made: generic_long``
 
 
 def trained_guard(folders: list[Path | str]) -> EvalGuard:
@@ -84,6 +94,24 @@ def turns_of(ex: ChatExample) -> list[Turn]:
             if m["role"] != "system"]  # fmt: skip
 
 
+def rule_made(esconv: list[str], contexts: list[ChatExample], makers: list[str]) -> dict[Key, str]:
+    """Each context's bad reply of each of ``makers`` (the sensitivity suite's rules, no model), keyed as a reply:
+    (context id, ``rule-made: MAKER``). A maker that cannot make one for a context leaves that context out."""
+    dialogs = {d.id: d for p in esconv for d in load_esconv(p)}
+    pool = Pool()
+    for d in dialogs.values():
+        pool.add(d.id, d.problem_type, talk(d))
+    out: dict[Key, str] = {}
+    for ex in contexts:
+        d = dialogs[ex.id.partition("#")[0]]
+        profile, turns = draft_profile(d, evaluation_only=True), turns_of(ex)
+        ctx = RewardContext(ex.id, "esconv", profile, turns, profile.emotional_state.intensity,
+                            ReactionSettings().initial_trust, sum(t.speaker == "supporter" for t in turns), d.id)  # fmt: skip
+        for maker, text in bad_replies(Case(ex.id, "esconv", ctx, ex.reply, d.problem_type), pool, makers).items():
+            out[(ex.id, RULE_MADE + maker)] = text
+    return out
+
+
 def score_value(rec: dict[str, Any]) -> tuple[float | None, str]:
     """A judge record's score: the mean of its probability-weighted scores where it has them all, else of its
     written ones; None when it is not scored. And which was read (``expected`` or ``written``)."""
@@ -99,10 +127,13 @@ def score_value(rec: dict[str, Any]) -> tuple[float | None, str]:
 
 
 async def write_replies(supporters: list[SupporterSpec], contexts: list[ChatExample], judge: Judge, folder: Path, *,
-                        seed: int, workers: int, inputs: list[Path], progress: bool = True) -> None:  # fmt: skip
-    """Every supporter's reply to every context, then the judge's score of each, into the run store in ``folder``."""
+                        seed: int, workers: int, inputs: list[Path], bad: dict[Key, str],
+                        progress: bool = True) -> None:  # fmt: skip
+    """Every supporter's reply to every context and the ``bad`` replies (made by rules), then the judge's score of
+    each, into the run store in ``folder``."""
     resolved = {"models": [s.model_dump(mode="json", exclude={"api_key_env"}) for s in supporters],
-                "judge": judges_record([judge]), "contexts": [c.id for c in contexts], "seed": seed}  # fmt: skip
+                "judge": judges_record([judge]), "contexts": [c.id for c in contexts], "seed": seed,
+                "bad": sorted({k[1] for k in bad})}  # fmt: skip
     store = open_run(folder, KIND, resolved, inputs=inputs)
     try:
         async with ModelPool(sink=call_sink(store)) as pool:
@@ -119,9 +150,16 @@ async def write_replies(supporters: list[SupporterSpec], contexts: list[ChatExam
 
                 return work
 
-            await run_stage(store, REPLY, [((ex.id, s.name), reply_work(ex, s.name)) for ex in contexts
-                                           for s in supporters], workers=workers, progress=progress,
-                            label="replies")  # fmt: skip
+            def made_by_rule(key: Key, text: str) -> Work:
+                async def work() -> tuple[dict[str, Any], Events]:
+                    return {"context": key[0], "model": key[1], "status": "ok", "reply": text,
+                            "words": len(text.split())}, []  # fmt: skip
+
+                return work
+
+            units = [((ex.id, s.name), reply_work(ex, s.name)) for ex in contexts for s in supporters]
+            units += [(key, made_by_rule(key, text)) for key, text in bad.items()]
+            await run_stage(store, REPLY, units, workers=workers, progress=progress, label="replies")
             model = await pool.get(judge.model, judge.role)
             replies = {k: r for k, r in store.items(REPLY) if r["status"] == "ok"}
             by_id = {c.id: c for c in contexts}
@@ -197,6 +235,9 @@ def card_table(fig: dict[str, Any]) -> str:
             f"(the mean of its probability-weighted scores; {written} read from the written digits, the backend "
             "giving no log-probabilities); unscored replies are counted, not averaged in; the difference is paired "
             "over the contexts both models have scored")  # fmt: skip
+    if any(name.startswith(RULE_MADE) for name in fig["models"]):
+        note += (f"; the rows {RULE_MADE}MAKER are the sensitivity suite's bad replies on the same contexts, made by "
+                 "rules with no model: a model scored no higher than one of them pleased the judge without helping")  # fmt: skip
     return f"{note}\n{md_table(head, rows, 'no model wrote a reply')}"
 
 
@@ -208,18 +249,24 @@ class ReplyCard:
     contexts: list[ChatExample]
     esconv: list[str]
     seed: int
+    bad: dict[Key, str]  # the rule-made bad replies: (context id, ``rule-made: MAKER``) -> text
 
 
 def plan_reply_card(esconv: list[str], n: int, *, judge_card: str, judge_model: ModelSpec,
-                    trained: list[Path | str], seed: int) -> ReplyCard:  # fmt: skip
-    """The judge (a card of the form reply on ``judge_model`` unless it names its own) and ``n`` contexts of ``esconv``
-    that no model in ``trained`` was trained on; one line naming the file or the card when they cannot be had."""
+                    trained: list[Path | str], seed: int, bad: list[str]) -> ReplyCard:  # fmt: skip
+    """The judge (a card of the form reply on ``judge_model`` unless it names its own), ``n`` contexts of ``esconv``
+    that no model in ``trained`` was trained on and their bad replies by the makers ``bad``; one line naming the
+    file, the card or the maker when they cannot be had."""
     for p in esconv:
         if not Path(p).is_file():
             raise DataError(f"--esconv {p}: not found")
+    unknown = [m for m in bad if m not in MAKERS]
+    if unknown:
+        raise ConfigError(f"--bad {', '.join(unknown)}: no such bad-reply maker (the makers: {', '.join(MAKERS)})")
     wanted = "the reply card rates one reply: give a card of the form reply (third_party_reply)"
     [judge] = make_judges([judge_card], judge_model, rates=("reply",), option="--reply-judge", wanted=wanted)
-    return ReplyCard(judge, held_out_contexts(esconv, n, seed, trained_guard(trained)), esconv, seed)
+    contexts = held_out_contexts(esconv, n, seed, trained_guard(trained))
+    return ReplyCard(judge, contexts, esconv, seed, rule_made(esconv, contexts, bad))
 
 
 def reply_card(plan: ReplyCard, supporters: list[SupporterSpec], out: Path, *, workers: int,
@@ -227,11 +274,12 @@ def reply_card(plan: ReplyCard, supporters: list[SupporterSpec], out: Path, *, w
     """The reply card of ``supporters``: its figures (also written to ``out/reply-card.json``) and its table."""
     folder = out / FOLDER
     asyncio.run(write_replies(supporters, plan.contexts, plan.judge, folder, seed=plan.seed, workers=workers,
-                              inputs=[Path(p) for p in plan.esconv], progress=progress))  # fmt: skip
+                              inputs=[Path(p) for p in plan.esconv], bad=plan.bad, progress=progress))  # fmt: skip
     (folder / CONTEXTS).write_text("".join(f"{c.id.partition('#')[0]}\n" for c in plan.contexts), encoding="utf-8")
     store = RunStore.open_existing(folder)
     try:
-        fig = figures(store, [s.name for s in supporters], plan.judge.name, seed=plan.seed)
+        rows = [s.name for s in supporters] + sorted({k[1] for k in plan.bad})
+        fig = figures(store, rows, plan.judge.name, seed=plan.seed)
     finally:
         store.close()
     fig["context_ids"] = [c.id for c in plan.contexts]
