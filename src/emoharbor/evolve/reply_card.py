@@ -27,17 +27,17 @@ from ..assess.reply_judge import judge_reply
 from ..assess.stage import Judge, judges_record, make_judges
 from ..config import SupporterSpec
 from ..data.esconv import load_esconv
+from ..errors import ConfigError, DataError
+from ..models.base import ModelCallError
+from ..models.hf import MODEL_CARD, read_model_card
+from ..models.pool import ModelPool
+from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile
 from ..reward.context import RewardContext, talk
 from ..scoring.case import Case
 from ..sensitivity.bad import MAKERS, bad_replies
 from ..sensitivity.cases import Pool
 from ..simulate.agents import ReactionSettings
-from ..errors import ConfigError, DataError
-from ..models.base import ModelCallError
-from ..models.hf import MODEL_CARD, read_model_card
-from ..models.pool import ModelPool
-from ..models.spec import ModelSpec
 from ..simulate.conversation import Turn
 from ..simulate.supporter import make_supporter
 from ..stats.bootstrap import bootstrap_ci, paired_difference, shown
@@ -105,8 +105,8 @@ def rule_made(esconv: list[str], contexts: list[ChatExample], makers: list[str])
     for ex in contexts:
         d = dialogs[ex.id.partition("#")[0]]
         profile, turns = draft_profile(d, evaluation_only=True), turns_of(ex)
-        ctx = RewardContext(ex.id, "esconv", profile, turns, profile.emotional_state.intensity,
-                            ReactionSettings().initial_trust, sum(t.speaker == "supporter" for t in turns), d.id)  # fmt: skip
+        trust, replies = ReactionSettings().initial_trust, sum(t.speaker == "supporter" for t in turns)
+        ctx = RewardContext(ex.id, "esconv", profile, turns, profile.emotional_state.intensity, trust, replies, d.id)
         for maker, text in bad_replies(Case(ex.id, "esconv", ctx, ex.reply, d.problem_type), pool, makers).items():
             out[(ex.id, RULE_MADE + maker)] = text
     return out
@@ -157,7 +157,8 @@ async def write_replies(supporters: list[SupporterSpec], contexts: list[ChatExam
 
                 return work
 
-            units = [((ex.id, s.name), reply_work(ex, s.name)) for ex in contexts for s in supporters]
+            units: list[tuple[Key, Work]] = [((ex.id, s.name), reply_work(ex, s.name)) for ex in contexts
+                                             for s in supporters]  # fmt: skip
             units += [(key, made_by_rule(key, text)) for key, text in bad.items()]
             await run_stage(store, REPLY, units, workers=workers, progress=progress, label="replies")
             model = await pool.get(judge.model, judge.role)
@@ -236,8 +237,10 @@ def card_table(fig: dict[str, Any]) -> str:
             "giving no log-probabilities); unscored replies are counted, not averaged in; the difference is paired "
             "over the contexts both models have scored")  # fmt: skip
     if any(name.startswith(RULE_MADE) for name in fig["models"]):
-        note += (f"; the rows {RULE_MADE}MAKER are the sensitivity suite's bad replies on the same contexts, made by "
-                 "rules with no model: a model scored no higher than one of them pleased the judge without helping")  # fmt: skip
+        note += (
+            f"; the rows {RULE_MADE}MAKER are the sensitivity suite's bad replies on the same contexts, made "
+            "by rules with no model: a model scored no higher than one of them pleased the judge, not helped"
+        )
     return f"{note}\n{md_table(head, rows, 'no model wrote a reply')}"
 
 
