@@ -122,3 +122,24 @@ def test_eval_says_clearly_when_the_evaluator_is_missing(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "emoharbor.evaluate", None)  # makes the import fail
     with pytest.raises(EmoharborError, match=r"evaluator .* is not installed"):
         evaluate.evaluate_models(tmp_path / "x.yaml", [("M0", tmp_path)], tmp_path / "o", log=lambda _: None)
+
+
+def test_eval_refuses_a_run_on_a_profile_a_model_was_trained_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:  # fmt: skip
+    """A model whose card says it trained on a profile (refine's contexts drawn from profiles) is not evaluated on
+    it: one line naming the profile and the model's folder, before the run starts."""
+    from emoharbor.errors import ConfigError
+
+    seen: list[RunConfig] = []
+    fake_evaluator(monkeypatch, seen)
+    (m0, f0), (m1, f1) = models(tmp_path)
+    (f1 / "evolve_model.json").write_text(json.dumps({"base_model": "smollm2", "stage": "dpo",
+                                                      "trained_profiles": ["p002-aiko-burnout"]}))  # fmt: skip
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("profiles: ['builtin:p00*']\nroles:\n  supporter: {model: scripted}\n")
+    with pytest.raises(ConfigError, match=f"profile p002-aiko-burnout is one {f1} was trained on"):
+        evaluate.evaluate_models(cfg, [(m0, f0), (m1, f1)], tmp_path / "eval", log=lambda _: None)
+    assert seen == [] and not (tmp_path / "eval").exists()
+    cfg.write_text("profiles: ['builtin:p01*']\nroles:\n  supporter: {model: scripted}\n")  # profiles it did not see
+    evaluate.evaluate_models(cfg, [(m0, f0), (m1, f1)], tmp_path / "eval", log=lambda _: None)
+    assert len(seen) == 1

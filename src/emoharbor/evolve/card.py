@@ -9,10 +9,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..models.hf import MODEL_CARD, read_model_card
 from ..tables import md_table, num
+from .pairs import PreferencePair
 
 README = "README.md"
+TRAINED_PROFILES = "trained_profiles"  # the ids of the simulated users' profiles a model (or its parents) trained on
 VOICE_ADAPTER = ("A LoRA adapter trained on real seekers' messages (`sft.role: user`): it writes a simulated user's "
                  "messages (`user_agent.voice_model`), not a supporter's replies.")  # fmt: skip
 
@@ -33,6 +36,25 @@ def add_evaluation(folder: Path, evaluation: dict[str, Any]) -> None:
 def add_to_card(folder: Path, key: str, value: dict[str, Any]) -> None:
     """``value`` under ``key`` in a model's card (and its README)."""
     write_card(folder, {**read_model_card(folder), key: value})
+
+
+def trained_profiles(parent: dict[str, Any], pairs: list[PreferencePair]) -> list[str]:
+    """The profiles a model trained on: its parent's (its card's ``TRAINED_PROFILES``) and those its pairs were
+    drawn from (``provenance.profile_id``: refine's profile contexts, ``evolve pairs``' runs)."""
+    ids = {str(p.provenance["profile_id"]) for p in pairs if p.provenance.get("profile_id")}
+    return sorted(ids | set(parent.get(TRAINED_PROFILES) or []))
+
+
+def refuse_trained_profiles(profiles: list[str], folders: list[Path | str]) -> None:
+    """A ConfigError in one line when one of ``profiles`` (an evaluation's) is one a model in ``folders`` trained
+    on, as its card says."""
+    for folder in folders:
+        if not (Path(folder) / MODEL_CARD).is_file():
+            continue
+        seen = sorted(set(profiles) & set(read_model_card(Path(folder)).get(TRAINED_PROFILES) or []))
+        if seen:
+            raise ConfigError(f"profile {seen[0]} is one {folder} was trained on ({MODEL_CARD}: field "
+                              f"'{TRAINED_PROFILES}'): evaluate on profiles no model was trained on")  # fmt: skip
 
 
 def _losses(logs: list[dict[str, Any]]) -> str:
@@ -112,6 +134,9 @@ def card_markdown(card: dict[str, Any]) -> str:
     shown = card.get("shown")
     if isinstance(shown, dict):
         lines.append(f"- {shown_line(shown, items)}")
+    if card.get(TRAINED_PROFILES):
+        lines.append(f"- Profiles: trained on contexts of {len(card[TRAINED_PROFILES])} simulated users' profiles "
+                     f"(`{TRAINED_PROFILES}`), which `evolve eval` refuses to evaluate on")  # fmt: skip
     lines.append(f"- Wall time: {num(card.get('wall_s'), 0)} s")
     ev = card.get("evaluation")
     if ev:

@@ -81,6 +81,10 @@ class RefineSettings(_Strict):
     contexts: int = Field(default=64, ge=1)  # contexts per round, one per dialogue, a new sample each round
     principles: str | None = None  # a principles file; None: the built-in one
     personal_share: float = Field(default=0.0, ge=0, le=1)  # contexts shown the seeker's situation (as sft's)
+    # simulated users' profiles, as a run config names them (builtin:ID or a glob, files, folders): round(contexts x
+    # profile_share) of each round's contexts are their openings, as the rules user writes them (profile_contexts.py)
+    profiles: list[str] = Field(default_factory=list)
+    profile_share: float = Field(default=0.0, ge=0, le=1)
     max_new_tokens: int = Field(default=128, ge=8)
     reflection_max_tokens: int = Field(default=256, ge=16)
     temperature: float = Field(default=0.7, ge=0)
@@ -105,6 +109,18 @@ class RefineSettings(_Strict):
     judge_check: bool = True
     judge: ModelSpec = Field(default_factory=ModelSpec)  # the default: the embedded model
     judge_card: str = "heart_pairwise"
+
+    @model_validator(mode="after")
+    def _check(self) -> RefineSettings:
+        if self.profile_share > 0 and not self.profiles:
+            raise ValueError("refine.profile_share > 0 needs refine.profiles (e.g. ['builtin:*'])")
+        if self.profiles and self.profile_share == 0:
+            raise ValueError("refine.profiles needs refine.profile_share > 0: the share of the contexts they open")
+        return self
+
+    def profile_count(self) -> int:
+        """How many of a round's contexts are profiles' openings (at most; fewer where fewer profiles are left)."""
+        return round(self.contexts * self.profile_share)
 
 
 class DpoSettings(TrainSettings):
@@ -215,12 +231,15 @@ def _resolve_paths(cfg: EvolveConfig, base: Path) -> EvolveConfig:
     def fixed(paths: list[str]) -> list[str]:
         return [fix(p) for p in paths]
 
+    def profiles(specs: list[str]) -> list[str]:
+        return [p if p.startswith("builtin:") else fix(p) for p in specs]
+
     cfg.sft.data, cfg.refine.data, cfg.holdout = fixed(cfg.sft.data), fixed(cfg.refine.data), fixed(cfg.holdout)
     cfg.dpo.extra_pairs = fixed(cfg.dpo.extra_pairs)
     ctx = cfg.grpo.contexts
     ctx.runs, ctx.esconv = fixed(ctx.runs), fixed(ctx.esconv)
     ctx.heart = [fix(p) if isinstance(p, str) else p.model_copy(update={"path": fix(p.path)}) for p in ctx.heart]
-    ctx.profiles = [p if p.startswith("builtin:") else fix(p) for p in ctx.profiles]
+    ctx.profiles, cfg.refine.profiles = profiles(ctx.profiles), profiles(cfg.refine.profiles)
     if cfg.grpo.episodes.judge.endswith((".yaml", ".yml")):
         cfg.grpo.episodes.judge = fix(cfg.grpo.episodes.judge)
     cfg.grpo.eval_config = cfg.grpo.eval_config and fix(cfg.grpo.eval_config)

@@ -37,8 +37,9 @@ class ChatExample:
     id: str
     messages: list[Message]  # system + history, ending on the user's (seeker's) turn
     reply: str
-    source: str = "esconv"  # "esconv" | "general"
+    source: str = "esconv"  # "esconv" | "general" | "profile" (refine's contexts: profile_contexts.py)
     personal: bool = False  # its system prompt holds what the seeker said of themselves before the talk
+    person: str = ""  # what the reflector is told of the person beyond the talk (a profile's persona card)
 
 
 def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None = None,
@@ -54,8 +55,8 @@ def dialog_examples(d: EsconvDialog, system_prompt: str, max_turns: int | None =
         history = list(dropwhile(lambda h: h.speaker != "seeker", history))  # a chat starts with the user
         ident = f"{d.id}#{i}"
         shown = personal is not None and told(d) and personal.shown(ident)
-        msgs: list[Message] = [{"role": "system", "content": personal_system(system_prompt, d) if shown
-                                else system_prompt}]  # fmt: skip
+        msgs: list[Message] = [{"role": "system", "content": personal_system(
+            system_prompt, d.emotion_type, d.problem_type, d.situation) if shown else system_prompt}]  # fmt: skip
         msgs += [{"role": "user" if h.speaker == "seeker" else "assistant", "content": h.text} for h in history]
         out.append(ChatExample(ident, msgs, t.text, personal=shown))
     return out

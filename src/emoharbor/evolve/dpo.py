@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import EmoharborError
 from ..models.hf import read_model_card, resolve_hf
 from ..simulate.supporter import supporter_prompt
+from .card import TRAINED_PROFILES, trained_profiles
 from .config import EvolveConfig
 from .data import EncodedPair, encode_pair, fitting
 from .pairs import PreferencePair, read_pairs
@@ -115,7 +116,7 @@ def run_dpo(cfg: EvolveConfig, model_dir: Path, pair_files: list[Path], out: Pat
         "pairs": {"read": len(pairs), "encoded": len(encoded), "too_long": counts["too_long"],
                   "history_truncated": counts["history_truncated"], "files": [str(f) for f in pair_files]},
         "shown": shown_record(cfg.refine.personal_share, [bool(p.provenance.get("personal")) for p in pairs]),
-        "teachers": teachers(pairs),
+        "teachers": teachers(pairs), TRAINED_PROFILES: trained_profiles(parent, pairs),
         "train": report.to_dict(),
         "wall_s": time.monotonic() - started,
         **({"control": control} if control is not None else {}),

@@ -21,6 +21,7 @@ from ..models.hf import MODEL_CARD, resolve_hf
 from ..store import records
 from ..store.run_store import RunStore
 from ..tables import nothing_measured
+from .card import refuse_trained_profiles
 from .reply_card import FOLDER, RULE_MADE, plan_reply_card, reply_card
 from .trainer import release_memory
 
@@ -101,14 +102,16 @@ def compare_table(run_dir: Path, *, seed: int = 0) -> str:
 def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
                     progress: bool = True, replies: ReplyCardOptions | None = None) -> str:  # fmt: skip
     """The evaluation of ``plan`` (a run config's file is planned here first: the library's callers) with
-    ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's); with
-    ``replies``, the reply card beside it (``reply_card.py``), on the same supporters."""
+    ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's; a profile a model's
+    card says it trained on is refused); with ``replies``, the reply card beside it (``reply_card.py``), on the same
+    supporters."""
     run_evaluation = _evaluator()
     plan = plan if isinstance(plan, Plan) else Plan.of(load_config(plan), str(plan))
     for name, folder in models:  # every model and name checked before the run folder is made
         if "|" in name or not name:
             raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
         resolve_hf(str(folder))
+    refuse_trained_profiles([p.id for p in plan.profiles], [f for _, f in models])
     cfg = models_config(plan.cfg, models)
     card = None
     if replies is not None and replies.contexts > 0:  # its judge and contexts checked before anything runs

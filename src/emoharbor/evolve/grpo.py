@@ -39,6 +39,7 @@ from ..profiles.loader import resolve_profiles
 from ..reward.context import RewardContext, esconv_contexts, heart_contexts, openings, run_contexts
 from ..reward.trl_reward import UserRewardFunc
 from ..simulate.agents import user_agent
+from .card import TRAINED_PROFILES, refuse_trained_profiles, trained_profiles
 from .config import EvolveConfig
 from .grpo_report import EPISODES, REPORT, REPORT_HTML, REWARDS, reward_curve, reward_totals, write_reports
 from .guard import EvalGuard, load_guard
@@ -149,10 +150,7 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
     cfg = plan.cfg if isinstance(plan, EvolvePlan) else plan
     check_machine(cfg)
     g = cfg.grpo
-    if evaluate and not g.eval_config:
-        raise ConfigError("grpo.eval_config is not set: give the EmoHarbor run config (held-out profiles, the user "
-                          "judge and a third-party judge) that the stage ends with, or pass --no-eval")  # fmt: skip
-    plan = plan if isinstance(plan, EvolvePlan) else EvolvePlan.of(cfg, "the evolve config")
+    plan = _planned(plan, model_dir, evaluate=evaluate)
     say = main_log(log)
     started = time.monotonic()
     parent = read_model_card(model_dir) if model_dir is not None else None
@@ -183,7 +181,8 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
                "wall_s": time.monotonic() - started}  # fmt: skip
     base_model = parent["base_model"] if parent else cfg.base_model
     card = {"base_model": base_model, "base": parent.get("base") if parent else src.identity, **summary,
-            "parent": str(model_dir) if model_dir else None, "config": cfg.resolved()}  # fmt: skip
+            "parent": str(model_dir) if model_dir else None, "config": cfg.resolved(),
+            TRAINED_PROFILES: trained_profiles(parent or {}, [])}  # fmt: skip
     save_stage(trainer, out, card)
     say(f"grpo: saved the policy to {out} ({report.steps} steps, {report.wall_s:.0f}s)")
     del trainer, model
@@ -192,6 +191,19 @@ def run_grpo(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, out: Path,
         _evaluate_and_report(plan, model_dir, out, summary, evaluate=evaluate, say=say, progress=progress,
                              started=started)  # fmt: skip
     return summary
+
+
+def _planned(plan: EvolvePlan | EvolveConfig, model_dir: Path | None, *, evaluate: bool) -> EvolvePlan:
+    """``plan`` (a config is planned here); with ``evaluate``, the held-out evaluation the stage ends with is set and
+    none of its profiles is one the start model was trained on (its card's ``TRAINED_PROFILES``)."""
+    cfg = plan.cfg if isinstance(plan, EvolvePlan) else plan
+    if evaluate and not cfg.grpo.eval_config:
+        raise ConfigError("grpo.eval_config is not set: give the EmoHarbor run config (held-out profiles, the user "
+                          "judge and a third-party judge) that the stage ends with, or pass --no-eval")  # fmt: skip
+    plan = plan if isinstance(plan, EvolvePlan) else EvolvePlan.of(cfg, "the evolve config")
+    if evaluate and plan.evaluation is not None and model_dir is not None:
+        refuse_trained_profiles([p.id for p in plan.evaluation.profiles], [model_dir])
+    return plan
 
 
 def _start_stage(plan: EvolvePlan, model_dir: Path | None, out: Path, args: Any, user: ChatModel | None,

@@ -1,6 +1,7 @@
 """Training on what the seeker said of themselves before the talk: an ESConv dialogue's emotion type, problem type
-and situation put in the system prompt of a share of the examples (``sft.personal_share``,
-``refine.personal_share``), from the prompt ``prompts/evolve_personal.txt``.
+and situation (or a simulated user's profile's, for refine's contexts drawn from profiles) put in the system prompt of
+a share of the examples (``sft.personal_share``, ``refine.personal_share``), from the prompt
+``prompts/evolve_personal.txt``.
 
 Which examples are shown it is seeded by the example's id (the same example is shown it in every run of the same
 settings, whatever the sample around it), so a share of the model's training sees the person and the rest sees the
@@ -38,11 +39,12 @@ def told(d: EsconvDialog) -> bool:
     return any(x.strip() for x in (d.emotion_type, d.problem_type, d.situation))
 
 
-def personal_system(system: str, d: EsconvDialog) -> str:
-    """``system`` followed by what the seeker said of themselves before the talk."""
-    return load_prompt(PROMPT).render(system=system, emotion=d.emotion_type.strip() or UNSAID,
-                                      problem=d.problem_type.strip() or UNSAID,
-                                      situation=" ".join(d.situation.split()) or UNSAID).strip()  # fmt: skip
+def personal_system(system: str, emotion: str, problem: str, situation: str) -> str:
+    """``system`` followed by what the seeker said of themselves before the talk: an ESConv record's emotion type,
+    problem type and situation, or a profile's (``profile_contexts``)."""
+    return load_prompt(PROMPT).render(system=system, emotion=emotion.strip() or UNSAID,
+                                      problem=problem.strip() or UNSAID,
+                                      situation=" ".join(situation.split()) or UNSAID).strip()  # fmt: skip
 
 
 def shown_record(share: float, personal: list[bool]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ WORD = re.compile(r"(?<![#@\w])[^\W\d_]+")  # a word: letters, not a hashtag or 
 META = re.compile(r"\{\s*\"|\b(?:personality|emotional[_ ]state|critique)\s*:", re.IGNORECASE)
 Events = list[tuple[str, str]]
 CHOSEN, REJECTED = "chosen", "rejected"  # the pair's replies, as the judge check names them
+PERSON_PROMPT = "evolve_reflect_person"  # the reflector told who a context's person is (a profile's card)
 
 
 def load_principles(path: str | None) -> Prompt:
@@ -59,6 +60,13 @@ def load_principles(path: str | None) -> Prompt:
 def transcript(messages: list[Message]) -> str:
     who = {"user": "Seeker", "assistant": "You"}
     return "\n".join(f"{who[m['role']]}: {m['content']}" for m in messages if m["role"] in who)
+
+
+def reflector_view(ex: ChatExample) -> str:
+    """The talk as the reflector is shown it: followed by the person's profile where the context has one (a
+    context drawn from a profile: ``ChatExample.person``, ``prompts/evolve_reflect_person.txt``)."""
+    talk = transcript(ex.messages)
+    return load_prompt(PERSON_PROMPT).render(transcript=talk, card=ex.person).strip() if ex.person else talk
 
 
 def clean_reply(text: str) -> str:
@@ -142,7 +150,7 @@ async def refine_context(model: ChatModel, ex: ChatExample, principles: Prompt, 
         if too_short(plain, s):
             return drop("plain_too_short")
         history = transcript(ex.messages)
-        dropped = await _reflect(reflector or model, history, plain, principles, s, seed=seed, rec=rec)
+        dropped = await _reflect(reflector or model, reflector_view(ex), plain, principles, s, seed=seed, rec=rec)
         if dropped:
             return drop(*dropped)
         fp = load_prompt("evolve_refine")

@@ -24,6 +24,8 @@ from ..models.base import ChatModel
 from ..models.hf import MODEL_CARD, HFChatModel, load_hf, read_model_card, resolve_hf
 from ..models.pool import LazyModels, ModelPool
 from ..models.spec import ModelSpec
+from ..profiles.loader import profile_inputs
+from ..profiles.schema import PERSONA
 from ..simulate.supporter import supporter_prompt
 from ..store.keys import Key
 from ..store.record import open_run
@@ -35,7 +37,8 @@ from .guard import load_guard
 from .pairs import PreferencePair, write_pairs
 from .personal import PROMPT as PERSONAL_PROMPT
 from .personal import Personal, shown_record
-from .reflect import PairJudge, load_principles, refine_context
+from .profile_contexts import profile_contexts, profile_id, training_profiles
+from .reflect import PERSON_PROMPT, PairJudge, load_principles, refine_context
 from .trainer import Log, main_log, peak_rss_mb, placement, processes, release_memory
 
 KIND = "evolve_refine"
@@ -55,12 +58,20 @@ def pair_judge_card(cfg: EvolveConfig) -> JudgeCard | None:
 
 
 def refine_contexts(cfg: EvolveConfig, round_no: int) -> list[ChatExample]:
+    """A round's contexts, a new seeded sample each round: ``refine.profile_count()`` profiles' openings
+    (``profile_contexts.py``), the rest of ``refine.contexts`` from the ESConv files."""
     system = supporter_prompt(cfg.system_prompt).text.strip()
     guard = load_guard(cfg.holdout)
     r = cfg.refine
-    data = cfg.data_of("refine")
-    return esconv_contexts(data, system, r.contexts, cfg.seed + 1000 * round_no, r.max_context_turns, guard,
-                           Personal(r.personal_share, cfg.seed))  # fmt: skip
+    seed, personal = cfg.seed + 1000 * round_no, Personal(r.personal_share, cfg.seed)
+    n_profiles = r.profile_count()
+    out: list[ChatExample] = []
+    if r.contexts > n_profiles:
+        out = esconv_contexts(cfg.data_of("refine"), system, r.contexts - n_profiles, seed, r.max_context_turns, guard,
+                              personal)  # fmt: skip
+    if n_profiles:
+        out += profile_contexts(training_profiles(r.profiles, guard), system, n_profiles, seed, personal)
+    return out
 
 
 async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: EvolveConfig, folder: Path, *,
@@ -72,11 +83,12 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
                 "principles": principles.version, "system": system.version,
                 "contexts": [c.id for c in contexts]}  # fmt: skip
     r = cfg.refine
-    files = [Path(p) for p in [*r.data, *cfg.holdout]]
+    files = [*(Path(p) for p in [*r.data, *cfg.holdout]), *profile_inputs(r.profiles)]
     me = processes()  # under accelerate launch, each process refines its share of the contexts
     if not me.main:
         barrier()  # the main process writes the run record first
-    prompts = (*PROMPTS, PERSONAL_PROMPT) if r.personal_share > 0 else PROMPTS
+    prompts = (*PROMPTS, *([PERSONAL_PROMPT] if r.personal_share > 0 else []),
+               *([PERSON_PROMPT, PERSONA] if r.profiles else []))  # fmt: skip
     store = open_run(folder, KIND, resolved, prompts=prompts, inputs=files)
     if me.main:
         barrier()
@@ -105,17 +117,12 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
             barrier()  # the main process writes the pairs
             return dict(store.get("stage", ("summary",)) or {})
         records = [r for _, r in store.items(KIND)]
-        personal = {c.id for c in contexts if c.personal}  # contexts shown the seeker's situation
         reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
-        pairs = [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}",
-                                "self_refine", {"round": round_no, "model": model_id, "context": r["id"],
-                                                "principles": r["principles"], "reflection": r["reflection"],
-                                                "personal": r["id"] in personal,
-                                                "reflector": r.get("reflector")})
-                 for r in records if r["status"] == "ok"]  # fmt: skip
+        pairs = round_pairs(records, contexts, round_no, model_id)
         write_pairs(folder.parent / "pairs.jsonl", pairs)
         summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
+                   "sources": dict(sorted(Counter(c.source for c in contexts).items())),
                    "shown": shown_record(cfg.refine.personal_share, [c.personal for c in contexts]),
                    "reflector": reflector,
                    "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
@@ -124,6 +131,18 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
         return summary
     finally:
         store.close()
+
+
+def round_pairs(records: list[dict[str, Any]], contexts: list[ChatExample], round_no: int, model_id: str) -> list[
+        PreferencePair]:  # fmt: skip
+    """The pairs of the contexts refined "ok", each with its provenance: the context, whether it was shown the
+    seeker's situation, the profile it was drawn from (None: an ESConv one), the reflection and who wrote it."""
+    personal = {c.id for c in contexts if c.personal}  # contexts shown the seeker's situation
+    return [PreferencePair(r["prompt"], r["chosen"], r["rejected"], f"self_refine:r{round_no}:{r['id']}", "self_refine",
+                           {"round": round_no, "model": model_id, "context": r["id"], "principles": r["principles"],
+                            "reflection": r["reflection"], "personal": r["id"] in personal,
+                            "profile_id": profile_id(r["id"]), "reflector": r.get("reflector")})
+            for r in records if r["status"] == "ok"]  # fmt: skip
 
 
 def barrier() -> None:
@@ -167,6 +186,12 @@ def served_generator(cfg: EvolveConfig, model_dir: Path, round_no: int, *, log: 
     return spec.model_copy(update={"model": name})
 
 
+def counted(contexts: list[ChatExample]) -> str:
+    """``12 contexts (esconv 8, profile 4)``: how many, and from where."""
+    by = Counter(c.source for c in contexts)
+    return f"{len(contexts)} contexts ({', '.join(f'{k} {v}' for k, v in sorted(by.items()))})"
+
+
 def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, round_no: int, *, log: Log,
                           progress: bool = True, hold: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Pairs from M(t) in ``model_dir``, generated in this process (batched); or, when ``refine.generator`` is
@@ -174,7 +199,7 @@ def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, roun
     contexts = refine_contexts(cfg, round_no)
     if cfg.refine.generator is not None:
         spec = served_generator(cfg, model_dir, round_no, log=log)
-        log(f"refine: round {round_no}, {len(contexts)} contexts, served model {spec.model}")
+        log(f"refine: round {round_no}, {counted(contexts)}, served model {spec.model}")
         summary = asyncio.run(_served(cfg, spec, contexts, folder, round_no, progress))
     else:
         src = resolve_hf(str(model_dir))
@@ -188,7 +213,7 @@ def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, roun
                                        repetition_penalty=cfg.refine.repetition_penalty,
                                        batch_size=cfg.refine.batch_size)  # fmt: skip
         teacher = f", reflections by {cfg.refine.reflector.model}" if cfg.refine.reflector else ""
-        log(f"refine: round {round_no}, {len(contexts)} contexts, model {model_dir}{teacher}")
+        log(f"refine: round {round_no}, {counted(contexts)}, model {model_dir}{teacher}")
         summary = asyncio.run(build_pairs(chat, contexts, cfg, folder, round_no=round_no, model_id=src.identity,
                                           progress=progress))  # fmt: skip
     log(f"refine: {summary['kept']} pairs kept, dropped {summary['dropped']} ({summary['wall_s']:.0f}s)")
@@ -212,6 +237,8 @@ def run_all(cfg: EvolveConfig, out: Path, *, log: Log, progress: bool = True) ->
             "refine.generator with load_adapter: false serves one model, but each round must be refined by M(t): "
             "set refine.load_adapter: true (the server loads each round's adapter), or run the stages one by one"
         )
+    if cfg.rounds and cfg.refine.profiles:
+        training_profiles(cfg.refine.profiles)  # one marked evaluation_only is refused before SFT, not after it
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     summary: dict[str, Any] = {"config": cfg.resolved(), "stages": []}

@@ -75,22 +75,38 @@ def step_of(point: int, bound: int) -> int:
     return round((point - 4) / 3 * bound)
 
 
+def told_facts(profile: Profile) -> list[str]:
+    """The profile's story, one sentence a fact, in the seeker's voice."""
+    return [first_person(fact, profile) for fact in story_facts(profile)]
+
+
+def fact_at(profile: Profile, facts: list[str], turn: int) -> str:
+    """What the seeker tells at ``turn`` (0: the opening): the next fact, or how it still feels once all are told."""
+    return facts[turn] if turn < len(facts) else f"I still feel {profile.emotional_state.emotion}."
+
+
+def opening(profile: Profile, facts: list[str] | None = None) -> str:
+    """The rules user's first message (no model): its emotion and the first fact of its story. ``facts``: the
+    profile's ``told_facts``, where they are at hand."""
+    first = fact_at(profile, told_facts(profile) if facts is None else facts, 0)
+    return f"Hi. I feel {profile.emotional_state.emotion}. {first}"
+
+
 class RulesUser:
     def __init__(self, profile: Profile, settings: RulesSettings) -> None:
         self.profile = profile
         self.s = settings
-        self.facts = [first_person(fact, profile) for fact in story_facts(profile)]  # in the seeker's voice
+        self.facts = told_facts(profile)
         self.state = UserState(turn=0, intensity=profile.emotional_state.intensity, trust=settings.initial_trust)
 
     def initial_state(self) -> UserState:
         return self.state
 
     def _fact(self, turn: int) -> str:
-        return self.facts[turn] if turn < len(self.facts) else f"I still feel {self.profile.emotional_state.emotion}."
+        return fact_at(self.profile, self.facts, turn)
 
     async def open(self, seed: int) -> UserStep:
-        return UserStep(text=f"Hi. I feel {self.profile.emotional_state.emotion}. {self._fact(0)}",
-                        inner={"opening": True})  # fmt: skip
+        return UserStep(text=opening(self.profile, self.facts), inner={"opening": True})
 
     async def perceive(self, turns: list[Turn], seed: int) -> UserStep:
         reply = turns[-1].text
