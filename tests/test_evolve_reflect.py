@@ -60,6 +60,9 @@ async def test_kept_pair_has_the_plain_reply_rejected_and_the_refined_one_chosen
         (None, "#Hope 13278493 🌱", "refined_too_short"),
         (None, "word " * 200, "length_blowup"),
         (None, "Personality: quiet. I hear you.", "reflection_leaked"),
+        # a reply about the reply, as a 0.5B policy wrote one in a real round
+        (None, "Sure, here's a more concise version of your first reply: I hear you.", "reflection_leaked"),
+        (None, "Unlike my previous response, I want to ask: how are you sleeping?", "reflection_leaked"),
     ],
 )
 async def test_dropped_pairs_say_why(reflection: str | None, refined: str, reason: str) -> None:

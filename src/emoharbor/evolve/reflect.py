@@ -33,7 +33,12 @@ LABEL = re.compile(
     r"^\s*(?:\*\*)?(?:improved|refined|new|final)?\s*(?:reply|response|supporter|answer)\s*:(?:\*\*)?\s*", re.IGNORECASE
 )
 WORD = re.compile(r"(?<![#@\w])[^\W\d_]+")  # a word: letters, not a hashtag or a handle
-META = re.compile(r"\{\s*\"|\b(?:personality|emotional[_ ]state|critique)\s*:", re.IGNORECASE)
+META = re.compile(  # the reflection's fields, or a reply that speaks of the replies ("here's a more concise version")
+    r"\{\s*\"|\b(?:personality|emotional[_ ]state|critique)\s*:"
+    r"|\b(?:your|my|the) (?:first|previous|original|earlier) (?:reply|response)\b"
+    r"|\bhere(?:'s|’s| is) (?:a|an|the|my) [\w ,-]{0,40}?(?:version|reply|response)\b",
+    re.IGNORECASE,
+)
 Events = list[tuple[str, str]]
 CHOSEN, REJECTED = "chosen", "rejected"  # the pair's replies, as the judge check names them
 PERSON_PROMPT = "evolve_reflect_person"  # the reflector told who a context's person is (a profile's card)
