@@ -46,3 +46,30 @@ def test_a_hub_id_not_in_the_cache_is_one_line_naming_the_way_out(
         resolve_hf("someorg/absent")
     with pytest.raises(ConfigError, match="not a model folder"):
         resolve_hf("not/a/hub/id")
+
+
+def test_hf_models_load_from_several_threads_at_once(tmp_path: Path) -> None:
+    """An evaluation's hf supporters load together, each in a thread: in a fresh interpreter, where transformers
+    is not yet imported (its lazy first imports fail from several threads at once), all of them load."""
+    import subprocess
+    import sys
+
+    from evolve_helpers import tiny_model_dir
+
+    folder = tiny_model_dir(tmp_path / "tiny")
+    code = (
+        "import sys, threading\n"
+        "from emoharbor.models.hf import load_hf, resolve_hf\n"
+        "done, errors = [], []\n"
+        "def load():\n"
+        "    try:\n"
+        f"        done.append(load_hf(resolve_hf({str(folder)!r}), device='cpu')[0] is not None)\n"
+        "    except Exception as e:\n"
+        "        errors.append(repr(e))\n"
+        "threads = [threading.Thread(target=load) for _ in range(4)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "print(len(done), errors)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    assert out.stdout.strip() == "4 []", out.stdout + out.stderr

@@ -15,6 +15,7 @@ import gc
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,6 +183,11 @@ def quiet_libraries() -> None:
         pass
 
 
+# transformers' lazy first imports fail when several threads make them at once ("cannot import name
+# 'AutoModelForCausalLM'"), as an evaluation's hf supporters do when they load together: one load at a time
+_LOADING = threading.Lock()
+
+
 def load_hf(
     src: HFSource,
     *,
@@ -190,11 +196,21 @@ def load_hf(
     trainable: bool = False,
     gradient_checkpointing: bool = False,
 ) -> tuple[Any, Any]:
-    """(model, tokenizer) on ``device``; the adapter (if any) loaded trainable or frozen."""
+    """(model, tokenizer) on ``device``; the adapter (if any) loaded trainable or frozen. Safe from several threads
+    at once: they load one after the other."""
+    with _LOADING:
+        return _load_hf(src, device=device, dtype=dtype, trainable=trainable,
+                        gradient_checkpointing=gradient_checkpointing)  # fmt: skip
+
+
+def _load_hf(src: HFSource, *, device: str, dtype: str, trainable: bool,
+             gradient_checkpointing: bool) -> tuple[Any, Any]:  # fmt: skip
     try:
         import torch  # noqa: F401
         from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError:
+    except ImportError as e:
+        if e.name not in ("torch", "transformers"):
+            raise  # installed, but something in it failed to import: show that
         raise EmoharborError(f"the hf backend needs torch and transformers: {TRAIN_HINT}") from None
     quiet_libraries()
     dev = pick_device(device)
