@@ -148,10 +148,10 @@ def record_reply_card(models: list[tuple[str, Path | str]], fig: dict[str, Any])
     """Each evolve model's card gets its row of the reply card (its mean, words, difference from the first)."""
     from .card import add_to_card
 
+    head = {k: fig[k] for k in ("judge", "contexts", "reference")}
+    head["rule_made"] = {row: r["mean"] for row, r in fig["models"].items() if row.startswith(RULE_MADE)}
     for name, folder in models:
         if (Path(folder) / MODEL_CARD).is_file() and name in fig["models"]:
-            head = {k: fig[k] for k in ("judge", "contexts", "reference")}
-            head["rule_made"] = {row: r["mean"] for row, r in fig["models"].items() if row.startswith(RULE_MADE)}
             add_to_card(Path(folder), "reply_card", {**head, **fig["models"][name]})
 
 

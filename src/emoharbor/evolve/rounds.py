@@ -122,7 +122,7 @@ async def build_pairs(model: ChatModel, contexts: list[ChatExample], cfg: Evolve
         write_pairs(folder.parent / "pairs.jsonl", pairs)
         summary = {"contexts": len(records), "kept": len(pairs), "dropped": dict(sorted(reasons.items())),
                    "plain_truncated": sum(r.get("rejected_finish") == "length" for r in records),
-                   "sources": dict(sorted(Counter(c.source for c in contexts).items())),
+                   "sources": sources(contexts),
                    "shown": shown_record(cfg.refine.personal_share, [c.personal for c in contexts]),
                    "reflector": reflector,
                    "wall_s": time.monotonic() - started, "events": store.event_counts()}  # fmt: skip
@@ -186,10 +186,14 @@ def served_generator(cfg: EvolveConfig, model_dir: Path, round_no: int, *, log: 
     return spec.model_copy(update={"model": name})
 
 
+def sources(contexts: list[ChatExample]) -> dict[str, int]:
+    """How many contexts came from each source (``esconv``, ``profile``), by name."""
+    return dict(sorted(Counter(c.source for c in contexts).items()))
+
+
 def counted(contexts: list[ChatExample]) -> str:
     """``12 contexts (esconv 8, profile 4)``: how many, and from where."""
-    by = Counter(c.source for c in contexts)
-    return f"{len(contexts)} contexts ({', '.join(f'{k} {v}' for k, v in sorted(by.items()))})"
+    return f"{len(contexts)} contexts ({', '.join(f'{k} {v}' for k, v in sources(contexts).items())})"
 
 
 def refine_with_model_dir(cfg: EvolveConfig, model_dir: Path, folder: Path, round_no: int, *, log: Log,
