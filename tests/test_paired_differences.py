@@ -63,7 +63,7 @@ def test_the_differences_are_rows_of_the_leaderboard_csv_and_in_its_json() -> No
             under[c.id] = {k: min(5, 2 + (i % 3) + bump) for k in keys()}
     est = {"mean": 3.0, "lo": 2.5, "hi": 3.5, "n": 6}
     row = {"supporter": "better", "dimensions": {k: est for k in keys()},
-           **{k: est for k in ("overall", "generic", "personal", "gap", "intensity_change")}}  # fmt: skip
+           **{k: est for k in ("overall", "generic", "personal", "gap", "intensity_change", "words")}}  # fmt: skip
     few = {"mean": 1.0, "lo": None, "hi": None, "n": MIN_N - 1, "p_above_0": None, "p": None, "p_holm": None}
     diffs = differences(convs, under, keys(), "base", seed=0)
     diffs["tiny"] = {"warmth": few}
@@ -71,9 +71,10 @@ def test_the_differences_are_rows_of_the_leaderboard_csv_and_in_its_json() -> No
     rows = list(csv.DictReader(io.StringIO(render(board, "csv"))))
     assert list(rows[0]) == CSV_HEADER and CSV_HEADER[:6] == ["supporter", "metric", "mean", "lo", "hi", "n"]
     plain = [r for r in rows if not r["metric"].startswith("diff:")]
-    assert len(plain) == 15 and all(r["vs"] == r["p_holm"] == "" for r in plain)  # 10 dimensions + 5
+    assert len(plain) == 16 and all(r["vs"] == r["p_holm"] == "" for r in plain)  # 10 dimensions + 6
     better = {r["metric"]: r for r in rows if r["supporter"] == "better" and r["metric"].startswith("diff:")}
-    assert list(better) == [*(f"diff:{k}" for k in keys()), "diff:overall", "diff:generic", "diff:personal"]
+    assert list(better) == [*(f"diff:{k}" for k in keys()), "diff:overall", "diff:generic", "diff:personal",
+                            "diff:words"]  # fmt: skip
     warmth = better["diff:warmth"]
     assert warmth["vs"] == "base" and float(warmth["mean"]) == pytest.approx(1.0) and warmth["n"] == "6"
     assert float(warmth["lo"]) <= 1.0 <= float(warmth["hi"]) and float(warmth["p_above_0"]) == pytest.approx(1.0)
@@ -100,3 +101,29 @@ def test_differences_that_are_all_zero_or_one_sided_with_ties_are_not_significan
     assert 0.1 < tied["p"] < 0.2
     clear = paired_difference([1, 1, 2, 1, 1, 2, 1, 1])
     assert clear["p"] < 0.01 and clear["p_above_0"] == pytest.approx(1.0)
+
+
+def test_the_supporters_words_a_message_are_paired_beside_the_scores() -> None:
+    """A supporter that writes 4 more words a message than the baseline, on the same profiles, shows +4 [4, 4] words
+    in its difference table, scored or not, and its mean words in its row; a conversation it wrote nothing in has
+    no length and no pair."""
+    from emoharbor.assess.leaderboard import RunResults, leaderboard
+    from emoharbor.simulate.conversation import Turn
+
+    convs, under = [], {}
+    for i in range(6):
+        for sup, extra in (("base", 0), ("longer", 4)):
+            said = " ".join(["word"] * (5 + i + extra))
+            turns = [Turn(speaker="user", text="hi"), Turn(speaker="supporter", text=said),
+                     Turn(speaker="user", text="ok"), Turn(speaker="supporter", text=said + " and two")]  # fmt: skip
+            c = Conversation(id=f"p{i}|{sup}|0", profile_id=f"p{i}", supporter=sup, turns=turns)
+            convs.append(c)
+            under[c.id] = {k: 3 for k in keys()} if i else None  # p0 unscored: its length still pairs
+    convs.append(Conversation(id="p9|longer|0", profile_id="p9", supporter="longer"))  # no message: no length
+    assert convs[0].supporter_words == pytest.approx(6.0)  # (5 + 7) / 2
+    words = differences(convs, under, keys(), "base", seed=0)["longer"]["words"]
+    assert words["n"] == 6 and words["mean"] == pytest.approx(4.0)
+    assert words["lo"] == pytest.approx(4.0) and words["hi"] == pytest.approx(4.0)
+    results = RunResults(convs, [], {}, ["base", "longer"], {}, {})
+    rows = {r["supporter"]: r for r in leaderboard(results, "user")["rows"]}
+    assert rows["base"]["words"]["mean"] == pytest.approx(8.5) and rows["longer"]["words"]["n"] == 6

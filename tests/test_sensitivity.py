@@ -22,10 +22,11 @@ from emoharbor.reward.penalties import penalties
 from emoharbor.reward.settings import RewardSettings
 from emoharbor.sensitivity.analysis import outcomes_of, sensitivity_table
 from emoharbor.sensitivity.bad import MAKERS, bad_replies, suite_version
-from emoharbor.sensitivity.cases import Pool, esconv_cases, heart_cases, words
+from emoharbor.sensitivity.cases import Pool, esconv_cases, heart_cases
 from emoharbor.sensitivity.names import ALL
 from emoharbor.sensitivity.render import render_sensitivity
 from emoharbor.sensitivity.run import SensitivityOptions, run_sensitivity
+from emoharbor.simulate.conversation import words
 from emoharbor.store.run_store import RunStore
 from evolve_helpers import esconv_file
 from reward_helpers import digit

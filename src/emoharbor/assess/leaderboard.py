@@ -1,6 +1,7 @@
 """The leaderboard of an EmoHarbor run: per supporter, each dimension's mean with a bootstrap 95%
-interval, generic vs personal means and their gap, the change in emotion intensity, termination
-reasons, unscored counts, and tokens and cost per role."""
+interval, generic vs personal means and their gap, the change in emotion intensity, the supporter's words a
+message (beside every score: a judge that rewards length is seen), termination reasons, unscored counts, and
+tokens and cost per role."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from ..store import records
 from ..store.run_store import RunStore
 from .dimensions import group_keys, keys
 from .evidence import OUTCOMES, assessment_evidence
+
+LENGTH = "words"  # the supporter's mean words a message in a conversation: a row and a difference of every board
 
 
 def _row_means(scores: list[dict[str, int | None]], dims: list[str] | None = None) -> list[float]:
@@ -48,8 +51,10 @@ def differences(convs: list[Conversation], under: dict[str, dict[str, Any] | Non
                 *, seed: int) -> dict[str, dict[str, dict[str, Any]]]:  # fmt: skip
     """Each supporter minus ``base`` on the same profiles and repeats: per dimension and for the overall, generic
     and personal means, a paired bootstrap over the pairs, P(difference > 0), and Holm-adjusted p across the
-    dimensions (the group means are not in that family)."""
+    dimensions (the group means are not in that family); and the supporter's words a message (``LENGTH``), over
+    the pairs of conversations both supporters wrote in, scored or not."""
     by = {(c.supporter, c.profile_id, c.repeat): under.get(c.id) for c in convs}
+    lengths = {(c.supporter, c.profile_id, c.repeat): c.supporter_words for c in convs}
     groups = {"overall": None, "generic": group_keys("generic"), "personal": group_keys("personal")}
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for sup in sorted({c.supporter for c in convs} - {base}):
@@ -64,6 +69,9 @@ def differences(convs: list[Conversation], under: dict[str, dict[str, Any] | Non
             cells[name] = paired_difference(diffs, seed=seed)
         for d, p in zip(dim_keys, holm([cells[d]["p"] for d in dim_keys]), strict=True):
             cells[d]["p_holm"] = p
+        longer = [w - w0 for (who, pid, rep), w in lengths.items()
+                  if who == sup and w is not None and (w0 := lengths.get((base, pid, rep))) is not None]  # fmt: skip
+        cells[LENGTH] = paired_difference(longer, seed=seed)
         out[sup] = cells
     return out
 
@@ -138,6 +146,7 @@ def _supporter_row(sup: str, mine: list[Conversation], assessments: dict[str, re
         "gap": shown(bootstrap_ci(gaps, seed=seed)),
         "overall": shown(bootstrap_ci(_row_means(scored), seed=seed)),
         "intensity_change": shown(bootstrap_ci(changes, seed=seed)),
+        LENGTH: shown(bootstrap_ci([w for c in mine if (w := c.supporter_words) is not None], seed=seed)),
         "evidence": dict(evidence),
         "terminations": dict(Counter(c.termination for c in mine)),
         "events": dict(Counter(ev for c in mine for ev, _ in c.events)),

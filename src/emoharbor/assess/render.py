@@ -8,11 +8,13 @@ from typing import Any
 from ..stats.bootstrap import TOO_SMALL, too_small
 from ..tables import RESUME, csv_table, interval, nothing_measured, num, text_table
 from .dimensions import keys
+from .leaderboard import LENGTH
 
 GROUP_MEANS = ("overall", "generic", "personal")
+NOT_IN_HOLM = (*GROUP_MEANS, LENGTH)  # the rows of a difference table that Holm's family leaves out
 CSV_HEADER = ["supporter", "metric", "mean", "lo", "hi", "n", "vs", "p_above_0", "p", "p_holm"]
 SUMMARY_HEADER = ["supporter", "convs", "scored", "unscored", "overall", "generic", "personal", "gap (gen-pers)",
-                  "intensity change (end - start)"]  # fmt: skip
+                  "intensity change (end - start)", "words a message"]  # fmt: skip
 ENDS_HEADER = ["supporter", "evidence quoted/not a quote/placeholder", "terminations", "events"]
 USAGE_HEADER = ["supporter", "role", "calls", "tokens spent", "cost USD spent", "tokens from cache", "USD from cache"]
 
@@ -28,9 +30,9 @@ def differences_text(board: dict[str, Any], md: bool) -> list[str]:
     head = "##" if md else "#"
     out = []
     for sup, cells in board.get("differences", {}).items():
-        names = [*board.get("dimension_keys", keys()), *GROUP_MEANS]
+        names = [*board.get("dimension_keys", keys()), *NOT_IN_HOLM]
         rows = [[d, str(cells[d]["n"]), _ci(cells[d]), num(cells[d]["p_above_0"]),
-                 num(cells[d].get("p_holm"), 3) if d not in GROUP_MEANS else "-"]
+                 num(cells[d].get("p_holm"), 3) if d not in NOT_IN_HOLM else "-"]
                 for d in names if d in cells]  # fmt: skip
         paired = any(c["n"] for c in cells.values())
         why = f"no profile and repeat has the judge's scores for both {sup} and {board['baseline']}"
@@ -79,7 +81,8 @@ def no_scores(judge: str, counts: str = "") -> str:
 
 def _summary_row(r: dict[str, Any]) -> list[str]:
     return [r["supporter"], str(r["conversations"]), str(r["scored"]), str(r["unscored"]), _ci(r["overall"]),
-            _ci(r["generic"]), _ci(r["personal"]), _ci(r["gap"]), _ci(r["intensity_change"], 1)]  # fmt: skip
+            _ci(r["generic"]), _ci(r["personal"]), _ci(r["gap"]), _ci(r["intensity_change"], 1),
+            _ci(r[LENGTH], 1)]  # fmt: skip
 
 
 def _ends_row(r: dict[str, Any]) -> list[str]:
@@ -109,12 +112,12 @@ def to_csv(board: dict[str, Any]) -> str:
     for r in board["rows"]:
         metrics = {
             **{f"dim:{d}": r["dimensions"][d] for d in dims if d in r["dimensions"]},
-            **{k: r[k] for k in (*GROUP_MEANS, "gap", "intensity_change")},
+            **{k: r[k] for k in (*GROUP_MEANS, "gap", "intensity_change", LENGTH)},
         }
         rows += [[r["supporter"], name, e["mean"], e["lo"], e["hi"], e["n"], None, None, None, None]
                  for name, e in metrics.items()]  # fmt: skip
     for sup, cells in board.get("differences", {}).items():
-        for d in [*dims, *GROUP_MEANS]:
+        for d in [*dims, *NOT_IN_HOLM]:
             if (c := cells.get(d)) is not None:
                 rows.append([sup, f"diff:{d}", c["mean"], c["lo"], c["hi"], c["n"], board["baseline"],
                              c.get("p_above_0"), c.get("p"), c.get("p_holm")])  # fmt: skip

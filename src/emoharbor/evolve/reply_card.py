@@ -38,7 +38,7 @@ from ..scoring.case import Case
 from ..sensitivity.bad import MAKERS, bad_replies
 from ..sensitivity.cases import Pool
 from ..simulate.agents import ReactionSettings
-from ..simulate.conversation import Turn
+from ..simulate.conversation import Turn, words
 from ..simulate.supporter import make_supporter
 from ..stats.bootstrap import bootstrap_ci, paired_difference, shown
 from ..store.keys import Key
@@ -146,14 +146,14 @@ async def write_replies(supporters: list[SupporterSpec], contexts: list[ChatExam
                         text, events = await made[name].reply(turns_of(ex), seed)
                     except ModelCallError as e:
                         return {**base, "status": "error", "error": str(e)[:500]}, [("model_error", str(e)[:200])]
-                    return {**base, "status": "ok", "reply": text, "words": len(text.split())}, events
+                    return {**base, "status": "ok", "reply": text, "words": words(text)}, events
 
                 return work
 
             def made_by_rule(key: Key, text: str) -> Work:
                 async def work() -> tuple[dict[str, Any], Events]:
                     return {"context": key[0], "model": key[1], "status": "ok", "reply": text,
-                            "words": len(text.split())}, []  # fmt: skip
+                            "words": words(text)}, []  # fmt: skip
 
                 return work
 

@@ -25,12 +25,13 @@ import numpy as np
 from ..assess.dimensions import group_keys
 from ..heart.dimensions import keyword_pattern
 from ..sensitivity.bad import content_words
+from ..simulate.conversation import words
 from ..stats.bootstrap import TOO_SMALL, bootstrap_ci, shown
 from ..store.record import user_model
 from ..store.records import Assessment
 from ..store.run_store import RunStore
 from .figures import ladder_figures
-from .rungs import texts, words
+from .rungs import texts
 
 LIVED = "lived"
 BASELINE = "baseline (no model)"

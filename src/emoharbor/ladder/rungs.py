@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 import zlib
 from dataclasses import dataclass
 from functools import cache
@@ -34,13 +33,12 @@ import yaml
 from ..errors import ConfigError
 from ..profiles.schema import Profile
 from ..prompts import Prompt, load_prompt
-from ..simulate.conversation import Turn
+from ..simulate.conversation import Turn, words
 from ..simulate.supporter import supporter_prompt
 
 REFERENCE = "default"  # the rung the scripted ones are length-matched to
 PROMPTS = ("supporter_default", "supporter_knows", "supporter_card")
 RULES = "ladder-rungs-2"  # the rules of the scripted rungs: bump when one changes what it makes (in every record)
-WORD = re.compile(r"\S+")
 
 
 @cache
@@ -51,10 +49,6 @@ def texts() -> dict[str, Any]:
 def texts_version() -> str:
     raw = resources.files(__package__).joinpath("texts.yaml").read_text(encoding="utf-8")
     return hashlib.sha256(raw.encode()).hexdigest()[:10]
-
-
-def words(text: str) -> int:
-    return len(WORD.findall(text))
 
 
 @dataclass(frozen=True)

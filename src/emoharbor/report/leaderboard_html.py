@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..assess.dimensions import dimensions, keys
-from ..assess.render import GROUP_MEANS
+from ..assess.leaderboard import LENGTH
+from ..assess.render import GROUP_MEANS, NOT_IN_HOLM
 from ..simulate.conversation import Conversation
 from ..stats.bootstrap import MIN_N, bootstrap_ci
 from ..tables import num
@@ -17,9 +18,10 @@ from .svg import Dots, Series, forest, intervals, trajectories
 
 def summary_table(board: dict[str, Any], tid: str = "") -> str:
     header = ["supporter", "conversations", "scored", "unscored", "overall", "generic", "personal",
-              "gap (generic - personal)", "intensity change (end - start)"]  # fmt: skip
+              "gap (generic - personal)", "intensity change (end - start)", "words a message"]  # fmt: skip
     rows = [[esc(r["supporter"]), str(r["conversations"]), str(r["scored"]), str(r["unscored"]),
-             *[est(r[k]) for k in ("overall", "generic", "personal", "gap")], est(r["intensity_change"], 1)]
+             *[est(r[k]) for k in ("overall", "generic", "personal", "gap")], est(r["intensity_change"], 1),
+             est(r[LENGTH], 1)]
             for r in board["rows"]]  # fmt: skip
     return table(header, rows, tid=tid, cls="leaderboard")
 
@@ -45,7 +47,7 @@ def colours(boards: dict[str, dict[str, Any]]) -> dict[str, str]:
 def difference_table(cells: dict[str, dict[str, Any]], names: list[str], tid: str = "") -> str:
     """One supporter minus the baseline, a row per score: pairs, the mean difference [95% interval] (green: the
     interval lies above 0, red: below; nothing coloured and no interval under ``MIN_N`` pairs), P(difference >
-    0) and Holm's p across the dimensions ("-" for the group means, which are not in that family)."""
+    0) and Holm's p across the dimensions ("-" for the group means and the words, which are not in that family)."""
     rows: list[list[Cell]] = []
     for d in names:
         if d not in cells:
@@ -53,7 +55,7 @@ def difference_table(cells: dict[str, dict[str, Any]], names: list[str], tid: st
         c = cells[d]
         side = side_of_zero(c)
         diff: Cell = (est(c, with_n=False), f'class="{side}"') if side else est(c, with_n=False)
-        holm = "-" if d in GROUP_MEANS else num(c.get("p_holm"), 3)
+        holm = "-" if d in NOT_IN_HOLM else num(c.get("p_holm"), 3)
         rows.append([esc(d), str(c["n"]), diff, num(c.get("p_above_0")), holm])
     header = ["score", "pairs", "difference [95% interval]", "P(difference &gt; 0)", "p (Holm)"]
     return table(header, rows, tid=tid, cls="differences")
@@ -76,7 +78,7 @@ def differences_html(board: dict[str, Any], run_id: str, palette: dict[str, str]
     series = []
     for i, (sup, cells) in enumerate(diffs.items()):
         parts.append(f"<h4>{esc(sup)} minus {esc(base)}</h4>")
-        parts.append(difference_table(cells, names, tid=f"{run_id}-diff-{judge}-{sup}"))
+        parts.append(difference_table(cells, [*names, LENGTH], tid=f"{run_id}-diff-{judge}-{sup}"))
         series.append(Dots(sup, palette.get(sup, color(i)), [cells.get(d, {}) for d in names]))
     chart = forest(
         names,
@@ -102,7 +104,8 @@ def leaderboard_html(boards: dict[str, dict[str, Any]], run_id: str) -> str:
             '<p class="hint">mean [95% bootstrap interval] n; scores 1-5; click a column to sort. '
             "The gap is generic minus personal: a large gap is empathy that does not fit the person. "
             "The intensity change is the simulated user's emotion intensity (0-100) at the end minus at the "
-            f"start: below 0 is relief. Under {MIN_N} values: the mean alone (n too small).</p>"
+            "start: below 0 is relief. Words a message: the supporter's mean length, beside every score (a judge "
+            f"that rewards length shows it). Under {MIN_N} values: the mean alone (n too small).</p>"
         )
         parts.append(summary_table(board, tid=f"{run_id}-lb-{judge}"))
         parts.append("<details open><summary>Every dimension</summary>" + dimension_table(board) + "</details>")

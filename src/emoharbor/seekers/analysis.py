@@ -24,6 +24,7 @@ from typing import Any
 from ..reward.settings import RewardSettings
 from ..scoring.names import REAL, USER
 from ..scoring.values import record_values, scorer_usage
+from ..simulate.conversation import words
 from ..simulate.rules_user import content_words
 from ..store.record import user_model
 from ..store.run_store import RunStore
@@ -37,7 +38,7 @@ BASELINES = ("words", "position", "echo")
 def baselines(p: Point) -> dict[str, float]:
     turns = p.case.context.turns
     seeker = turns[-1].text if turns and turns[-1].speaker == "user" else ""
-    return {"words": float(len(p.reply.split())), "position": float(p.block),
+    return {"words": float(words(p.reply)), "position": float(p.block),
             "echo": float(len(content_words(seeker) & content_words(p.reply)))}  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from ..assess.judge_forms import judge_form
 from ..reward.settings import RewardSettings
 from ..scoring.names import REAL, USER
 from ..scoring.values import Values, record_values, scorer_usage
+from ..simulate.conversation import words
 from ..stats.bootstrap import Estimate, bootstrap_ci, shown
 from ..stats.clusters import cluster_mean_ci
 from ..store.record import user_model
@@ -99,8 +100,8 @@ def pointwise_values(cfg: dict[str, Any], cases: dict[str, dict[str, Any]],
                      scores: list[dict[str, Any]]) -> dict[str, Values]:  # fmt: skip
     """The pointwise scorers' values: the word count of every reply of ``cases``, then those of ``scores``."""
     s = RewardSettings.model_validate(cfg.get("reward") or {})
-    words: Values = {(c, k): float(len(t.split())) for c, d in cases.items() for k, t in d["replies"].items()}
-    return {"words": words, **record_values(scores, s)}
+    lengths: Values = {(c, k): float(words(t)) for c, d in cases.items() for k, t in d["replies"].items()}
+    return {"words": lengths, **record_values(scores, s)}
 
 
 def sensitivity_table(store: RunStore, *, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:

@@ -32,7 +32,8 @@ from typing import Any
 import yaml
 
 from ..scoring.case import Case
-from .cases import Pool, words
+from ..simulate.conversation import words
+from .cases import Pool
 
 RULES = "bad-replies-1"  # bump when a rule below changes what it makes
 WORD = re.compile(r"[A-Za-z']+")

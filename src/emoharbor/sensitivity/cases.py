@@ -34,7 +34,7 @@ from ..reward.context import (
     talk,
 )
 from ..scoring.case import Case
-from ..simulate.conversation import Turn
+from ..simulate.conversation import Turn, words
 
 MIN_WORDS = 8
 MIN_EMPATHY = 4
@@ -50,12 +50,8 @@ class Pool:
 
     def add(self, dialog: str, problem: str, turns: list[Turn]) -> None:
         for t in turns:
-            if len(t.text.split()) >= MIN_WORDS:
+            if words(t.text) >= MIN_WORDS:
                 (self.seeker if t.speaker == "user" else self.replies).append((dialog, problem, t.text))
-
-
-def words(text: str) -> int:
-    return len(text.split())
 
 
 def esconv_cut(d: EsconvDialog, initial_trust: int) -> Case | None:

@@ -10,6 +10,12 @@ Termination = Literal["user_ended_satisfied", "user_disengaged", "max_turns", "s
 Decision = Literal["continue", "end_satisfied", "disengage"]
 
 
+def words(text: str) -> int:
+    """A message's length in words: its whitespace-separated tokens (the one count of the leaderboard, the reply
+    card, the ladder and the sensitivity suite; the realism figures count a message's letters-and-digits runs)."""
+    return len(text.split())
+
+
 class UserState(BaseModel):
     """The simulated user's inner world after one supporter message (turn 0: before any)."""
 
@@ -40,6 +46,12 @@ class Conversation(BaseModel):
     error: str = ""
     events: list[tuple[str, str]] = Field(default_factory=list)
     wall_s: float = 0.0
+
+    @property
+    def supporter_words(self) -> float | None:
+        """The supporter's mean words a message in this conversation (None: it wrote none)."""
+        mine = [words(t.text) for t in self.turns if t.speaker == "supporter"]
+        return sum(mine) / len(mine) if mine else None
 
     @property
     def intensity_change(self) -> int | None:

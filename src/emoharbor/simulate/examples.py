@@ -19,13 +19,14 @@ from ..data.esconv import EsconvDialog, load_esconv
 from ..errors import ConfigError
 from ..profiles.schema import Profile
 from ..prompts import load_prompt
+from .conversation import words
 
 MIN_WORDS = 5
 
 
 def sample_message(dialog: EsconvDialog) -> str | None:
     """The talk's middle seeker message of at least ``MIN_WORDS`` words (None: it has none)."""
-    said = [t.text for t in dialog.merged_turns() if t.speaker == "seeker" and len(t.text.split()) >= MIN_WORDS]
+    said = [t.text for t in dialog.merged_turns() if t.speaker == "seeker" and words(t.text) >= MIN_WORDS]
     return said[len(said) // 2] if said else None
 
 

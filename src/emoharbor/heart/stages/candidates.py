@@ -12,6 +12,7 @@ from ...config import SupporterSpec
 from ...errors import ConfigError
 from ...models.base import ChatModel, Message, ModelCallError
 from ...prompts import load_prompt
+from ...simulate.conversation import words
 from ...simulate.supporter import supporter_prompt
 from ..config import resolve_path
 from ..histories import SEEKER, History
@@ -81,7 +82,7 @@ def record(history: History, competitor: str, status: str, text: str = "", **ext
         "competitor": competitor,
         "status": status,
         "text": text,
-        "words": len(text.split()),
+        "words": words(text),
         **extra,
     }
 

@@ -18,6 +18,7 @@ from ...assess.judge_forms import Pair, PairForm, card_form
 from ...models.base import ChatModel, Message, ModelCallError
 from ...models.expected import expected_scores
 from ...models.structured import Structured, ask_json
+from ...simulate.conversation import words
 from ..dimensions import OVERALL, describe
 from ..histories import History
 from .candidates import Events, context_line, transcript
@@ -119,7 +120,7 @@ async def judge_pair(
     rec: dict[str, Any] = {"history_id": history.id, "subset": history.subset, "a": a,
                            "b": second.name if first.name == a else first.name, "judge": judge, "order": order,
                            "first": first.name, "ids": {first.name: first.id, second.name: second.id},
-                           "words": {first.name: len(first.text.split()), second.name: len(second.text.split())},
+                           "words": {first.name: words(first.text), second.name: words(second.text)},
                            "card": card.version}  # fmt: skip
     messages, version = judge_messages(history, first, second, dimensions, show_situation, card)
     chooses = card_form(card, PairForm).chooses
