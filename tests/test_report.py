@@ -93,7 +93,8 @@ def test_report_command_writes_html_and_leaderboard_formats(runs: dict[str, Path
     rows = list(csv.reader(io.StringIO(both)))
     assert rows[0][0] == "run" and {r[0] for r in rows[1:]} == {str(runs["eh"]), str(runs["val"])}
     diffs = [r for r in rows if r[0] == str(runs["eh"]) and r[2].startswith("diff:")]
-    assert len(diffs) == 13 and {r[1] for r in diffs} == {"personal"} and {r[7] for r in diffs} == {"plain"}
+    # 10 dimensions, the 3 group means and the supporter's words a message
+    assert len(diffs) == 14 and {r[1] for r in diffs} == {"personal"} and {r[7] for r in diffs} == {"plain"}
     bad = runner.invoke(cli, ["report", str(tmp_path)])
     assert bad.exit_code != 0 and "not a run folder" in str(bad.exception or bad.output)
 

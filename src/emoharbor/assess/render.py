@@ -34,7 +34,7 @@ def differences_text(board: dict[str, Any], md: bool) -> list[str]:
         rows = [[d, str(cells[d]["n"]), _ci(cells[d]), num(cells[d]["p_above_0"]),
                  num(cells[d].get("p_holm"), 3) if d not in NOT_IN_HOLM else "-"]
                 for d in names if d in cells]  # fmt: skip
-        paired = any(c["n"] for c in cells.values())
+        paired = any(c["n"] for d, c in cells.items() if d != LENGTH)  # words pair whether or not the judge scored
         why = f"no profile and repeat has the judge's scores for both {sup} and {board['baseline']}"
         out += [f"{head} {sup} minus {board['baseline']} (paired: the same profiles and repeats)",
                 text_table(["score", "pairs", "difference [95% interval]", "P(difference > 0)", "p (Holm)"],
