@@ -11,8 +11,8 @@ Decision = Literal["continue", "end_satisfied", "disengage"]
 
 
 def words(text: str) -> int:
-    """A message's length in words: its whitespace-separated tokens (the one count of the leaderboard, the reply
-    card, the ladder and the sensitivity suite; the realism figures count a message's letters-and-digits runs)."""
+    """A message's length in words: its whitespace-separated tokens (every word count of a reply or message but the
+    realism figures', which count runs of letters and digits: ``realism.text.words``)."""
     return len(text.split())
 
 
