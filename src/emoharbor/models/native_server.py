@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--alias", default="local")
     ap.add_argument("--draft", default=None)  # a GGUF of the same vocabulary: speculative decoding
     ap.add_argument("--draft-max", type=int, default=None)  # None: llama.cpp's default
+    ap.add_argument("--lora", default=None)  # a GGUF LoRA file applied to every request (scale 1)
     a = ap.parse_args(argv)
 
     import xllamacpp as xlc  # the engine: imported here, so --help answers without it
@@ -54,6 +55,10 @@ def main(argv: list[str] | None = None) -> None:
     p.cpuparams.poll = a.poll  # how hard an idle worker thread spins before it sleeps (0-100)
     p.cpuparams_batch.poll = a.poll
     p.endpoint_metrics = True
+    if a.lora:
+        lora = xlc.CommonAdapterLoraInfo()
+        lora.path, lora.scale = a.lora, 1.0
+        p.lora_adapters = [lora]
     if a.draft:
         d = p.speculative.draft
         d.mparams.path = a.draft

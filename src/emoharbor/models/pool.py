@@ -91,7 +91,7 @@ class ModelPool:
         path = (default_cache_dir() / "calls.sqlite") if cache_path is True else (cache_path or None)
         self.cache = CallCache(path if isinstance(path, Path) else None)
         self.sink = sink
-        self._servers: dict[tuple[str, int, str, int], LocalServer] = {}  # model, context, draft, draft_max
+        self._servers: dict[tuple[str, str, int, str, int], LocalServer] = {}  # model, lora, context, draft, draft_max
         self._endpoints: dict[tuple[str, ...], list[Endpoint]] = {}
         self._models: dict[str, ChatModel] = {}
 
@@ -121,7 +121,8 @@ class ModelPool:
             # matches it best), so the roles' and conversations' long shared prefixes stay warm.
             gguf = resolve_gguf(spec.model.removeprefix("local:"))
             draft = resolve_gguf(spec.draft.removeprefix("local:")) if spec.draft else None
-            skey = (str(gguf.path), spec.context_size, str(draft.path) if draft else "", spec.draft_max or 0)
+            skey = (str(gguf.path), str(gguf.lora or ""), spec.context_size, str(draft.path) if draft else "",
+                    spec.draft_max or 0)  # fmt: skip
             server = self._servers.get(skey)
             if server is None:
                 taken = {sv.port for sv in self._servers.values()}
