@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from emoharbor.config import RunConfig
-from emoharbor.errors import EmoharborError
+from emoharbor.errors import ConfigError, EmoharborError
 from emoharbor.evaluate.plan import Plan
 from emoharbor.evolve import evaluate
 from emoharbor.simulate.conversation import Conversation
@@ -116,6 +116,29 @@ def test_eval_writes_each_models_deltas_into_its_model_card(tmp_path: Path, monk
     assert "| user | warmth | 3.88 | +1.00 | 8 |" in readme and card["base_model"] == str(base)
     assert json.loads((tmp_path / "m0" / "evolve_model.json").read_text())["evaluation"]["means"]["user"]["warmth"][
         "delta"] is None  # fmt: skip
+
+
+def test_eval_serves_the_models_with_the_engine_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--engine local: every model a local: spec (llama.cpp); a folder it cannot serve, or another engine, is
+    refused in one line before the run folder is made."""
+    pytest.importorskip("xllamacpp")
+    seen: list[RunConfig] = []
+    fake_evaluator(monkeypatch, seen)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("profiles: ['builtin:*']\nroles:\n  supporter: {model: scripted, max_tokens: 80}\n")
+    evaluate.evaluate_models(cfg, [("base", "smollm2"), ("again", "smollm2")], tmp_path / "eval",
+                             log=lambda _: None, engine="local")  # fmt: skip
+    [one] = seen
+    assert [(s.name, s.model, s.max_tokens) for s in one.roles.supporter] == [
+        ("base", "local:smollm2", 80), ("again", "local:smollm2", 80)]  # fmt: skip
+    (tmp_path / "m1").mkdir()
+    with pytest.raises(ConfigError, match=r"m1: no adapter_config.json: local:FOLDER takes a trained model's folder"):
+        evaluate.evaluate_models(cfg, [("M1", tmp_path / "m1")], tmp_path / "eval2", log=lambda _: None,
+                                 engine="local")  # fmt: skip
+    with pytest.raises(ConfigError, match=r"engine 'vllm': give one of hf, local"):
+        evaluate.evaluate_models(cfg, [("M1", tmp_path / "m1")], tmp_path / "eval2", log=lambda _: None,
+                                 engine="vllm")  # fmt: skip
+    assert not (tmp_path / "eval2").exists()
 
 
 def test_eval_says_clearly_when_the_evaluator_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -233,9 +233,12 @@ def _named(models: tuple[str, ...]) -> list[tuple[str, Path | str]]:
               help="the reply card's rule-made bad replies, scored beside the models on the same contexts, by maker "
               "(repeatable; default: generic_long, platitudes padded to the real reply's length; none: no row): "
               "the sensitivity suite's makers")  # fmt: skip
+@click.option("--engine", type=click.Choice(["hf", "local"]), default="hf", show_default=True,
+              help="how the models are served: hf (transformers, the trained weights exactly) or local (llama.cpp: "
+              "the base's GGUF with the adapter as a GGUF LoRA file)")  # fmt: skip
 @progress_opt
 def eval_(run_config: Path, models: tuple[str, ...], out: Path, contexts: int, esconv: tuple[Path, ...],
-          reply_judge: str, bad: tuple[str, ...], no_progress: bool) -> None:  # fmt: skip
+          reply_judge: str, bad: tuple[str, ...], engine: str, no_progress: bool) -> None:  # fmt: skip
     """Evaluate M0, M1, ... (NAME=FOLDER or FOLDER) as the supporters of one run and print, per judge, each
     model's means and its paired difference from the first (interval, P(difference > 0), Holm's p); with
     --contexts N, the reply card of each model beside it."""
@@ -249,7 +252,8 @@ def eval_(run_config: Path, models: tuple[str, ...], out: Path, contexts: int, e
     check_plan(plan, models=False, reach=False)
     makers = [] if bad == ("none",) else list(bad or DEFAULT_BAD)
     replies = ReplyCardOptions(contexts, [str(p) for p in esconv], reply_judge, makers)
-    click.echo(evaluate_models(plan, _named(models), out, log=_log, progress=not no_progress, replies=replies))
+    click.echo(evaluate_models(plan, _named(models), out, log=_log, progress=not no_progress, replies=replies,
+                               engine=engine))  # fmt: skip
 
 
 COMMANDS = [evolve]

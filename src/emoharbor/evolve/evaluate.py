@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RunConfig, load_config
-from ..errors import EmoharborError
+from ..errors import ConfigError, EmoharborError
 from ..evaluate.plan import Plan
-from ..models.hf import MODEL_CARD, resolve_hf
+from ..models.hf import MODEL_CARD
+from ..models.pool import check_model_spec
 from ..store import records
 from ..store.run_store import RunStore
 from ..tables import nothing_measured
@@ -43,16 +44,19 @@ def _evaluator() -> Callable[..., Any]:
     return run_evaluation  # type: ignore[no-any-return,unused-ignore]
 
 
-def models_config(base: RunConfig, models: list[tuple[str, Path | str]]) -> RunConfig:
+ENGINES = ("hf", "local")  # how the models are served: transformers, or llama.cpp (a GGUF base and its adapter)
+
+
+def models_config(base: RunConfig, models: list[tuple[str, Path | str]], engine: str = "hf") -> RunConfig:
     """``base`` with its supporters replaced by ``models`` (each a folder emoharbor trained, or a base model the
-    ``hf`` backend knows: ``smollm2``, a Hub id), served locally, each with the rest of ``base``'s first
-    supporter (its system prompt, its token budget)."""
+    engine knows: ``qwen0.5b``, ``smollm2``, for ``hf`` a Hub id too), served locally by ``engine`` (``hf:`` or
+    ``local:``), each with the rest of ``base``'s first supporter (its system prompt, its token budget)."""
     template = base.roles.supporter[0].model_dump(exclude={"model", "name", "replies", "base_url", "endpoints",
                                                             "api_key_env"})  # fmt: skip
     supporters = []
     for name, folder in models:
         where = Path(folder).resolve() if Path(folder).exists() else folder
-        supporters.append({**template, "model": f"hf:{where}", "name": name})
+        supporters.append({**template, "model": f"{engine}:{where}", "name": name})
     roles = base.roles.model_dump() | {"supporter": supporters}
     return RunConfig.model_validate(base.model_dump() | {"roles": roles, "name": f"{base.name}-evolve"})
 
@@ -100,19 +104,23 @@ def compare_table(run_dir: Path, *, seed: int = 0) -> str:
 
 
 def evaluate_models(plan: Plan | Path, models: list[tuple[str, Path | str]], out: Path, *, log: Log,
-                    progress: bool = True, replies: ReplyCardOptions | None = None) -> str:  # fmt: skip
+                    progress: bool = True, replies: ReplyCardOptions | None = None,
+                    engine: str = "hf") -> str:  # fmt: skip
     """The evaluation of ``plan`` (a run config's file is planned here first: the library's callers) with
-    ``models`` as its supporters, in one run in ``out`` (its profiles and judges are the plan's; a profile a model's
-    card says it trained on is refused); with ``replies``, the reply card beside it (``reply_card.py``), on the same
-    supporters."""
+    ``models`` as its supporters, served by ``engine``, in one run in ``out`` (its profiles and judges are the
+    plan's; a profile a model's card says it trained on is refused); with ``replies``, the reply card beside it
+    (``reply_card.py``), on the same supporters."""
     run_evaluation = _evaluator()
     plan = plan if isinstance(plan, Plan) else Plan.of(load_config(plan), str(plan))
-    for name, folder in models:  # every model and name checked before the run folder is made
+    if engine not in ENGINES:
+        raise ConfigError(f"engine {engine!r}: give one of {', '.join(ENGINES)}")
+    for name, _ in models:  # every model and name checked before the run folder is made
         if "|" in name or not name:
             raise EmoharborError(f"model name {name!r}: give a name without '|' (NAME=FOLDER)")
-        resolve_hf(str(folder))
+    cfg = models_config(plan.cfg, models, engine)
+    for supporter in cfg.roles.supporter:
+        check_model_spec(supporter)  # a local: adapter is written as a GGUF LoRA file here, once
     refuse_trained_profiles([p.id for p in plan.profiles], [f for _, f in models])
-    cfg = models_config(plan.cfg, models)
     card = None
     if replies is not None and replies.contexts > 0:  # its judge and contexts checked before anything runs
         card = plan_reply_card(replies.esconv, replies.contexts, judge_card=replies.judge_card,
