@@ -91,7 +91,7 @@ def main() -> None:
     from emoharbor.episodes.heldout import UserLoop, held_out_callback, read_curve
     from emoharbor.evolve.config import load_evolve_config
     from emoharbor.evolve.grpo import EPISODES, run_grpo
-    from emoharbor.models.hf import MODEL_CARD
+    from emoharbor.models.folder import MODEL_CARD
     from emoharbor.profiles.loader import resolve_profiles
     from emoharbor.reward.context import openings
     from emoharbor.simulate.agents import user_agent

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..models.hf import MODEL_CARD, read_model_card
+from ..models.folder import MODEL_CARD
+from ..models.hf import read_model_card
 from ..tables import md_table, num
 from .pairs import PreferencePair
 

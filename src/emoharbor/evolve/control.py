@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..models.hf import MODEL_CARD, read_model_card
+from ..models.folder import MODEL_CARD
+from ..models.hf import read_model_card
 from .config import EvolveConfig
 from .pairs import PreferencePair, read_pairs, write_pairs
 from .trainer import Log, main_log

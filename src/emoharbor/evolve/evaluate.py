@@ -17,7 +17,7 @@ from typing import Any
 from ..config import RunConfig, load_config
 from ..errors import ConfigError, EmoharborError
 from ..evaluate.plan import Plan
-from ..models.hf import MODEL_CARD
+from ..models.folder import MODEL_CARD
 from ..models.pool import check_model_spec
 from ..store import records
 from ..store.run_store import RunStore

@@ -29,7 +29,8 @@ from ..config import SupporterSpec
 from ..data.esconv import load_esconv
 from ..errors import ConfigError, DataError
 from ..models.base import ModelCallError
-from ..models.hf import MODEL_CARD, read_model_card
+from ..models.folder import MODEL_CARD
+from ..models.hf import read_model_card
 from ..models.pool import ModelPool
 from ..models.spec import ModelSpec
 from ..profiles.esconv_import import draft_profile

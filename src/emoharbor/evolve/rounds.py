@@ -21,7 +21,8 @@ from ..assess.judge_forms import PairForm
 from ..errors import ConfigError, EmoharborError
 from ..models.adapters import load_lora_adapter
 from ..models.base import ChatModel
-from ..models.hf import MODEL_CARD, HFChatModel, load_hf, read_model_card, resolve_hf
+from ..models.folder import MODEL_CARD
+from ..models.hf import HFChatModel, load_hf, read_model_card, resolve_hf
 from ..models.pool import LazyModels, ModelPool
 from ..models.spec import ModelSpec
 from ..profiles.loader import profile_inputs

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmoharborError
-from ..models.hf import MODEL_CARD, HFSource, load_hf, pick_device
+from ..models.folder import MODEL_CARD
+from ..models.hf import HFSource, load_hf, pick_device
 from .card import write_card
 from .config import EvolveConfig, LoraSettings
 from .train_args import NEUTRAL, effective, trl_config

@@ -23,9 +23,8 @@ from typing import Any
 
 from ..errors import ConfigError, EmoharborError
 from .base import ChatResult, Message, Usage
+from .folder import MODEL_CARD, TRAIN_HINT
 
-TRAIN_HINT = "pip install 'emoharbor[train]'"
-MODEL_CARD = "evolve_model.json"  # written beside every adapter emoharbor trains
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")
 
 

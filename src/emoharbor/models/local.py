@@ -161,7 +161,7 @@ def resolve_gguf(name: str) -> Gguf:
     if p.is_dir():
         from .lora_gguf import adapter_base, lora_gguf
 
-        base = resolve_gguf(adapter_base(p))
+        base = resolve_gguf(adapter_base(p, BUILT_IN))
         lora = lora_gguf(p, base.path)
         return Gguf(base.path, f"{base.identity}+lora:{lora.stem}", lora)
     if not p.is_file():

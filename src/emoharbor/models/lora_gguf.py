@@ -20,10 +20,8 @@ from pathlib import Path
 
 from ..errors import ConfigError, EmoharborError
 from .cache import default_cache_dir
-from .hf import MODEL_CARD, TRAIN_HINT
+from .folder import ADAPTER_CONFIG, ADAPTER_WEIGHTS, MODEL_CARD, TRAIN_HINT
 
-ADAPTER_CONFIG = "adapter_config.json"
-ADAPTER_WEIGHTS = "adapter_model.safetensors"
 # llama.cpp's rotary layout for these architectures' q and k differs from transformers': its converter permutes
 # their rows, and transformers permutes them back when it reads the GGUF. Other architectures are taken as they are
 # where they are known to need nothing (checked against transformers' logits in the tests: llama, qwen2).
@@ -32,11 +30,9 @@ PLAIN = {"qwen2"}
 PEFT_KEY = re.compile(r"(?:base_model\.model\.)?(?P<module>.+)\.lora_(?P<ab>[AB])(?:\.default)?\.weight")
 
 
-def adapter_base(folder: Path) -> str:
-    """The name ``local.resolve_gguf`` takes for the folder's base model: its card's ``base_model``, else PEFT's
-    ``base_model_name_or_path``; a base that is not a GGUF is refused in one line."""
-    from .local import BUILT_IN
-
+def adapter_base(folder: Path, built_in: tuple[str, ...]) -> str:
+    """The name ``local.resolve_gguf`` takes for the folder's base model (one of ``built_in``, or a .gguf path): its
+    card's ``base_model``, else PEFT's ``base_model_name_or_path``; a base that is not a GGUF is refused in one line."""
     card, config = folder / MODEL_CARD, folder / ADAPTER_CONFIG
     if not config.is_file():
         raise ConfigError(
@@ -49,7 +45,7 @@ def adapter_base(folder: Path) -> str:
     except (OSError, json.JSONDecodeError, AttributeError) as e:
         raise ConfigError(f"{source}: cannot read field {field!r} ({e})") from None
     name = base.removeprefix("local:")
-    if name in BUILT_IN or (name.endswith(".gguf") and Path(name).expanduser().is_file()):
+    if name in built_in or (name.endswith(".gguf") and Path(name).expanduser().is_file()):
         return name
     raise ConfigError(
         f"{source}: field {field!r} is {base!r}, not a GGUF (a built-in model or a .gguf file): local:{folder} "
