@@ -21,7 +21,7 @@ from ..assess.judge_forms import PairForm
 from ..errors import ConfigError, EmoharborError
 from ..models.adapters import load_lora_adapter
 from ..models.base import ChatModel
-from ..models.folder import MODEL_CARD
+from ..models.folder import ADAPTER_CONFIG, MODEL_CARD
 from ..models.hf import HFChatModel, load_hf, read_model_card, resolve_hf
 from ..models.pool import LazyModels, ModelPool
 from ..models.spec import ModelSpec
@@ -179,7 +179,7 @@ def served_generator(cfg: EvolveConfig, model_dir: Path, round_no: int, *, log: 
     assert spec is not None
     if not cfg.refine.load_adapter:
         return spec
-    if not (model_dir / "adapter_config.json").is_file():
+    if not (model_dir / ADAPTER_CONFIG).is_file():
         raise EmoharborError(f"{model_dir}: no adapter_config.json, so there is no adapter to load into {spec.model}")
     name = adapter_name(model_dir, round_no)
     urls = asyncio.run(load_lora_adapter(spec, name, model_dir))

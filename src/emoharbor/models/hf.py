@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError, EmoharborError
 from .base import ChatResult, Message, Usage
-from .folder import MODEL_CARD, TRAIN_HINT
+from .folder import ADAPTER_CONFIG, MODEL_CARD, TRAIN_HINT
 
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")
 
@@ -63,10 +63,10 @@ def _base_source(text: str) -> HFSource:
     if p.is_dir() and (p / MODEL_CARD).is_file():
         b = _base_source(str(read_model_card(p)["base_model"]))
         return HFSource(b.base, b.gguf_file, str(p.resolve()))
-    if p.is_dir() and (p / "adapter_config.json").is_file():
-        base = json.loads((p / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if p.is_dir() and (p / ADAPTER_CONFIG).is_file():
+        base = json.loads((p / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
         if not base:
-            raise ConfigError(f"{p}/adapter_config.json: field 'base_model_name_or_path' is empty: give hf:BASE@{p}")
+            raise ConfigError(f"{p / ADAPTER_CONFIG}: field 'base_model_name_or_path' is empty: give hf:BASE@{p}")
         b = _base_source(str(base))
         return HFSource(b.base, b.gguf_file, str(p.resolve()))
     if p.is_dir() and (p / "config.json").is_file():
@@ -113,7 +113,7 @@ def resolve_hf(text: str) -> HFSource:
     src = _base_source(base)
     if adapter:
         a = Path(adapter).expanduser()
-        if not (a / "adapter_config.json").is_file():
+        if not (a / ADAPTER_CONFIG).is_file():
             raise ConfigError(f"hf adapter {adapter!r}: no adapter_config.json in that folder")
         src = HFSource(src.base, src.gguf_file, str(a))
     return src
